@@ -1,0 +1,11 @@
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  // Integration files each own a database and a Redis key prefix, so they may run in parallel;
+  // two workers match this machine's two cores.
+  maxWorkers: 2,
+  testTimeout: 60_000,
+};

@@ -1,0 +1,7 @@
+/**
+ * Every migration, in order. Listed as classes (not a glob) so the same list works compiled,
+ * under ts-jest, and for the TypeORM CLI (ormconfig.ts).
+ */
+import { CreateFeedTables1764489600000 } from './1764489600000-CreateFeedTables';
+
+export const MIGRATIONS = [CreateFeedTables1764489600000];

@@ -1,0 +1,127 @@
+/**
+ * The composition root: builds the services from their dependencies, and the HTTP app around
+ * Apollo Server. Nothing here reads the environment: the caller passes a Config (server.ts from
+ * the real environment, tests from their own).
+ */
+import 'reflect-metadata';
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { expressMiddleware } from '@as-integrations/express5';
+import express from 'express';
+import { GraphQLFormattedError } from 'graphql';
+import http from 'node:http';
+import { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { DataSource } from 'typeorm';
+import { PasswordHasher } from './auth/auth.passwords';
+import { AuthService } from './auth/auth.service';
+import { TokenService } from './auth/auth.tokens';
+import { BlogService } from './blog/blog.service';
+import { Config } from './config';
+import { FanoutService } from './fanout/fanout.service';
+import { FeedService } from './feed/feed.service';
+import { Inbox } from './feed/inbox';
+import { FollowService } from './follow/follow.service';
+import { Context, Services } from './graphql/context';
+import { ErrorCode } from './graphql/errors';
+import { createLoaders } from './graphql/loaders';
+import { buildFeedSchema } from './graphql/schema';
+import { LikeService } from './like/like.service';
+import { RedisKeys } from './redis/keys';
+import { UserService } from './user/user.service';
+
+/** Largest request body accepted (a publishBlog at its limits is about 60 kB of UTF-8). */
+export const MAX_BODY_BYTES = 100 * 1024;
+
+export interface AppDeps {
+  config: Config;
+  db: DataSource;
+  redis: Redis;
+  /** The clock for created_at values; tests pass a fixed one to create same-millisecond ties. */
+  now?: () => Date;
+}
+
+export function createServices({ config, db, redis, now = () => new Date() }: AppDeps): Services & { tokens: TokenService } {
+  const keys = new RedisKeys(config.redisKeyPrefix);
+  const inbox = new Inbox(redis, keys, config.feedMaxItems);
+  const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
+  const users = new UserService(db, now);
+  const feed = new FeedService(db, inbox, config.followBackfillItems);
+  const follows = new FollowService(db, users, feed, now);
+  const fanout = new FanoutService(follows, inbox, (message, error) => console.error(message, error));
+  const blogs = new BlogService(db, fanout, now);
+  const likes = new LikeService(db, blogs, now);
+  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens);
+  return { auth, users, blogs, follows, likes, feed, fanout, tokens };
+}
+
+export interface RunningApp {
+  url: string;
+  services: ReturnType<typeof createServices>;
+  /** Stops accepting, finishes in-flight requests and fan-outs. Closing the pools is the caller's. */
+  stop(): Promise<void>;
+}
+
+export async function startApp(deps: AppDeps): Promise<RunningApp> {
+  const { config } = deps;
+  const services = createServices(deps);
+  const app = express();
+  const httpServer = http.createServer(app);
+  const apollo = new ApolloServer<Context>({
+    schema: buildFeedSchema(),
+    includeStacktraceInErrorResponses: config.nodeEnv !== 'production',
+    formatError: (formatted, error) => formatError(formatted, error, config.nodeEnv === 'production'),
+    plugins: [ApolloServerPluginDrainHttpServer({ httpServer }), ApolloServerPluginLandingPageDisabled()],
+  });
+  await apollo.start();
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.use(
+    '/graphql',
+    express.json({ limit: MAX_BODY_BYTES }),
+    expressMiddleware(apollo, {
+      context: async ({ req }) => {
+        const auth = services.tokens.check(req.headers.authorization);
+        const viewerId = auth.kind === 'viewer' ? auth.userId : null;
+        return { auth, services, loaders: createLoaders(services, viewerId) };
+      },
+    }),
+  );
+
+  await new Promise<void>((resolve) => httpServer.listen(config.port, config.host, resolve));
+  const { port } = httpServer.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' ? 'localhost' : config.host;
+  return {
+    url: `http://${host}:${port}/graphql`,
+    services,
+    async stop() {
+      await apollo.stop();
+      await services.fanout.idle();
+    },
+  };
+}
+
+/**
+ * Errors the client caused keep their message and code. Anything else is a fault of ours: it is
+ * logged in full, and in production the client sees only a generic message (no internals).
+ */
+function formatError(formatted: GraphQLFormattedError, error: unknown, production: boolean): GraphQLFormattedError {
+  // Our typed errors and Apollo's own (GRAPHQL_PARSE_FAILED, ...) carry their code; Apollo
+  // marks everything else INTERNAL_SERVER_ERROR.
+  // A stack trace of an error the client caused only says where we noticed it: leave it out.
+  if (formatted.extensions?.code !== ErrorCode.INTERNAL_SERVER_ERROR) {
+    const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
+    return { ...formatted, extensions };
+  }
+  console.error('internal error:', (error as { originalError?: unknown })?.originalError ?? error);
+  if (!production) return formatted;
+  return {
+    message: 'Internal server error',
+    locations: formatted.locations,
+    path: formatted.path,
+    extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR },
+  };
+}

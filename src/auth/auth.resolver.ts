@@ -1,0 +1,24 @@
+import { Arg, Ctx, Mutation, Resolver } from 'type-graphql';
+import type { Context } from '../graphql/context';
+import { AuthPayload } from './auth.types';
+
+@Resolver()
+export class AuthResolver {
+  @Mutation(() => AuthPayload, { description: 'Creates an account and signs in. nickName 1..32 characters, password 8..256' })
+  signUp(
+    @Arg('nickName', () => String) nickName: string,
+    @Arg('password', () => String) password: string,
+    @Ctx() { services }: Context,
+  ): Promise<AuthPayload> {
+    return services.auth.signUp(nickName, password);
+  }
+
+  @Mutation(() => AuthPayload, { description: 'Signs in; the token expires (JWT_EXPIRES_IN_SECONDS)' })
+  login(
+    @Arg('nickName', () => String) nickName: string,
+    @Arg('password', () => String) password: string,
+    @Ctx() { services }: Context,
+  ): Promise<AuthPayload> {
+    return services.auth.login(nickName, password);
+  }
+}

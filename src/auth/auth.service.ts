@@ -1,0 +1,77 @@
+/** Sign-up and login: input rules, password hashing and token issue. */
+import { badUserInput, unauthenticated } from '../graphql/errors';
+import { User } from '../user/user.types';
+import { UserService } from '../user/user.service';
+import { PasswordHasher } from './auth.passwords';
+import { TokenService } from './auth.tokens';
+
+/** nickName length in characters: short enough for a UI label, long enough for real names. */
+export const NICKNAME_MIN = 1;
+export const NICKNAME_MAX = 32;
+/** Password length: 8 is the NIST SP 800-63B minimum; the maximum bounds the hashing work. */
+export const PASSWORD_MIN = 8;
+export const PASSWORD_MAX = 256;
+
+export interface AuthPayloadData {
+  token: string;
+  user: User;
+}
+
+/** Length in characters (code points), as MySQL's utf8mb4 VARCHAR counts them. */
+export function charLength(text: string): number {
+  let count = 0;
+  for (const _ of text) count += 1;
+  return count;
+}
+
+// Control characters (C0, DEL, C1) make a nickName impossible to show or type.
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+
+export function validateNickName(nickName: string): void {
+  const length = charLength(nickName);
+  if (length < NICKNAME_MIN || length > NICKNAME_MAX) {
+    throw badUserInput(`nickName must be ${NICKNAME_MIN}..${NICKNAME_MAX} characters (got ${length})`, 'nickName');
+  }
+  if (nickName.trim() !== nickName) {
+    throw badUserInput(`nickName must not start or end with white space (got "${nickName}")`, 'nickName');
+  }
+  if (CONTROL_CHARACTERS.test(nickName)) {
+    throw badUserInput('nickName must not contain control characters', 'nickName');
+  }
+}
+
+export function validatePassword(password: string): void {
+  const length = charLength(password);
+  if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
+    throw badUserInput(`password must be ${PASSWORD_MIN}..${PASSWORD_MAX} characters (got ${length})`, 'password');
+  }
+}
+
+export class AuthService {
+  constructor(
+    private readonly users: UserService,
+    private readonly passwords: PasswordHasher,
+    private readonly tokens: TokenService,
+  ) {}
+
+  async signUp(nickName: string, password: string): Promise<AuthPayloadData> {
+    validateNickName(nickName);
+    validatePassword(password);
+    const user = await this.users.create(nickName, await this.passwords.hash(password));
+    return { token: this.tokens.issue(user.dbId), user };
+  }
+
+  async login(nickName: string, password: string): Promise<AuthPayloadData> {
+    // The same message for an unknown nickName and a wrong password: a login form must not
+    // reveal which nickNames exist.
+    const wrong = () => unauthenticated('wrong nickName or password');
+    if (charLength(password) > PASSWORD_MAX || charLength(nickName) > NICKNAME_MAX) throw wrong();
+    const found = await this.users.findCredentials(nickName);
+    if (!found) {
+      await this.passwords.burn(password);
+      throw wrong();
+    }
+    if (!(await this.passwords.verify(password, found.passwordHash))) throw wrong();
+    return { token: this.tokens.issue(found.user.dbId), user: found.user };
+  }
+}

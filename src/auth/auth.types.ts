@@ -1,0 +1,11 @@
+import { Field, ObjectType } from 'type-graphql';
+import { User } from '../user/user.types';
+
+@ObjectType({ description: 'A signed-in session' })
+export class AuthPayload {
+  @Field(() => String, { description: 'send as the header  Authorization: Bearer <token>' })
+  token!: string;
+
+  @Field(() => User)
+  user!: User;
+}

@@ -1,0 +1,114 @@
+/** Blogs: publishing, deleting, lookups and a user's own blogs page. */
+import { DataSource } from 'typeorm';
+import { select, Sql, write } from '../db/sql';
+import { ScoredId } from '../feed/cursor';
+import { fetchSize, PageRequest } from '../feed/page';
+import { FanoutService } from '../fanout/fanout.service';
+import { badUserInput, forbidden, notFound } from '../graphql/errors';
+import { charLength } from '../auth/auth.service';
+import { Blog, BLOG_COLUMNS, BlogRow, PublishBlogInput } from './blog.types';
+
+/** Title length in characters: one line in a list view; also the VARCHAR(255) column. */
+export const TITLE_MAX = 255;
+/** Content length in characters: a long post, far below what the TEXT column holds in utf8mb4. */
+export const CONTENT_MAX = 10_000;
+/** At most 9 images per blog: the 3x3 grid the app shows. */
+export const IMAGES_MAX = 9;
+/** Image URL length in characters. */
+export const IMAGE_URL_MAX = 512;
+
+/** A blog item of a page: its position data plus the loaded blog. */
+export interface BlogItem extends ScoredId {
+  blog: Blog;
+}
+
+function checkLength(field: string, value: string, max: number): void {
+  const length = charLength(value);
+  if (value.trim().length === 0 || length > max) {
+    throw badUserInput(`${field} must be 1..${max} characters and not blank (got ${length})`, field);
+  }
+}
+
+export function validatePublishInput(input: PublishBlogInput): void {
+  checkLength('title', input.title, TITLE_MAX);
+  checkLength('content', input.content, CONTENT_MAX);
+  const images = input.images ?? [];
+  if (images.length > IMAGES_MAX) {
+    throw badUserInput(`images must hold at most ${IMAGES_MAX} URLs (got ${images.length})`, 'images');
+  }
+  images.forEach((image, i) => checkLength(`images[${i}]`, image, IMAGE_URL_MAX));
+}
+
+export class BlogService {
+  constructor(
+    private readonly db: DataSource,
+    private readonly fanout: FanoutService,
+    private readonly now: () => Date,
+  ) {}
+
+  /**
+   * Saves the blog and returns it; delivery to the followers' inboxes happens after the
+   * response (FanoutService), so publishing costs the same at any follower count.
+   */
+  async publish(authorId: number, input: PublishBlogInput): Promise<Blog> {
+    validatePublishInput(input);
+    const result = await write(
+      this.db,
+      'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at) VALUES (?, ?, ?, ?, 0, ?)',
+      [authorId, input.title, input.content, JSON.stringify(input.images ?? []), this.now()],
+    );
+    const blog = await this.findById(Number(result.insertId));
+    if (!blog) throw new Error(`blog ${result.insertId} vanished right after insert`);
+    this.fanout.published(blog);
+    return blog;
+  }
+
+  /** Soft-deletes the viewer's own blog; it leaves every inbox after the response. */
+  async delete(viewerId: number, blogId: number): Promise<void> {
+    const blog = await this.findById(blogId);
+    if (!blog) throw notFound(`blog ${blogId} does not exist`);
+    if (blog.authorId !== viewerId) throw forbidden('only the author may delete a blog');
+    const result = await write(this.db, 'UPDATE tb_blog SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [
+      this.now(),
+      blogId,
+    ]);
+    if (result.affectedRows === 0) throw notFound(`blog ${blogId} does not exist`);
+    this.fanout.deleted(blog);
+  }
+
+  /** Live (not deleted) blogs by id, in one statement. */
+  async findByIds(ids: readonly number[], sql: Sql = this.db): Promise<Map<number, Blog>> {
+    if (ids.length === 0) return new Map();
+    const rows = await select<BlogRow>(
+      sql,
+      `SELECT ${BLOG_COLUMNS} FROM tb_blog WHERE id IN (?) AND deleted_at IS NULL`,
+      [ids],
+    );
+    return new Map(rows.map((row) => [Number(row.id), Blog.fromRow(row)]));
+  }
+
+  async findById(id: number, sql: Sql = this.db): Promise<Blog | null> {
+    return (await this.findByIds([id], sql)).get(id) ?? null;
+  }
+
+  /**
+   * A page of one user's own blogs, newest first, with the same cursor as the feed: one
+   * statement on the (user_id, created_at, id) index.
+   */
+  async pageOfAuthor(authorId: number, request: PageRequest): Promise<BlogItem[]> {
+    const { maxScore, offset } = request.from;
+    const rows = await select<BlogRow>(
+      this.db,
+      `SELECT ${BLOG_COLUMNS} FROM tb_blog
+       WHERE user_id = ? AND deleted_at IS NULL ${maxScore === null ? '' : 'AND created_at <= ?'}
+       ORDER BY created_at DESC, id DESC LIMIT ?, ?`,
+      maxScore === null
+        ? [authorId, offset, fetchSize(request)]
+        : [authorId, new Date(maxScore), offset, fetchSize(request)],
+    );
+    return rows.map((row) => {
+      const blog = Blog.fromRow(row);
+      return { id: blog.dbId, score: blog.score, blog };
+    });
+  }
+}

@@ -1,0 +1,95 @@
+/** The Blog object type, its connection, and the publish input. */
+import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
+import { PageInfo } from '../graphql/connection';
+import { toGlobalId } from '../graphql/global-id';
+import { Node } from '../graphql/node';
+import { DateTimeScalar } from '../graphql/scalars';
+
+@ObjectType({ implements: Node, description: 'A post: a title, a text and up to 9 images' })
+export class Blog implements Node {
+  @Field(() => ID)
+  id!: string;
+
+  @Field(() => String)
+  title!: string;
+
+  @Field(() => String)
+  content!: string;
+
+  @Field(() => [String])
+  images!: string[];
+
+  @Field(() => Int, { description: 'How many users like this blog (exact)' })
+  likeCount!: number;
+
+  @Field(() => DateTimeScalar)
+  createdAt!: Date;
+
+  /** The database id (not exposed; `id` is the global id). */
+  dbId!: number;
+
+  /** The author's database id; Blog.author resolves it through the user loader. */
+  authorId!: number;
+
+  /** The feed score: created_at in epoch ms, from the database row. */
+  get score(): number {
+    return this.createdAt.getTime();
+  }
+
+  static fromRow(row: BlogRow): Blog {
+    const blog = new Blog();
+    blog.dbId = Number(row.id);
+    blog.id = toGlobalId('Blog', blog.dbId);
+    blog.authorId = Number(row.user_id);
+    blog.title = row.title;
+    blog.content = row.content;
+    blog.images = JSON.parse(row.images) as string[];
+    blog.likeCount = Number(row.liked);
+    blog.createdAt = row.created_at;
+    return blog;
+  }
+}
+
+/** A tb_blog row as raw SQL returns it (BIGINT as string). */
+export interface BlogRow {
+  id: string | number;
+  user_id: string | number;
+  title: string;
+  content: string;
+  images: string;
+  liked: number;
+  created_at: Date;
+}
+
+/** The columns of BlogRow, for SELECTs. */
+export const BLOG_COLUMNS = 'id, user_id, title, content, images, liked, created_at';
+
+@ObjectType()
+export class BlogEdge {
+  @Field(() => String, { description: 'Pass as `after` to continue after this blog' })
+  cursor!: string;
+
+  @Field(() => Blog)
+  node!: Blog;
+}
+
+@ObjectType({ description: 'A page of blogs, newest first (ties: larger blog id first)' })
+export class BlogConnection {
+  @Field(() => [BlogEdge])
+  edges!: BlogEdge[];
+
+  @Field(() => PageInfo)
+  pageInfo!: PageInfo;
+}
+
+@InputType({ description: 'A new blog. Limits: title 1..255 characters, content 1..10000, at most 9 images of 1..512 characters' })
+export class PublishBlogInput {
+  @Field(() => String)
+  title!: string;
+
+  @Field(() => String)
+  content!: string;
+
+  @Field(() => [String], { nullable: true })
+  images?: string[] | null;
+}

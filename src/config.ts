@@ -1,0 +1,104 @@
+/**
+ * Configuration, parsed and validated once at start.
+ *
+ * Every environment variable the service reads is read here and nowhere else. A bad value stops
+ * the process with a message that names the variable and what it received, instead of surfacing
+ * later as a confusing runtime failure.
+ */
+
+export type NodeEnv = 'production' | 'development' | 'test';
+
+export interface Config {
+  nodeEnv: NodeEnv;
+  host: string;
+  port: number;
+  databaseUrl: string;
+  redisUrl: string;
+  /** Prepended to every Redis key; lets several deployments (or test files) share one Redis. */
+  redisKeyPrefix: string;
+  jwtSecret: string;
+  /** True when JWT_SECRET was not given and the development default is in use. */
+  jwtSecretIsDefault: boolean;
+  jwtExpiresInSeconds: number;
+  /** scrypt cost parameter N (a power of two). */
+  passwordHashCost: number;
+  /** Each inbox keeps at most this many newest entries. */
+  feedMaxItems: number;
+  /** How many of a followee's newest blogs a new follow copies into the follower's inbox. */
+  followBackfillItems: number;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+const DEV_JWT_SECRET = 'dev-only-insecure-secret-change-me';
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = parseNodeEnv(env.NODE_ENV);
+  const jwtSecret = env.JWT_SECRET;
+  if (nodeEnv === 'production' && !jwtSecret) {
+    throw new ConfigError('JWT_SECRET is required when NODE_ENV=production (got nothing)');
+  }
+  if (jwtSecret !== undefined && jwtSecret.length < 16) {
+    throw new ConfigError(`JWT_SECRET must be at least 16 characters (got ${jwtSecret.length})`);
+  }
+  return {
+    nodeEnv,
+    host: env.HOST ?? '0.0.0.0',
+    port: parseIntVar(env, 'PORT', 4000, 0, 65535),
+    databaseUrl: parseUrlVar(env, 'DATABASE_URL', 'mysql://root@127.0.0.1:3306/feed', ['mysql:']),
+    redisUrl: parseUrlVar(env, 'REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
+    redisKeyPrefix: env.REDIS_KEY_PREFIX ?? '',
+    jwtSecret: jwtSecret ?? DEV_JWT_SECRET,
+    jwtSecretIsDefault: jwtSecret === undefined,
+    jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
+    passwordHashCost: parsePowerOfTwo(env, 'PASSWORD_HASH_COST', 16384, 1024, 1 << 20),
+    feedMaxItems: parseIntVar(env, 'FEED_MAX_ITEMS', 800, 10, 100_000),
+    followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 0, 10_000),
+  };
+}
+
+function parseNodeEnv(value: string | undefined): NodeEnv {
+  if (value === undefined || value === '') return 'development';
+  if (value === 'production' || value === 'development' || value === 'test') return value;
+  throw new ConfigError(`NODE_ENV must be production, development or test (got "${value}")`);
+}
+
+function parseIntVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) {
+    throw new ConfigError(`${name} must be a whole number (got "${raw}")`);
+  }
+  const value = Number(raw.trim());
+  if (value < min || value > max) {
+    throw new ConfigError(`${name} must be between ${min} and ${max} (got ${value})`);
+  }
+  return value;
+}
+
+function parsePowerOfTwo(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = parseIntVar(env, name, fallback, min, max);
+  if ((value & (value - 1)) !== 0) {
+    throw new ConfigError(`${name} must be a power of two (got ${value})`);
+  }
+  return value;
+}
+
+function parseUrlVar(env: Env, name: string, fallback: string, protocols: string[]): string {
+  const raw = env[name];
+  const value = raw === undefined || raw === '' ? fallback : raw;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL (got "${value}")`);
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new ConfigError(`${name} must start with ${protocols.join(' or ')}// (got "${value}")`);
+  }
+  return value;
+}

@@ -1,0 +1,113 @@
+/**
+ * The tables, as TypeORM entities. Names follow the seed application's tables (tb_user, tb_blog,
+ * tb_follow, tb_blog_like) so its data and habits carry over. The schema itself is created by the
+ * migrations in migrations/; these classes describe it for TypeORM and for readers.
+ *
+ * Column types are spelled out (`type: ...`) because decorator metadata is not always emitted
+ * (esbuild-based runners drop it). BIGINT ids arrive from mysql2 as strings; `bigintNumber`
+ * turns them into numbers: ids stay far below 2^53.
+ */
+import { Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn, ValueTransformer } from 'typeorm';
+
+export const bigintNumber: ValueTransformer = {
+  to: (value: number | null | undefined) => value,
+  from: (value: string | number | null) => (value === null ? null : Number(value)),
+};
+
+@Entity({ name: 'tb_user' })
+export class UserEntity {
+  /** BIGINT; mysql2 returns it as a string (TypeORM takes no transformer on generated keys). */
+  @PrimaryGeneratedColumn({ type: 'bigint' })
+  id!: string;
+
+  @Index('uq_user_nick_name', { unique: true })
+  @Column({ name: 'nick_name', type: 'varchar', length: 32 })
+  nickName!: string;
+
+  /** scrypt hash in the form scrypt$N$r$p$salt$hash; never leaves the service. */
+  @Column({ name: 'password', type: 'varchar', length: 255 })
+  passwordHash!: string;
+
+  @Column({ type: 'varchar', length: 512, nullable: true })
+  icon!: string | null;
+
+  /** Kept exact in the transaction that inserts or deletes the tb_follow row. */
+  @Column({ name: 'follower_count', type: 'int', default: 0 })
+  followerCount!: number;
+
+  @Column({ name: 'following_count', type: 'int', default: 0 })
+  followingCount!: number;
+
+  @Column({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt!: Date;
+
+  @Column({ name: 'last_active_at', type: 'datetime', precision: 3, nullable: true })
+  lastActiveAt!: Date | null;
+}
+
+@Entity({ name: 'tb_blog' })
+@Index('ix_blog_user_created', ['userId', 'createdAt', 'id'])
+export class BlogEntity {
+  /** BIGINT; mysql2 returns it as a string (TypeORM takes no transformer on generated keys). */
+  @PrimaryGeneratedColumn({ type: 'bigint' })
+  id!: string;
+
+  @Column({ name: 'user_id', type: 'bigint', transformer: bigintNumber })
+  userId!: number;
+
+  @Column({ type: 'varchar', length: 255 })
+  title!: string;
+
+  @Column({ type: 'text' })
+  content!: string;
+
+  /** A JSON array of image URLs, stored as text. */
+  @Column({ type: 'text' })
+  images!: string;
+
+  /** The like count, kept exact in the transaction that changes tb_blog_like. */
+  @Column({ type: 'int', default: 0 })
+  liked!: number;
+
+  /** The feed score (epoch ms) is taken from this column, never from the time of a fan-out. */
+  @Column({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt!: Date;
+
+  @Column({ name: 'deleted_at', type: 'datetime', precision: 3, nullable: true })
+  deletedAt!: Date | null;
+}
+
+@Entity({ name: 'tb_follow' })
+@Index('uq_follow_pair', ['userId', 'followUserId'], { unique: true })
+@Index('ix_follow_followee', ['followUserId', 'userId'])
+export class FollowEntity {
+  /** BIGINT; mysql2 returns it as a string (TypeORM takes no transformer on generated keys). */
+  @PrimaryGeneratedColumn({ type: 'bigint' })
+  id!: string;
+
+  /** The follower. */
+  @Column({ name: 'user_id', type: 'bigint', transformer: bigintNumber })
+  userId!: number;
+
+  /** The followee. */
+  @Column({ name: 'follow_user_id', type: 'bigint', transformer: bigintNumber })
+  followUserId!: number;
+
+  @Column({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt!: Date;
+}
+
+@Entity({ name: 'tb_blog_like' })
+@Index('ix_like_user_blog', ['userId', 'blogId'])
+export class BlogLikeEntity {
+  @PrimaryColumn({ name: 'blog_id', type: 'bigint', transformer: bigintNumber })
+  blogId!: number;
+
+  @PrimaryColumn({ name: 'user_id', type: 'bigint', transformer: bigintNumber })
+  userId!: number;
+
+  @Column({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt!: Date;
+}
+
+export const ENTITIES = [UserEntity, BlogEntity, FollowEntity, BlogLikeEntity];

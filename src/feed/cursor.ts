@@ -1,0 +1,126 @@
+/**
+ * The feed cursor: a position in a list ordered by (score DESC, id DESC).
+ *
+ * Pure: no I/O, so it can be read and tested on its own (test/unit/cursor.test.ts).
+ *
+ * A position is the seed's `(minTime, offset)` pair, named here `(maxScore, offset)`:
+ *
+ *     "continue with the items whose score <= maxScore, skipping the first `offset` of them
+ *      in canonical order"
+ *
+ * Why not "the last id seen"? Because the list lives in a Redis sorted set, and
+ * ZRANGE ... BYSCORE REV LIMIT offset count answers exactly this question in one command. The
+ * same question is one indexed SQL statement for the MySQL pull path (`created_at <= ?` with
+ * `LIMIT offset, count`). Items newer than maxScore that arrive between two pages do not shift
+ * the position, which page numbers would.
+ *
+ * Why the offset? Several blogs can share a millisecond. The offset counts the items of score
+ * maxScore that were already returned, so a tie group split across pages is neither repeated
+ * nor skipped. The seed's code reset the offset on every page; when a whole page lies inside
+ * the previous page's tie group the offset must *accumulate* (see `cursorsForPage`), otherwise
+ * the next page starts over at the top of the group and the scroll loops.
+ *
+ * On the wire a cursor is base64url("<maxScore>:<offset>"). It is opaque to clients; it is not
+ * a secret and not signed: a tampered cursor can only point at another position of the viewer's
+ * own feed, and every decoded value is range-checked before use.
+ */
+
+export interface FeedPosition {
+  /** Only items with score <= maxScore; null means "from the newest item" (the first page). */
+  maxScore: number | null;
+  /** How many items of score exactly maxScore (in canonical order) to skip. */
+  offset: number;
+}
+
+/** One item of an ordered feed: a blog id and its score (the blog's created_at in epoch ms). */
+export interface ScoredId {
+  id: number;
+  score: number;
+}
+
+/** The position of the first page. */
+export const START: FeedPosition = Object.freeze({ maxScore: null, offset: 0 });
+
+/**
+ * Largest offset a cursor may carry. An offset only counts items of one millisecond, and even a
+ * bulk import rarely gives one author's followees 100,000 blogs in one millisecond; anything
+ * larger is a forged cursor that would only make the database skip rows for nothing.
+ */
+export const MAX_CURSOR_OFFSET = 100_000;
+
+/**
+ * Largest score a cursor may carry: the largest epoch-ms a JavaScript Date can hold
+ * (year 275760). Scores are blog creation times, so anything larger is forged.
+ */
+export const MAX_CURSOR_SCORE = 8_640_000_000_000_000;
+
+export class InvalidCursorError extends Error {
+  override name = 'InvalidCursorError';
+}
+
+export function encodeCursor(position: FeedPosition): string {
+  if (position.maxScore === null) {
+    throw new Error('the start position has no cursor; pass no `after` for the first page');
+  }
+  return Buffer.from(`${position.maxScore}:${position.offset}`, 'utf8').toString('base64url');
+}
+
+/** Decodes and validates a client's cursor; throws InvalidCursorError naming what was wrong. */
+export function decodeCursor(cursor: string): FeedPosition {
+  const shown = cursor.length > 40 ? `${cursor.slice(0, 40)}...` : cursor;
+  if (cursor.length === 0 || cursor.length > 64 || !/^[A-Za-z0-9_-]+={0,2}$/.test(cursor)) {
+    throw new InvalidCursorError(`cursor "${shown}" is not a cursor this API returned`);
+  }
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const match = /^(\d{1,16}):(\d{1,9})$/.exec(text);
+  if (!match) {
+    throw new InvalidCursorError(`cursor "${shown}" is not a cursor this API returned`);
+  }
+  const maxScore = Number(match[1]);
+  const offset = Number(match[2]);
+  if (maxScore > MAX_CURSOR_SCORE) {
+    throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range time (${maxScore})`);
+  }
+  if (offset > MAX_CURSOR_OFFSET) {
+    throw new InvalidCursorError(
+      `cursor "${shown}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`,
+    );
+  }
+  return { maxScore, offset };
+}
+
+/** Decodes an optional `after` argument: no cursor means the first page. */
+export function positionAfter(after: string | null | undefined): FeedPosition {
+  return after === null || after === undefined ? START : decodeCursor(after);
+}
+
+/**
+ * The position just after `items[i]`, for every i: the cursor of each edge.
+ *
+ * `items` are what the source returned for `from`, in canonical order. For the prefix ending at
+ * item i with score s, let n be the number of items of score s in that prefix (they are its
+ * tail, since the order is by score). The next position is (s, n), plus `from.offset` when s is
+ * `from.maxScore`: those first `from.offset` items of score s were skipped before this page
+ * began, so they count as already returned. That addition is the case the seed forgot.
+ */
+export function cursorsForPage(from: FeedPosition, items: readonly ScoredId[]): FeedPosition[] {
+  const positions: FeedPosition[] = [];
+  let runScore: number | null = null;
+  let runLength = 0;
+  for (const item of items) {
+    if (item.score === runScore) {
+      runLength += 1;
+    } else {
+      runScore = item.score;
+      runLength = 1;
+    }
+    const carried = from.maxScore === item.score ? from.offset : 0;
+    positions.push({ maxScore: item.score, offset: carried + runLength });
+  }
+  return positions;
+}
+
+/** The canonical feed order: newest first, and within one millisecond the larger blog id first. */
+export function compareCanonical(a: ScoredId, b: ScoredId): number {
+  return b.score - a.score || b.id - a.id;
+}

@@ -1,0 +1,44 @@
+/** The typed context of every resolver: who is asking, the services, and the request's loaders. */
+import type { AuthService } from '../auth/auth.service';
+import type { TokenCheck } from '../auth/auth.tokens';
+import type { BlogService } from '../blog/blog.service';
+import type { FanoutService } from '../fanout/fanout.service';
+import type { FeedService } from '../feed/feed.service';
+import type { FollowService } from '../follow/follow.service';
+import type { LikeService } from '../like/like.service';
+import type { UserService } from '../user/user.service';
+import { unauthenticated } from './errors';
+import type { Loaders } from './loaders';
+
+export interface Services {
+  auth: AuthService;
+  users: UserService;
+  blogs: BlogService;
+  follows: FollowService;
+  likes: LikeService;
+  feed: FeedService;
+  fanout: FanoutService;
+}
+
+export interface Context {
+  auth: TokenCheck;
+  services: Services;
+  loaders: Loaders;
+}
+
+/**
+ * The viewer's user id, or null when the request carries no token. A token that was sent but
+ * is forged or expired is an error even where a viewer is optional: silently treating it as
+ * anonymous would hide the problem from the client.
+ */
+export function optionalViewerId(auth: TokenCheck): number | null {
+  if (auth.kind === 'rejected') throw unauthenticated(auth.reason);
+  return auth.kind === 'viewer' ? auth.userId : null;
+}
+
+/** The viewer's user id; UNAUTHENTICATED when there is none. */
+export function requireViewerId(auth: TokenCheck): number {
+  const viewerId = optionalViewerId(auth);
+  if (viewerId === null) throw unauthenticated('sign in first: send the header "Authorization: Bearer <token>"');
+  return viewerId;
+}

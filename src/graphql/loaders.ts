@@ -1,0 +1,43 @@
+/**
+ * Per-request DataLoaders. Every blog, user and "does the viewer like / follow it" lookup made
+ * while resolving one request is collected over a tick and answered by one statement, so a feed
+ * page costs the same few statements for 5 items as for 100. Made fresh for each request: the
+ * cache lives exactly as long as the request and never leaks between viewers.
+ */
+import DataLoader from 'dataloader';
+import { Blog } from '../blog/blog.types';
+import type { Services } from './context';
+import { User } from '../user/user.types';
+
+export interface Loaders {
+  blog: DataLoader<number, Blog | null>;
+  user: DataLoader<number, User | null>;
+  /** Does the viewer like this blog? Always false for an anonymous viewer, without a query. */
+  likedByViewer: DataLoader<number, boolean>;
+  /** Does the viewer follow this user? Always false for an anonymous viewer, without a query. */
+  followedByViewer: DataLoader<number, boolean>;
+}
+
+function byId<V>(lookup: (ids: readonly number[]) => Promise<Map<number, V>>): DataLoader<number, V | null> {
+  return new DataLoader(async (ids) => {
+    const found = await lookup(ids);
+    return ids.map((id) => found.get(id) ?? null);
+  });
+}
+
+function membership(viewerId: number | null, lookup: (viewerId: number, ids: readonly number[]) => Promise<Set<number>>) {
+  return new DataLoader<number, boolean>(async (ids) => {
+    if (viewerId === null) return ids.map(() => false);
+    const members = await lookup(viewerId, ids);
+    return ids.map((id) => members.has(id));
+  });
+}
+
+export function createLoaders(services: Services, viewerId: number | null): Loaders {
+  return {
+    blog: byId((ids) => services.blogs.findByIds(ids)),
+    user: byId((ids) => services.users.findByIds(ids)),
+    likedByViewer: membership(viewerId, (viewer, ids) => services.likes.likedAmong(viewer, ids)),
+    followedByViewer: membership(viewerId, (viewer, ids) => services.follows.followedAmong(viewer, ids)),
+  };
+}

@@ -1,0 +1,15 @@
+/** Custom scalars. */
+import { GraphQLScalarType } from 'graphql';
+import { DateTimeResolver } from 'graphql-scalars';
+
+/**
+ * The contract's DateTime: ISO-8601 in UTC with milliseconds, e.g. 2026-11-30T09:52:42.123Z.
+ * graphql-scalars does the parsing and validation; serialising to the string here (rather than
+ * leaving a Date for JSON.stringify) keeps the wire format explicit.
+ */
+export const DateTimeScalar = new GraphQLScalarType({
+  ...DateTimeResolver.toConfig(),
+  name: 'DateTime',
+  description: 'ISO-8601 date-time in UTC with milliseconds, e.g. 2026-11-30T09:52:42.123Z',
+  serialize: (value) => (DateTimeResolver.serialize(value) as Date).toISOString(),
+});

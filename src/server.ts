@@ -1,0 +1,49 @@
+/**
+ * `npm start`: configuration, database (created and migrated when needed), Redis, and the
+ * GraphQL endpoint at POST /graphql.
+ */
+import 'reflect-metadata';
+import { startApp } from './app';
+import { ConfigError, loadConfig } from './config';
+import { openDatabase } from './db/data-source';
+import { createRedis } from './redis/redis.client';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (config.jwtSecretIsDefault) {
+    console.warn(
+      '!!! JWT_SECRET is not set: using the insecure development default. Anyone can forge tokens. ' +
+        'Set JWT_SECRET (required when NODE_ENV=production). !!!',
+    );
+  }
+  const db = await openDatabase(config.databaseUrl).catch((error: unknown) => {
+    throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
+  });
+  const redis = createRedis(config.redisUrl);
+  const app = await startApp({ config, db, redis });
+  console.log(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv})`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: finishing in-flight requests, then exiting`);
+    await app.stop();
+    await Promise.allSettled([db.destroy(), redis.quit()]);
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** The URL without its password, for messages. */
+function redactUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof ConfigError ? `configuration error: ${error.message}` : error);
+  process.exit(1);
+});

@@ -1,0 +1,39 @@
+import { Arg, Ctx, FieldResolver, ID, Int, Query, Resolver, Root } from 'type-graphql';
+import { BlogConnection } from '../blog/blog.types';
+import { slicePage } from '../feed/page';
+import { readPageArgs, toConnection } from '../graphql/connection';
+import { Context, optionalViewerId } from '../graphql/context';
+import { idOfType } from '../graphql/global-id';
+import { User } from './user.types';
+
+@Resolver(() => User)
+export class UserResolver {
+  @Query(() => User, { nullable: true, description: 'null when anonymous' })
+  async viewer(@Ctx() { auth, loaders }: Context): Promise<User | null> {
+    const viewerId = optionalViewerId(auth);
+    return viewerId === null ? null : loaders.user.load(viewerId);
+  }
+
+  @Query(() => User, { nullable: true, description: 'null when no user has this id' })
+  user(@Arg('id', () => ID) id: string, @Ctx() { loaders }: Context): Promise<User | null> {
+    return loaders.user.load(idOfType(id, 'User', 'id'));
+  }
+
+  @FieldResolver(() => Boolean, { description: 'false for an anonymous viewer' })
+  isFollowedByViewer(@Root() user: User, @Ctx() { auth, loaders }: Context): Promise<boolean> | boolean {
+    return optionalViewerId(auth) === null ? false : loaders.followedByViewer.load(user.dbId);
+  }
+
+  @FieldResolver(() => BlogConnection, { description: "the user's own blogs, newest first" })
+  async blogs(
+    @Root() user: User,
+    @Arg('first', () => Int, { nullable: true, defaultValue: 10, description: '0..100' }) first: number,
+    @Arg('after', () => String, { nullable: true }) after: string | null,
+    @Ctx() { services, loaders }: Context,
+  ): Promise<BlogConnection> {
+    const request = readPageArgs(first, after);
+    const items = await services.blogs.pageOfAuthor(user.dbId, request);
+    for (const item of items) loaders.blog.prime(item.id, item.blog);
+    return toConnection(slicePage(request, items), (item) => item.blog);
+  }
+}
