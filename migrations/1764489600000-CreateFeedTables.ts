@@ -20,13 +20,19 @@ const timestamp = (name: string, isNullable = false): TableColumnOptions => ({
   isNullable,
 });
 // utf8mb4 so titles, nicknames and content keep every character (emoji included) verbatim.
-const text = (name: string, type: 'varchar' | 'text', length?: number, isNullable = false): TableColumnOptions => ({
+const text = (
+  name: string,
+  type: 'varchar' | 'text',
+  length?: number,
+  isNullable = false,
+  collation = 'utf8mb4_unicode_ci',
+): TableColumnOptions => ({
   name,
   type,
   length: length === undefined ? undefined : String(length),
   isNullable,
   charset: 'utf8mb4',
-  collation: 'utf8mb4_unicode_ci',
+  collation,
 });
 
 export class CreateFeedTables1764489600000 implements MigrationInterface {
@@ -39,6 +45,9 @@ export class CreateFeedTables1764489600000 implements MigrationInterface {
         columns: [
           id(),
           text('nick_name', 'varchar', 32),
+          // The unique login key (see nickNameKey): compared byte for byte, because the
+          // _unicode_ci collations treat e.g. all emoji, or "Rene" and "René", as equal.
+          text('nick_key', 'varchar', 128, false, 'utf8mb4_bin'),
           text('password', 'varchar', 255),
           text('icon', 'varchar', 512, true),
           { name: 'follower_count', type: 'int', default: 0 },
@@ -46,7 +55,7 @@ export class CreateFeedTables1764489600000 implements MigrationInterface {
           timestamp('created_at'),
           timestamp('last_active_at', true),
         ],
-        indices: [{ name: 'uq_user_nick_name', columnNames: ['nick_name'], isUnique: true }],
+        indices: [{ name: 'uq_user_nick_key', columnNames: ['nick_key'], isUnique: true }],
       }),
     );
     await queryRunner.createTable(

@@ -1,5 +1,6 @@
 /** Sign-up and login: input rules, password hashing and token issue. */
 import { badUserInput, unauthenticated } from '../graphql/errors';
+import { charLength, checkText } from '../validation';
 import { User } from '../user/user.types';
 import { UserService } from '../user/user.service';
 import { PasswordHasher } from './auth.passwords';
@@ -17,21 +18,11 @@ export interface AuthPayloadData {
   user: User;
 }
 
-/** Length in characters (code points), as MySQL's utf8mb4 VARCHAR counts them. */
-export function charLength(text: string): number {
-  let count = 0;
-  for (const _ of text) count += 1;
-  return count;
-}
-
 // Control characters (C0, DEL, C1) make a nickName impossible to show or type.
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 
 export function validateNickName(nickName: string): void {
-  const length = charLength(nickName);
-  if (length < NICKNAME_MIN || length > NICKNAME_MAX) {
-    throw badUserInput(`nickName must be ${NICKNAME_MIN}..${NICKNAME_MAX} characters (got ${length})`, 'nickName');
-  }
+  checkText('nickName', nickName, { min: NICKNAME_MIN, max: NICKNAME_MAX });
   if (nickName.trim() !== nickName) {
     throw badUserInput(`nickName must not start or end with white space (got "${nickName}")`, 'nickName');
   }
@@ -41,10 +32,7 @@ export function validateNickName(nickName: string): void {
 }
 
 export function validatePassword(password: string): void {
-  const length = charLength(password);
-  if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
-    throw badUserInput(`password must be ${PASSWORD_MIN}..${PASSWORD_MAX} characters (got ${length})`, 'password');
-  }
+  checkText('password', password, { min: PASSWORD_MIN, max: PASSWORD_MAX });
 }
 
 export class AuthService {

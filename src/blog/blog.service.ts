@@ -5,7 +5,7 @@ import { ScoredId } from '../feed/cursor';
 import { fetchSize, PageRequest } from '../feed/page';
 import { FanoutService } from '../fanout/fanout.service';
 import { badUserInput, forbidden, notFound } from '../graphql/errors';
-import { charLength } from '../auth/auth.service';
+import { checkText } from '../validation';
 import { Blog, BLOG_COLUMNS, BlogRow, PublishBlogInput } from './blog.types';
 
 /** Title length in characters: one line in a list view; also the VARCHAR(255) column. */
@@ -22,21 +22,14 @@ export interface BlogItem extends ScoredId {
   blog: Blog;
 }
 
-function checkLength(field: string, value: string, max: number): void {
-  const length = charLength(value);
-  if (value.trim().length === 0 || length > max) {
-    throw badUserInput(`${field} must be 1..${max} characters and not blank (got ${length})`, field);
-  }
-}
-
 export function validatePublishInput(input: PublishBlogInput): void {
-  checkLength('title', input.title, TITLE_MAX);
-  checkLength('content', input.content, CONTENT_MAX);
+  checkText('title', input.title, { min: 1, max: TITLE_MAX, notBlank: true });
+  checkText('content', input.content, { min: 1, max: CONTENT_MAX, notBlank: true });
   const images = input.images ?? [];
   if (images.length > IMAGES_MAX) {
     throw badUserInput(`images must hold at most ${IMAGES_MAX} URLs (got ${images.length})`, 'images');
   }
-  images.forEach((image, i) => checkLength(`images[${i}]`, image, IMAGE_URL_MAX));
+  images.forEach((image, i) => checkText(`images[${i}]`, image, { min: 1, max: IMAGE_URL_MAX, notBlank: true }));
 }
 
 export class BlogService {

@@ -20,9 +20,14 @@ export class UserEntity {
   @PrimaryGeneratedColumn({ type: 'bigint' })
   id!: string;
 
-  @Index('uq_user_nick_name', { unique: true })
+  /** As the user typed it; shown, never used to look a user up. */
   @Column({ name: 'nick_name', type: 'varchar', length: 32 })
   nickName!: string;
+
+  /** The unique, case-folded form of nick_name (UserService nickNameKey), binary collation. */
+  @Index('uq_user_nick_key', { unique: true })
+  @Column({ name: 'nick_key', type: 'varchar', length: 128, collation: 'utf8mb4_bin' })
+  nickKey!: string;
 
   /** scrypt hash in the form scrypt$N$r$p$salt$hash; never leaves the service. */
   @Column({ name: 'password', type: 'varchar', length: 255 })

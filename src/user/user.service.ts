@@ -4,6 +4,15 @@ import { isDuplicateKey, select, Sql, write } from '../db/sql';
 import { badUserInput } from '../graphql/errors';
 import { User, USER_COLUMNS, UserRow } from './user.types';
 
+/**
+ * The key that makes nickNames unique and finds them at login: NFKC-normalised (full-width
+ * "Ａ" is "A") and lower-cased, so "Alice" and "alice" are one account, while different
+ * characters ("René" and "Rene", two different emoji) stay different accounts.
+ */
+export function nickNameKey(nickName: string): string {
+  return nickName.normalize('NFKC').toLowerCase();
+}
+
 export class UserService {
   constructor(
     private readonly db: DataSource,
@@ -25,8 +34,8 @@ export class UserService {
   async findCredentials(nickName: string): Promise<{ user: User; passwordHash: string } | null> {
     const [row] = await select<UserRow & { password: string }>(
       this.db,
-      `SELECT ${USER_COLUMNS}, password FROM tb_user WHERE nick_name = ?`,
-      [nickName],
+      `SELECT ${USER_COLUMNS}, password FROM tb_user WHERE nick_key = ?`,
+      [nickNameKey(nickName)],
     );
     return row ? { user: User.fromRow(row), passwordHash: row.password } : null;
   }
@@ -36,8 +45,9 @@ export class UserService {
     try {
       const result = await write(
         this.db,
-        'INSERT INTO tb_user (nick_name, password, icon, follower_count, following_count, created_at) VALUES (?, ?, NULL, 0, 0, ?)',
-        [nickName, passwordHash, this.now()],
+        `INSERT INTO tb_user (nick_name, nick_key, password, icon, follower_count, following_count, created_at)
+         VALUES (?, ?, ?, NULL, 0, 0, ?)`,
+        [nickName, nickNameKey(nickName), passwordHash, this.now()],
       );
       const user = await this.findById(Number(result.insertId));
       if (!user) throw new Error(`user ${result.insertId} vanished right after insert`);

@@ -1,0 +1,112 @@
+/** follow: idempotent, exact counts under concurrency, and the inbox follows at once. */
+import { fromGlobalId } from '../../src/graphql/global-id';
+import { errorCode, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import { TestClock } from '../support/clock';
+
+const FOLLOW = `mutation($u: ID!, $f: Boolean!) {
+  follow(userId: $u, follow: $f) { id followerCount followingCount isFollowedByViewer }
+}`;
+const VIEWER = '{ viewer { followingCount followerCount } }';
+const BACKFILL = 5;
+
+const clock = new TestClock();
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await startTestApp('follow', { now: clock.now, env: { FOLLOW_BACKFILL_ITEMS: String(BACKFILL) } });
+});
+afterAll(() => app.close());
+
+const dbId = (user: TestUser) => fromGlobalId(user.id).id;
+
+it('is idempotent and keeps both counts', async () => {
+  const a = await signUp(app, 'a');
+  const b = await signUp(app, 'b');
+  const set = (f: boolean) => app.gql(FOLLOW, { u: b.id, f }, a.token);
+  expect(ok(await set(true)).follow).toMatchObject({ followerCount: 1, followingCount: 0, isFollowedByViewer: true });
+  expect(ok(await set(true)).follow).toMatchObject({ followerCount: 1, isFollowedByViewer: true });
+  expect(ok(await app.gql(VIEWER, {}, a.token)).viewer).toEqual({ followingCount: 1, followerCount: 0 });
+  expect(ok(await set(false)).follow).toMatchObject({ followerCount: 0, isFollowedByViewer: false });
+  expect(ok(await set(false)).follow).toMatchObject({ followerCount: 0, isFollowedByViewer: false });
+  expect(ok(await app.gql(VIEWER, {}, a.token)).viewer).toEqual({ followingCount: 0, followerCount: 0 });
+  // follow defaults to true
+  const data = ok(await app.gql('mutation($u: ID!) { follow(userId: $u) { isFollowedByViewer } }', { u: b.id }, a.token));
+  expect(data.follow.isFollowedByViewer).toBe(true);
+});
+
+it('keeps counts exact under concurrent follows, unfollows and mutual follows', async () => {
+  const star = await signUp(app, 'star');
+  const crowd: TestUser[] = [];
+  for (let i = 0; i < 30; i += 1) crowd.push(await signUp(app, `crowd${i}`));
+  // Everyone follows the star twice at once, and the star follows everyone back at the same time
+  // (mutual follows lock the same two rows from both sides).
+  const responses = await Promise.all([
+    ...crowd.flatMap((user) => [0, 1].map(() => app.gql(FOLLOW, { u: star.id, f: true }, user.token))),
+    ...crowd.map((user) => app.gql(FOLLOW, { u: user.id, f: true }, star.token)),
+  ]);
+  for (const response of responses) ok(response);
+  const starRow = async () => (await app.db.query('SELECT follower_count f, following_count g FROM tb_user WHERE id = ?', [dbId(star)]))[0];
+  expect(await starRow()).toEqual({ f: 30, g: 30 });
+  await Promise.all(crowd.slice(0, 10).flatMap((user) => [0, 1].map(() => app.gql(FOLLOW, { u: star.id, f: false }, user.token))));
+  expect(await starRow()).toEqual({ f: 20, g: 30 });
+  const [{ n }] = await app.db.query('SELECT COUNT(*) n FROM tb_follow WHERE follow_user_id = ?', [dbId(star)]);
+  expect(Number(n)).toBe(20);
+  for (const user of crowd.slice(10)) {
+    const [row] = await app.db.query('SELECT follower_count f, following_count g FROM tb_user WHERE id = ?', [dbId(user)]);
+    expect(row).toEqual({ f: 1, g: 1 });
+  }
+});
+
+it("brings the followee's newest blogs into the feed at once, and takes them out on unfollow", async () => {
+  const reader = await signUp(app, 'reader');
+  const kept = await signUp(app, 'kept');
+  const dropped = await signUp(app, 'dropped');
+  const keptIds: string[] = [];
+  const droppedIds: string[] = [];
+  for (let i = 0; i < 8; i += 1) {
+    clock.tick();
+    keptIds.unshift(await publish(app, kept, `kept ${i}`));
+    clock.tick();
+    droppedIds.unshift(await publish(app, dropped, `dropped ${i}`));
+  }
+  await app.services.fanout.idle();
+  await follow(app, reader, kept);
+  // No waiting: the backfill is part of the follow.
+  expect(await scrollFeed(app, reader, 3)).toEqual(keptIds.slice(0, BACKFILL));
+  await follow(app, reader, dropped);
+  const both = await scrollFeed(app, reader, 4);
+  expect(both).toHaveLength(2 * BACKFILL);
+  expect(both.filter((id) => droppedIds.includes(id))).toEqual(droppedIds.slice(0, BACKFILL));
+  // New blogs reach the reader through fan-out...
+  clock.tick();
+  const fresh = await publish(app, dropped, 'fresh');
+  await app.services.fanout.idle();
+  expect((await scrollFeed(app, reader, 4))[0]).toBe(fresh);
+  // ...and unfollowing removes the followee's blogs from the inbox itself, not only from view.
+  await follow(app, reader, dropped, false);
+  expect(await scrollFeed(app, reader, 4)).toEqual(keptIds.slice(0, BACKFILL));
+  const inbox = await app.redis.zrange(app.keys.feed(dbId(reader)), 0, '-1');
+  expect(inbox.map(Number).sort()).toEqual(keptIds.slice(0, BACKFILL).map((id) => fromGlobalId(id).id).sort());
+});
+
+describe('bad input', () => {
+  it('rejects following yourself, changing nothing', async () => {
+    const me = await signUp(app, 'narcissus');
+    const response = await app.gql(FOLLOW, { u: me.id, f: true }, me.token);
+    expect(errorCode(response)).toBe('BAD_USER_INPUT');
+    expect(ok(await app.gql(VIEWER, {}, me.token)).viewer).toEqual({ followingCount: 0, followerCount: 0 });
+  });
+
+  it('rejects unknown, malformed and wrong-type ids', async () => {
+    const me = await signUp(app, 'prober');
+    expect(errorCode(await app.gql(FOLLOW, { u: Buffer.from('User:99999').toString('base64'), f: true }, me.token))).toBe('NOT_FOUND');
+    expect(errorCode(await app.gql(FOLLOW, { u: '!!', f: true }, me.token))).toBe('BAD_USER_INPUT');
+    expect(errorCode(await app.gql(FOLLOW, { u: Buffer.from('Blog:1').toString('base64'), f: true }, me.token))).toBe('BAD_USER_INPUT');
+    expect(ok(await app.gql(VIEWER, {}, me.token)).viewer).toEqual({ followingCount: 0, followerCount: 0 });
+  });
+
+  it('needs a viewer', async () => {
+    const someone = await signUp(app, 'someone');
+    expect(errorCode(await app.gql(FOLLOW, { u: someone.id, f: true }))).toBe('UNAUTHENTICATED');
+  });
+});
