@@ -3,5 +3,6 @@
  * under ts-jest, and for the TypeORM CLI (ormconfig.ts).
  */
 import { CreateFeedTables1764489600000 } from './1764489600000-CreateFeedTables';
+import { CreateFanoutTables1764576000000 } from './1764576000000-CreateFanoutTables';
 
-export const MIGRATIONS = [CreateFeedTables1764489600000];
+export const MIGRATIONS = [CreateFeedTables1764489600000, CreateFanoutTables1764576000000];

@@ -19,7 +19,10 @@ import { AuthService } from './auth/auth.service';
 import { TokenService } from './auth/auth.tokens';
 import { BlogService } from './blog/blog.service';
 import { Config } from './config';
+import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutService } from './fanout/fanout.service';
+import { FanoutStore } from './fanout/fanout.store';
+import { FanoutWorkers } from './fanout/fanout.worker';
 import { FeedService } from './feed/feed.service';
 import { Inbox } from './feed/inbox';
 import { FollowService } from './follow/follow.service';
@@ -42,30 +45,46 @@ export interface AppDeps {
   now?: () => Date;
 }
 
-export function createServices({ config, db, redis, now = () => new Date() }: AppDeps): Services & { tokens: TokenService } {
+/** Warnings of background work (fan-out, relay): printed, never thrown at a request. */
+export function warn(message: string, error?: unknown): void {
+  console.warn(error === undefined ? message : `${message}: ${error instanceof Error ? error.message : String(error)}`);
+}
+
+export interface AppServices extends Services {
+  tokens: TokenService;
+  fanoutQueue: FanoutQueue;
+}
+
+export function createServices({ config, db, redis, now = () => new Date() }: AppDeps): AppServices {
   const keys = new RedisKeys(config.redisKeyPrefix);
   const inbox = new Inbox(redis, keys, config.feedMaxItems);
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(db, now);
   const feed = new FeedService(db, inbox, config.followBackfillItems);
   const follows = new FollowService(db, users, feed, now);
-  const fanout = new FanoutService(follows, inbox, (message, error) => console.error(message, error));
+  const fanoutQueue = new FanoutQueue(config.redisUrl, config.redisKeyPrefix);
+  const fanout = new FanoutService(new FanoutStore(db, now), fanoutQueue, warn);
   const blogs = new BlogService(db, fanout, now);
   const likes = new LikeService(db, blogs, now);
   const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens);
-  return { auth, users, blogs, follows, likes, feed, fanout, tokens };
+  return { auth, users, blogs, follows, likes, feed, fanout, tokens, fanoutQueue };
 }
 
 export interface RunningApp {
   url: string;
-  services: ReturnType<typeof createServices>;
-  /** Stops accepting, finishes in-flight requests and fan-outs. Closing the pools is the caller's. */
+  services: AppServices;
+  /**
+   * Stops accepting, finishes in-flight requests and the running fan-out jobs of this process
+   * (queued ones stay queued for the next worker). Closing the pools is the caller's.
+   */
   stop(): Promise<void>;
 }
 
 export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const { config } = deps;
   const services = createServices(deps);
+  const workers = new FanoutWorkers({ ...deps, queue: services.fanoutQueue, warn });
+  workers.start(config.fanoutWorkers);
   const app = express();
   const httpServer = http.createServer(app);
   const apollo = new ApolloServer<Context>({
@@ -99,7 +118,9 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     services,
     async stop() {
       await apollo.stop();
-      await services.fanout.idle();
+      await services.fanout.flush();
+      await workers.stop();
+      await services.fanoutQueue.close();
     },
   };
 }

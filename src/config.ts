@@ -26,6 +26,18 @@ export interface Config {
   feedMaxItems: number;
   /** How many of a followee's newest blogs a new follow copies into the follower's inbox. */
   followBackfillItems: number;
+  /** Fan-out workers started inside this process (`npm start`); 0 makes an API-only process. */
+  fanoutWorkers: number;
+  /** Jobs each fan-out worker runs at once. */
+  fanoutConcurrency: number;
+  /** Followers per chunk job. */
+  fanoutChunkSize: number;
+  /** At most this many fan-out jobs per second per worker process; 0 = no limit. */
+  fanoutJobsPerSecond: number;
+  /** A job whose worker stops renewing its lock for this long is retried elsewhere. */
+  fanoutLockMs: number;
+  /** How often the outbox relay looks for fan-out events that could not be queued. */
+  outboxRelayIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -58,6 +70,12 @@ export function loadConfig(env: Env = process.env): Config {
     passwordHashCost: parsePowerOfTwo(env, 'PASSWORD_HASH_COST', 16384, 1024, 1 << 20),
     feedMaxItems: parseIntVar(env, 'FEED_MAX_ITEMS', 800, 10, 100_000),
     followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 0, 10_000),
+    fanoutWorkers: parseIntVar(env, 'FANOUT_WORKERS', 1, 0, 64),
+    fanoutConcurrency: parseIntVar(env, 'FANOUT_CONCURRENCY', 4, 1, 256),
+    fanoutChunkSize: parseIntVar(env, 'FANOUT_CHUNK_SIZE', 1000, 1, 100_000),
+    fanoutJobsPerSecond: parseIntVar(env, 'FANOUT_JOBS_PER_SECOND', 0, 0, 1_000_000),
+    fanoutLockMs: parseIntVar(env, 'FANOUT_LOCK_MS', 30_000, 1000, 600_000),
+    outboxRelayIntervalMs: parseIntVar(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 50, 600_000),
   };
 }
 

@@ -1,6 +1,6 @@
 /** Blogs: publishing, deleting, lookups and a user's own blogs page. */
 import { DataSource } from 'typeorm';
-import { select, Sql, write } from '../db/sql';
+import { inTransaction, select, Sql, write } from '../db/sql';
 import { ScoredId } from '../feed/cursor';
 import { fetchSize, PageRequest } from '../feed/page';
 import { FanoutService } from '../fanout/fanout.service';
@@ -40,33 +40,40 @@ export class BlogService {
   ) {}
 
   /**
-   * Saves the blog and returns it; delivery to the followers' inboxes happens after the
-   * response (FanoutService), so publishing costs the same at any follower count.
+   * Saves the blog and its fan-out event in one transaction and returns. Delivery to the
+   * followers' inboxes happens in the fan-out workers, so publishing costs the same at any
+   * follower count, and the event survives a crash or a Redis outage (the outbox).
    */
   async publish(authorId: number, input: PublishBlogInput): Promise<Blog> {
     validatePublishInput(input);
-    const result = await write(
-      this.db,
-      'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at) VALUES (?, ?, ?, ?, 0, ?)',
-      [authorId, input.title, input.content, JSON.stringify(input.images ?? []), this.now()],
-    );
-    const blog = await this.findById(Number(result.insertId));
-    if (!blog) throw new Error(`blog ${result.insertId} vanished right after insert`);
-    this.fanout.published(blog);
+    const { blog, taskId } = await inTransaction(this.db, async (sql) => {
+      const result = await write(
+        sql,
+        'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at) VALUES (?, ?, ?, ?, 0, ?)',
+        [authorId, input.title, input.content, JSON.stringify(input.images ?? []), this.now()],
+      );
+      const blog = await this.findById(Number(result.insertId), sql);
+      if (!blog) throw new Error(`blog ${result.insertId} vanished right after insert`);
+      return { blog, taskId: await this.fanout.recordDeliver(sql, blog) };
+    });
+    this.fanout.enqueue(taskId);
     return blog;
   }
 
-  /** Soft-deletes the viewer's own blog; it leaves every inbox after the response. */
+  /** Soft-deletes the viewer's own blog with its retract event; it leaves every inbox right after. */
   async delete(viewerId: number, blogId: number): Promise<void> {
     const blog = await this.findById(blogId);
     if (!blog) throw notFound(`blog ${blogId} does not exist`);
     if (blog.authorId !== viewerId) throw forbidden('only the author may delete a blog');
-    const result = await write(this.db, 'UPDATE tb_blog SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [
-      this.now(),
-      blogId,
-    ]);
-    if (result.affectedRows === 0) throw notFound(`blog ${blogId} does not exist`);
-    this.fanout.deleted(blog);
+    const taskId = await inTransaction(this.db, async (sql) => {
+      const result = await write(sql, 'UPDATE tb_blog SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [
+        this.now(),
+        blogId,
+      ]);
+      if (result.affectedRows === 0) throw notFound(`blog ${blogId} does not exist`);
+      return this.fanout.recordRetract(sql, blog);
+    });
+    this.fanout.enqueue(taskId);
   }
 
   /** Live (not deleted) blogs by id, in one statement. */

@@ -82,11 +82,30 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Connects, creating the database and running pending migrations first. */
+/** How long a process waits for another one that is running the migrations. */
+const MIGRATION_LOCK_SECONDS = 120;
+
+/**
+ * Connects, creating the database and running pending migrations first. An API and a worker
+ * starting together on a fresh database would both run the migrations: a named lock
+ * (GET_LOCK) lets one run them while the other waits and then finds nothing pending.
+ */
 export async function openDatabase(databaseUrl: string, logger?: SqlStatementLog): Promise<DataSource> {
   await ensureDatabase(databaseUrl);
   const dataSource = createDataSource(databaseUrl, logger);
   await dataSource.initialize();
-  await dataSource.runMigrations();
+  const runner = dataSource.createQueryRunner();
+  try {
+    const lockName = `migrations:${databaseNameOf(databaseUrl)}`;
+    const [{ locked }] = await runner.query('SELECT GET_LOCK(?, ?) AS locked', [lockName, MIGRATION_LOCK_SECONDS]);
+    if (Number(locked) !== 1) throw new Error(`another process held the migration lock for ${MIGRATION_LOCK_SECONDS} s`);
+    try {
+      await dataSource.runMigrations();
+    } finally {
+      await runner.query('SELECT RELEASE_LOCK(?)', [lockName]);
+    }
+  } finally {
+    await runner.release();
+  }
   return dataSource;
 }

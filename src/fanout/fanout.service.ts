@@ -1,21 +1,14 @@
 /**
- * Fan-out: after a blog is published (or deleted), put it into (or take it out of) the inbox of
- * every follower of its author.
+ * Fan-out, the API side: record an event with the blog change, then hand it to the queue.
  *
- * The request does not wait: `published` and `deleted` start the work and return at once, so
- * publishing costs the same for an author with 10 followers or 10 million. Followers are walked
- * in id order in keyset pages of FOLLOWER_PAGE (no OFFSET scans), and each page goes to Redis as
- * pipelines (Inbox.deliver), never one awaited command per follower as in the seed.
- *
- * This in-process version loses the rest of a fan-out if the process dies mid-way; the durable
- * pipeline (outbox table + queue) replaces it without changing this interface.
+ * The request never waits for delivery. `record*` writes the event into the outbox inside the
+ * caller's transaction; `enqueue` runs after the commit and only adds one small job, without
+ * awaiting it in the request. If Redis is down the event stays 'pending' in the outbox and the
+ * relay (fanout.relay.ts) queues it when Redis is back: publishing succeeds either way.
  */
-import { ScoredId } from '../feed/cursor';
-import { Inbox } from '../feed/inbox';
-import { FollowService } from '../follow/follow.service';
-
-/** Followers read from MySQL per keyset page; one page is one Redis pipeline. */
-export const FOLLOWER_PAGE = 1000;
+import { Sql } from '../db/sql';
+import { dispatchJob, FanoutQueue } from './fanout.queue';
+import { FanoutStore } from './fanout.store';
 
 export interface FanoutBlog {
   dbId: number;
@@ -23,44 +16,52 @@ export interface FanoutBlog {
   score: number;
 }
 
-export type FanoutLog = (message: string, error: unknown) => void;
+export type FanoutLog = (message: string, error?: unknown) => void;
+
+/** How often idle() looks at the outbox. */
+const IDLE_POLL_MS = 25;
 
 export class FanoutService {
-  private readonly running = new Set<Promise<void>>();
+  private readonly enqueuing = new Set<Promise<void>>();
 
   constructor(
-    private readonly follows: Pick<FollowService, 'followerIdsAfter'>,
-    private readonly inbox: Inbox,
-    private readonly logError: FanoutLog,
+    private readonly store: FanoutStore,
+    private readonly queue: FanoutQueue,
+    private readonly warn: FanoutLog,
   ) {}
 
-  published(blog: FanoutBlog): void {
-    const entry: ScoredId = { id: blog.dbId, score: blog.score };
-    this.track(`deliver blog ${blog.dbId}`, this.forEachFollowerPage(blog.authorId, (ids) => this.inbox.deliver(ids, entry)));
+  /** Records "deliver this blog to the author's followers"; call inside the publishing transaction. */
+  recordDeliver(sql: Sql, blog: FanoutBlog): Promise<number> {
+    return this.store.insertTask(sql, 'deliver', { blogId: blog.dbId, authorId: blog.authorId, score: blog.score });
   }
 
-  deleted(blog: FanoutBlog): void {
-    this.track(`retract blog ${blog.dbId}`, this.forEachFollowerPage(blog.authorId, (ids) => this.inbox.retract(ids, blog.dbId)));
+  /** Records "take this blog out of every inbox"; call inside the deleting transaction. */
+  recordRetract(sql: Sql, blog: FanoutBlog): Promise<number> {
+    return this.store.insertTask(sql, 'retract', { blogId: blog.dbId, authorId: blog.authorId, score: blog.score });
   }
 
-  /** Resolves when every fan-out started so far has finished (tests, graceful shutdown). */
-  async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  /** Queues a committed event's dispatch job, in the background. */
+  enqueue(taskId: number): void {
+    const work = this.queue
+      .add([dispatchJob(taskId)])
+      .then(() => this.store.markQueued([taskId]))
+      .catch((error: unknown) => this.warn(`fan-out task ${taskId} stays in the outbox for the relay`, error));
+    this.enqueuing.add(work);
+    void work.finally(() => this.enqueuing.delete(work));
   }
 
-  private async forEachFollowerPage(authorId: number, write: (ids: number[]) => Promise<void>): Promise<void> {
-    let after = 0;
-    for (;;) {
-      const ids = await this.follows.followerIdsAfter(authorId, after, FOLLOWER_PAGE);
-      if (ids.length > 0) await write(ids);
-      if (ids.length < FOLLOWER_PAGE) return;
-      after = ids[ids.length - 1];
+  /** Resolves once every recorded event has been fully delivered (tests, benchmarks, drains). */
+  async idle(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    await Promise.allSettled([...this.enqueuing]);
+    while ((await this.store.unfinishedTaskCount()) > 0) {
+      if (Date.now() > deadline) throw new Error(`fan-out still unfinished after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, IDLE_POLL_MS));
     }
   }
 
-  private track(what: string, work: Promise<void>): void {
-    const tracked = work.catch((error) => this.logError(`fan-out failed: ${what}`, error));
-    this.running.add(tracked);
-    void tracked.finally(() => this.running.delete(tracked));
+  /** Waits for the background enqueues of this process (shutdown). */
+  async flush(): Promise<void> {
+    await Promise.allSettled([...this.enqueuing]);
   }
 }

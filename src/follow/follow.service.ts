@@ -70,16 +70,6 @@ export class FollowService {
     );
   }
 
-  /** Follower ids of `authorId` greater than `afterId`, ascending: a keyset page for fan-out. */
-  async followerIdsAfter(authorId: number, afterId: number, limit: number): Promise<number[]> {
-    const rows = await select<{ user_id: string }>(
-      this.db,
-      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?',
-      [authorId, afterId, limit],
-    );
-    return rows.map((row) => Number(row.user_id));
-  }
-
   /** Which of `userIds` the viewer follows, in one statement. */
   async followedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>> {
     if (userIds.length === 0) return new Set();

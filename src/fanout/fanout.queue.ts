@@ -1,0 +1,91 @@
+/**
+ * The fan-out queue (BullMQ on Redis): its name, its two kinds of job and their options.
+ *
+ * - `dispatch` {taskId}: walks the author's followers and creates chunk jobs.
+ * - `chunk` {taskId, seq}: writes one chunk of inboxes.
+ *
+ * Job ids are derived from the task (and chunk), so adding the same job twice while it is still
+ * in the queue is a no-op: the outbox relay and a resumed dispatcher may both re-add safely.
+ */
+import { JobsOptions, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+
+export const FANOUT_QUEUE = 'fanout';
+
+export interface DispatchJob {
+  taskId: number;
+}
+export interface ChunkJob {
+  taskId: number;
+  seq: number;
+}
+export type FanoutJobData = DispatchJob | ChunkJob;
+export type FanoutJobName = 'dispatch' | 'chunk';
+
+/**
+ * Retries with exponential backoff (0.5 s, 1 s, 2 s, ... about 4 minutes in all) ride out a
+ * MySQL or Redis restart. Completed jobs are dropped (the task row is the record), failed ones
+ * are kept so that an operator can see and retry them.
+ */
+const JOB_OPTIONS: JobsOptions = {
+  attempts: 10,
+  backoff: { type: 'exponential', delay: 500 },
+  removeOnComplete: true,
+  removeOnFail: { count: 10_000 },
+};
+
+export function dispatchJob(taskId: number): { name: FanoutJobName; data: DispatchJob; opts: JobsOptions } {
+  return { name: 'dispatch', data: { taskId }, opts: { ...JOB_OPTIONS, jobId: `dispatch-${taskId}` } };
+}
+
+export function chunkJob(taskId: number, seq: number): { name: FanoutJobName; data: ChunkJob; opts: JobsOptions } {
+  return { name: 'chunk', data: { taskId, seq }, opts: { ...JOB_OPTIONS, jobId: `chunk-${taskId}-${seq}` } };
+}
+
+/** BullMQ keys live under the deployment's key prefix, beside the inboxes. */
+export function queuePrefix(redisKeyPrefix: string): string {
+  return `${redisKeyPrefix}bull`;
+}
+
+/** Adding with a bound on the wait: a publish must not hang on an unreachable Redis. */
+const ADD_TIMEOUT_MS = 2000;
+
+/**
+ * The producer side. Its connection fails fast (no offline queue, one retry) so that a publish
+ * while Redis is down returns at once and leaves the event to the outbox relay.
+ */
+export class FanoutQueue {
+  private readonly connection: Redis;
+  readonly queue: Queue<FanoutJobData, void, FanoutJobName>;
+
+  constructor(redisUrl: string, redisKeyPrefix: string) {
+    this.connection = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    this.connection.on('error', () => {
+      // Reported where it matters (a failed add); ioredis keeps reconnecting by itself.
+    });
+    this.queue = new Queue<FanoutJobData, void, FanoutJobName>(FANOUT_QUEUE, {
+      connection: this.connection,
+      prefix: queuePrefix(redisKeyPrefix),
+    });
+    this.queue.on('error', () => {});
+  }
+
+  /** Adds jobs in one round trip; rejects when Redis does not answer within ADD_TIMEOUT_MS. */
+  async add(jobs: Array<ReturnType<typeof dispatchJob>>): Promise<void> {
+    if (jobs.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the fan-out queue did not answer within ${ADD_TIMEOUT_MS} ms`)), ADD_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([this.queue.addBulk(jobs), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close().catch(() => {});
+    this.connection.disconnect();
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The outbox relay: queues the events that could not be queued when they were recorded (Redis
+ * was down, or the process died between commit and enqueue). Every worker process runs one;
+ * several relays may pick the same event, which is harmless (same job id, idempotent writes).
+ */
+import { dispatchJob, FanoutQueue } from './fanout.queue';
+import { FanoutStore } from './fanout.store';
+import type { FanoutLog } from './fanout.service';
+
+/** Events younger than this are left to the API's own enqueue, which is usually under way. */
+const RELAY_GRACE_MS = 500;
+/** Events queued per pass. */
+const RELAY_BATCH = 500;
+
+export class OutboxRelay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> = Promise.resolve();
+  private failing = false;
+
+  constructor(
+    private readonly store: FanoutStore,
+    private readonly queue: Pick<FanoutQueue, 'add'>,
+    private readonly intervalMs: number,
+    private readonly warn: FanoutLog,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.running = this.running.then(() => this.relayOnce());
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One pass: queue up to RELAY_BATCH pending events. Returns quietly when Redis or MySQL is away. */
+  async relayOnce(): Promise<void> {
+    try {
+      const taskIds = await this.store.pendingTaskIds(RELAY_GRACE_MS, RELAY_BATCH);
+      if (taskIds.length === 0) return;
+      await this.queue.add(taskIds.map(dispatchJob));
+      await this.store.markQueued(taskIds);
+      if (this.failing) this.warn(`outbox relay recovered; queued ${taskIds.length} pending fan-out tasks`);
+      this.failing = false;
+    } catch (error) {
+      if (!this.failing) this.warn('outbox relay cannot queue pending fan-out tasks yet; retrying', error);
+      this.failing = true;
+    }
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Fan-out workers: BullMQ workers that run dispatch and chunk jobs, plus the outbox relay.
+ * `npm start` runs FANOUT_WORKERS of them inside the API process; `npm run worker` runs them
+ * alone, and more processes can be started to scale out.
+ */
+import { Job, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { DataSource } from 'typeorm';
+import { Config } from '../config';
+import { Inbox } from '../feed/inbox';
+import { RedisKeys } from '../redis/keys';
+import { FanoutDispatcher } from './fanout.dispatcher';
+import { FanoutExecutor } from './fanout.executor';
+import { ChunkJob, DispatchJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queuePrefix } from './fanout.queue';
+import { OutboxRelay } from './fanout.relay';
+import { FanoutLog } from './fanout.service';
+import { FanoutStore } from './fanout.store';
+
+export interface FanoutWorkerDeps {
+  config: Config;
+  db: DataSource;
+  /** The client used for inbox writes (shared with the API in the same process). */
+  redis: Redis;
+  queue: FanoutQueue;
+  now?: () => Date;
+  warn: FanoutLog;
+}
+
+export class FanoutWorkers {
+  private readonly workers: Worker<FanoutJobData, void, FanoutJobName>[] = [];
+  private readonly connections: Redis[] = [];
+  private readonly relay: OutboxRelay;
+  private readonly dispatcher: FanoutDispatcher;
+  private readonly executor: FanoutExecutor;
+
+  constructor(private readonly deps: FanoutWorkerDeps) {
+    const store = new FanoutStore(deps.db, deps.now ?? (() => new Date()));
+    this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.warn);
+    this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize);
+    this.executor = new FanoutExecutor(store, new Inbox(deps.redis, new RedisKeys(deps.config.redisKeyPrefix), deps.config.feedMaxItems));
+  }
+
+  /** Starts `count` workers and the relay. */
+  start(count: number): void {
+    const { config } = this.deps;
+    for (let i = 0; i < count; i += 1) {
+      // Workers block on Redis while waiting for jobs: BullMQ requires maxRetriesPerRequest null.
+      const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+      connection.on('error', () => {});
+      this.connections.push(connection);
+      const worker = new Worker<FanoutJobData, void, FanoutJobName>(FANOUT_QUEUE, (job) => this.process(job), {
+        connection,
+        prefix: queuePrefix(config.redisKeyPrefix),
+        concurrency: config.fanoutConcurrency,
+        lockDuration: config.fanoutLockMs,
+        stalledInterval: Math.max(500, Math.floor(config.fanoutLockMs / 2)),
+        // A job whose worker died is retried; only one that keeps killing workers is failed.
+        maxStalledCount: 5,
+        ...(config.fanoutJobsPerSecond > 0 ? { limiter: { max: config.fanoutJobsPerSecond, duration: 1000 } } : {}),
+      });
+      worker.on('failed', (job, error) => {
+        if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) this.deps.warn(`fan-out job ${job.id} failed for good`, error);
+      });
+      worker.on('error', (error) => this.deps.warn('fan-out worker error', error));
+      this.workers.push(worker);
+    }
+    if (count > 0) this.relay.start();
+  }
+
+  private async process(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
+    if (job.name === 'dispatch') {
+      await this.dispatcher.dispatch((job.data as DispatchJob).taskId);
+    } else {
+      const { taskId, seq } = job.data as ChunkJob;
+      await this.executor.runChunk(taskId, seq);
+    }
+  }
+
+  /** Lets running jobs finish (a SIGTERM'd worker hands nothing half-done back), then stops. */
+  async stop(): Promise<void> {
+    await this.relay.stop();
+    await Promise.all(this.workers.map((worker) => worker.close()));
+    for (const connection of this.connections) connection.disconnect();
+  }
+}

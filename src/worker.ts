@@ -1,0 +1,42 @@
+/**
+ * `npm run worker`: fan-out workers only (FANOUT_WORKERS of them, at least 1), no HTTP.
+ * Start more processes to scale out; SIGTERM lets running jobs finish, then exits.
+ */
+import 'reflect-metadata';
+import { warn } from './app';
+import { ConfigError, loadConfig } from './config';
+import { openDatabase } from './db/data-source';
+import { FanoutQueue } from './fanout/fanout.queue';
+import { FanoutWorkers } from './fanout/fanout.worker';
+import { createRedis } from './redis/redis.client';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const db = await openDatabase(config.databaseUrl).catch((error: unknown) => {
+    throw new ConfigError(`cannot open the database of DATABASE_URL: ${String(error)}`);
+  });
+  const redis = createRedis(config.redisUrl);
+  const queue = new FanoutQueue(config.redisUrl, config.redisKeyPrefix);
+  const workers = new FanoutWorkers({ config, db, redis, queue, warn });
+  const count = Math.max(1, config.fanoutWorkers);
+  workers.start(count);
+  console.log(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid})`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: finishing running fan-out jobs, then exiting`);
+    await workers.stop();
+    await queue.close();
+    await Promise.allSettled([db.destroy(), redis.quit()]);
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof ConfigError ? `configuration error: ${error.message}` : error);
+  process.exit(1);
+});
