@@ -8,4 +8,5 @@ module.exports = {
   // two workers match this machine's two cores.
   maxWorkers: 2,
   testTimeout: 60_000,
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
 };

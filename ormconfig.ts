@@ -5,6 +5,6 @@
  */
 import 'reflect-metadata';
 import { loadConfig } from './src/config';
-import { createDataSource } from './src/db/data-source';
+import { createDataSource, SqlStatementLog } from './src/db/data-source';
 
-export default createDataSource(loadConfig().databaseUrl);
+export default createDataSource(loadConfig().databaseUrl, new SqlStatementLog(true));

@@ -90,6 +90,9 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const apollo = new ApolloServer<Context>({
     schema: buildFeedSchema(),
     includeStacktraceInErrorResponses: config.nodeEnv !== 'production',
+    // server.ts owns SIGTERM/SIGINT; a second, overlapping stop() from Apollo's own handler
+    // never settles and would keep the process from exiting.
+    stopOnTerminationSignals: false,
     formatError: (formatted, error) => formatError(formatted, error, config.nodeEnv === 'production'),
     plugins: [ApolloServerPluginDrainHttpServer({ httpServer }), ApolloServerPluginLandingPageDisabled()],
   });
@@ -110,6 +113,8 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     }),
   );
 
+  app.use('/graphql', rejectUnreadableBody);
+
   await new Promise<void>((resolve) => httpServer.listen(config.port, config.host, resolve));
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' ? 'localhost' : config.host;
@@ -123,6 +128,26 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       await services.fanoutQueue.close();
     },
   };
+}
+
+/**
+ * A body that is not JSON, or too large, never reaches Apollo: answer it as GraphQL clients
+ * expect (JSON with `errors[].extensions.code`), not with Express's HTML error page.
+ */
+function rejectUnreadableBody(error: unknown, _req: express.Request, res: express.Response, next: express.NextFunction): void {
+  const status = (error as { status?: number })?.status;
+  const type = (error as { type?: string })?.type;
+  if (status === 413 || type === 'entity.too.large') {
+    res.status(413).json({
+      errors: [{ message: `request body over ${MAX_BODY_BYTES} bytes`, extensions: { code: 'PAYLOAD_TOO_LARGE' } }],
+    });
+  } else if (status !== undefined && status >= 400 && status < 500) {
+    res.status(400).json({
+      errors: [{ message: `unreadable request body: ${(error as Error).message}`, extensions: { code: 'BAD_REQUEST' } }],
+    });
+  } else {
+    next(error);
+  }
 }
 
 /**

@@ -38,6 +38,8 @@ export interface Config {
   fanoutLockMs: number;
   /** How often the outbox relay looks for fan-out events that could not be queued. */
   outboxRelayIntervalMs: number;
+  /** A queued fan-out event not done after this long gets its job re-added (lost by Redis?). */
+  fanoutRedriveAfterMs: number;
 }
 
 export class ConfigError extends Error {
@@ -76,6 +78,7 @@ export function loadConfig(env: Env = process.env): Config {
     fanoutJobsPerSecond: parseIntVar(env, 'FANOUT_JOBS_PER_SECOND', 0, 0, 1_000_000),
     fanoutLockMs: parseIntVar(env, 'FANOUT_LOCK_MS', 30_000, 1000, 600_000),
     outboxRelayIntervalMs: parseIntVar(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 50, 600_000),
+    fanoutRedriveAfterMs: parseIntVar(env, 'FANOUT_REDRIVE_AFTER_MS', 60_000, 1000, 86_400_000),
   };
 }
 

@@ -13,6 +13,7 @@ import { ENTITIES } from './entities';
 export class SqlStatementLog implements TypeOrmLogger {
   statements = 0;
 
+  /** @param printStatements print every statement (debugging, and the TypeORM CLI) */
   constructor(private readonly printStatements = false) {}
 
   logQuery(query: string): void {
@@ -27,12 +28,15 @@ export class SqlStatementLog implements TypeOrmLogger {
   logQuerySlow(time: number, query: string): void {
     console.warn(`[sql] slow (${time} ms): ${query.slice(0, 200)}`);
   }
-  logSchemaBuild(): void {}
+  logSchemaBuild(message: string): void {
+    if (this.printStatements) console.log(`[schema] ${message}`);
+  }
   logMigration(message: string): void {
     console.log(`[migration] ${message}`);
   }
   log(level: 'log' | 'info' | 'warn', message: unknown): void {
     if (level === 'warn') console.warn(`[typeorm] ${String(message)}`);
+    else if (this.printStatements) console.log(`[typeorm] ${String(message)}`);
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The outbox relay: queues the events that could not be queued when they were recorded (Redis
- * was down, or the process died between commit and enqueue). Every worker process runs one;
- * several relays may pick the same event, which is harmless (same job id, idempotent writes).
+ * was down, or the process died between commit and enqueue), and re-queues events whose jobs
+ * Redis lost (a restart without persistence). Every worker process runs one; several relays may
+ * pick the same event, which is harmless (same job id, idempotent writes).
  */
 import { dispatchJob, FanoutQueue } from './fanout.queue';
 import { FanoutStore } from './fanout.store';
@@ -21,6 +22,8 @@ export class OutboxRelay {
     private readonly store: FanoutStore,
     private readonly queue: Pick<FanoutQueue, 'add'>,
     private readonly intervalMs: number,
+    /** FANOUT_REDRIVE_AFTER_MS: a queued event not done after this long has its job re-added. */
+    private readonly redriveAfterMs: number,
     private readonly warn: FanoutLog,
   ) {}
 
@@ -36,14 +39,20 @@ export class OutboxRelay {
     await this.running;
   }
 
-  /** One pass: queue up to RELAY_BATCH pending events. Returns quietly when Redis or MySQL is away. */
+  /** One pass. Returns quietly (and warns once) while Redis or MySQL is away. */
   async relayOnce(): Promise<void> {
     try {
-      const taskIds = await this.store.pendingTaskIds(RELAY_GRACE_MS, RELAY_BATCH);
-      if (taskIds.length === 0) return;
-      await this.queue.add(taskIds.map(dispatchJob));
-      await this.store.markQueued(taskIds);
-      if (this.failing) this.warn(`outbox relay recovered; queued ${taskIds.length} pending fan-out tasks`);
+      const pending = await this.store.pendingTaskIds(RELAY_GRACE_MS, RELAY_BATCH);
+      if (pending.length > 0) {
+        await this.queue.add(pending.map(dispatchJob));
+        await this.store.markQueued(pending);
+      }
+      const stale = await this.store.staleQueuedTaskIds(this.redriveAfterMs, RELAY_BATCH);
+      if (stale.length > 0) {
+        await this.queue.add(stale.map(dispatchJob));
+        await this.store.touchQueued(stale);
+      }
+      if (this.failing) this.warn('outbox relay recovered: pending fan-out tasks are queued again');
       this.failing = false;
     } catch (error) {
       if (!this.failing) this.warn('outbox relay cannot queue pending fan-out tasks yet; retrying', error);

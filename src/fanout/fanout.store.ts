@@ -92,6 +92,26 @@ export class FanoutStore {
     return rows.map((row) => Number(row.id));
   }
 
+  /**
+   * Events queued at least `olderThanMs` ago and still not done. Normally their jobs are just
+   * running; but a Redis that restarted without persistence lost them, and re-adding is the
+   * only way they finish. Re-adding a job that still exists is a no-op (same job id).
+   */
+  async staleQueuedTaskIds(olderThanMs: number, limit: number): Promise<number[]> {
+    const rows = await select<{ id: string }>(
+      this.db,
+      "SELECT id FROM tb_fanout_task WHERE status = 'queued' AND queued_at <= ? ORDER BY id LIMIT ?",
+      [new Date(this.now().getTime() - olderThanMs), limit],
+    );
+    return rows.map((row) => Number(row.id));
+  }
+
+  /** Records that stale events were queued again, so the next pass leaves them alone for a while. */
+  async touchQueued(taskIds: readonly number[]): Promise<void> {
+    if (taskIds.length === 0) return;
+    await write(this.db, "UPDATE tb_fanout_task SET queued_at = ? WHERE id IN (?) AND status = 'queued'", [this.now(), taskIds]);
+  }
+
   async task(taskId: number): Promise<FanoutTask | null> {
     const [row] = await select<TaskRow>(
       this.db,

@@ -35,7 +35,7 @@ export class FanoutWorkers {
 
   constructor(private readonly deps: FanoutWorkerDeps) {
     const store = new FanoutStore(deps.db, deps.now ?? (() => new Date()));
-    this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.warn);
+    this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn);
     this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize);
     this.executor = new FanoutExecutor(store, new Inbox(deps.redis, new RedisKeys(deps.config.redisKeyPrefix), deps.config.feedMaxItems));
   }

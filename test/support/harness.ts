@@ -28,6 +28,8 @@ export interface GqlResponse<T = any> {
 
 export interface TestApp extends RunningApp {
   config: Config;
+  /** The environment the app's config came from: hand it to a worker process to share its data. */
+  env: Record<string, string>;
   db: DataSource;
   redis: Redis;
   keys: RedisKeys;
@@ -62,7 +64,7 @@ export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
 export async function startTestApp(name: string, options: TestAppOptions = {}): Promise<TestApp> {
   const database = `feed_test_${name}`;
   await dropDatabase(database);
-  const config = loadConfig({
+  const env: Record<string, string> = {
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: '0',
@@ -71,8 +73,11 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     REDIS_KEY_PREFIX: `test:${name}:`,
     JWT_SECRET: TEST_JWT_SECRET,
     PASSWORD_HASH_COST: '1024',
+    // Tests wait for fan-out: look for stranded outbox events often.
+    OUTBOX_RELAY_INTERVAL_MS: '200',
     ...options.env,
-  });
+  };
+  const config = loadConfig(env);
   const sqlLog = new SqlStatementLog();
   const db = await openDatabase(config.databaseUrl, sqlLog);
   const redis = createRedis(config.redisUrl);
@@ -92,6 +97,7 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
   return {
     ...app,
     config,
+    env,
     db,
     redis,
     keys,
@@ -143,6 +149,32 @@ export async function publish(app: TestApp, author: TestUser, title = 'a title',
     await app.gql('mutation($i: PublishBlogInput!) { publishBlog(input: $i) { id } }', { i: { title, content } }, author.token),
   );
   return data.publishBlog.id;
+}
+
+/** Adds `count` followers (ids from `firstId` on, no user rows needed) to an author, in bulk. */
+export async function addFollowers(app: TestApp, author: TestUser, firstId: number, count: number): Promise<number[]> {
+  const authorId = Number(Buffer.from(author.id, 'base64').toString().split(':')[1]);
+  const ids = Array.from({ length: count }, (_, i) => firstId + i);
+  for (let start = 0; start < ids.length; start += 5000) {
+    const rows = ids.slice(start, start + 5000).map((id) => [id, authorId, new Date()]);
+    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [rows]);
+  }
+  return ids;
+}
+
+/** Which of `readerIds` have `blogId` (a global id) in their inbox, with which score. */
+export async function inboxScores(app: TestApp, readerIds: readonly number[], blogId: string): Promise<Array<string | null>> {
+  const member = Buffer.from(blogId, 'base64').toString().split(':')[1].padStart(20, '0');
+  const scores: Array<string | null> = [];
+  for (let start = 0; start < readerIds.length; start += 5000) {
+    const pipeline = app.redis.pipeline();
+    for (const id of readerIds.slice(start, start + 5000)) pipeline.zscore(app.keys.feed(id), member);
+    for (const [error, score] of (await pipeline.exec()) ?? []) {
+      if (error) throw error;
+      scores.push(score as string | null);
+    }
+  }
+  return scores;
 }
 
 export const FEED_PAGE = `query($first: Int, $after: String) {

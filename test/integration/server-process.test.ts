@@ -1,0 +1,79 @@
+/**
+ * The server as `npm start` runs it (node dist/src/server.js): it creates its database and
+ * migrates it, serves GraphQL, answers unreadable bodies with JSON errors, refuses a bad
+ * configuration naming the variable, and exits 0 on SIGTERM.
+ */
+import { createConnection } from 'mysql2/promise';
+import { dropDatabase, MYSQL_URL, REDIS_URL, TEST_JWT_SECRET } from '../support/harness';
+import { freePort, startNodeProcess, waitFor, WorkerProcess } from '../support/processes';
+
+const DATABASE = 'feed_test_server_process';
+let port: number;
+let server: WorkerProcess;
+let url: string;
+
+beforeAll(async () => {
+  await dropDatabase(DATABASE);
+  port = await freePort();
+  url = `http://127.0.0.1:${port}/graphql`;
+  server = startNodeProcess('server.js', {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL: `${MYSQL_URL}/${DATABASE}`,
+    REDIS_URL,
+    REDIS_KEY_PREFIX: 'test:server_process:',
+    JWT_SECRET: TEST_JWT_SECRET,
+    PASSWORD_HASH_COST: '1024',
+    NODE_ENV: 'production',
+  });
+  await waitFor('the server to listen', async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 30_000);
+});
+
+afterAll(async () => {
+  await server.kill('SIGKILL');
+});
+
+const post = (body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+
+it('created and migrated its database, and serves GraphQL', async () => {
+  const connection = await createConnection({ uri: `${MYSQL_URL}/${DATABASE}` });
+  try {
+    const [tables] = await connection.query('SHOW TABLES');
+    expect((tables as Array<Record<string, string>>).map((row) => Object.values(row)[0]).sort()).toEqual(
+      expect.arrayContaining(['tb_blog', 'tb_blog_like', 'tb_fanout_chunk', 'tb_fanout_task', 'tb_follow', 'tb_user']),
+    );
+  } finally {
+    await connection.end();
+  }
+  const response = await post(JSON.stringify({ query: 'mutation { signUp(nickName: "proc", password: "password-1") { user { nickName } } }' }));
+  expect(await response.json()).toEqual({ data: { signUp: { user: { nickName: 'proc' } } } });
+});
+
+it('answers a body that is not JSON with a JSON error', async () => {
+  const response = await post('{"query": ');
+  expect(response.status).toBe(400);
+  const body = await response.json();
+  expect(body.errors[0].extensions.code).toBe('BAD_REQUEST');
+  expect(JSON.stringify(body)).not.toMatch(/stack|at .*\.js/);
+});
+
+it('answers an oversized body with PAYLOAD_TOO_LARGE', async () => {
+  const response = await post(JSON.stringify({ query: '{ viewer { id } }', variables: { pad: 'x'.repeat(200_000) } }));
+  expect(response.status).toBe(413);
+  expect((await response.json()).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+});
+
+it('refuses to start with a bad setting, naming the variable', async () => {
+  const bad = startNodeProcess('server.js', { PORT: 'eighty', DATABASE_URL: `${MYSQL_URL}/${DATABASE}` });
+  expect(await bad.exited).toBe(1);
+  expect(bad.output()).toContain('PORT must be a whole number (got "eighty")');
+  const noSecret = startNodeProcess('server.js', { NODE_ENV: 'production', DATABASE_URL: `${MYSQL_URL}/${DATABASE}` });
+  expect(await noSecret.exited).toBe(1);
+  expect(noSecret.output()).toContain('JWT_SECRET is required');
+});
+
+it('exits 0 on SIGTERM, still serving until then', async () => {
+  expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
+  expect(await server.kill('SIGTERM')).toBe(0);
+  expect(server.output()).toContain('SIGTERM');
+});

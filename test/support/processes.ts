@@ -1,0 +1,99 @@
+/**
+ * Real processes for fault tests: a private redis-server that a test can stop and start again,
+ * and the fan-out worker process (node dist/src/worker.js) that a test can kill.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A redis-server of the test's own, on its own port, keeping nothing on disk. */
+export class PrivateRedis {
+  private process: ChildProcess | undefined;
+  constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}/0`;
+  }
+
+  async start(): Promise<void> {
+    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
+    await waitFor(`redis-server on ${this.port}`, async () => {
+      const client = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      try {
+        await client.connect();
+        return (await client.ping()) === 'PONG';
+      } finally {
+        client.disconnect();
+      }
+    });
+  }
+
+  async stop(): Promise<void> {
+    const child = this.process;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+export interface WorkerProcess {
+  /** Resolves with the exit code when the process ends by itself. */
+  exited: Promise<number | null>;
+  child: ChildProcess;
+  output: () => string;
+  kill(signal: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `node dist/src/worker.js` with the given environment (built by the global setup). */
+export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
+  return startNodeProcess('worker.js', env);
+}
+
+/** Starts `node dist/src/<script>` (server.js or worker.js), as `npm start` / `npm run worker` do. */
+export function startNodeProcess(script: string, env: Record<string, string>): WorkerProcess {
+  const root = join(__dirname, '..', '..');
+  let output = '';
+  const child = spawn(process.execPath, [join(root, 'dist', 'src', script)], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    exited,
+    output: () => output,
+    kill: async (signal) => {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
