@@ -2,15 +2,33 @@
  * The dispatcher: turns one fan-out task into chunk jobs.
  *
  * It walks the author's followers in id order with keyset pages (`user_id > cursor ORDER BY
- * user_id LIMIT chunkSize`: each page is an index range scan, never an OFFSET) and records each
- * page as a chunk (a follower id range) while advancing the task's cursor in the same
+ * user_id LIMIT n`: each page is an index range scan, never an OFFSET), splits each page into
+ * chunks (follower id ranges) and records them while advancing the task's cursor in the same
  * transaction. Killed at any point, it runs again (BullMQ retries a stalled job) and:
  *   1. re-adds the jobs of chunks that exist but have not finished (a crash may have come
  *      between recording a chunk and queueing it; queueing twice is a no-op by job id), then
  *   2. continues from the cursor, so no follower page is walked twice.
  */
 import { chunkJob, FanoutQueue } from './fanout.queue';
-import { FanoutStore } from './fanout.store';
+import { FanoutChunkRange, FanoutStore } from './fanout.store';
+
+/**
+ * Chunks made per round: one keyset read of CHUNKS_PER_ROUND * chunkSize follower ids, one
+ * transaction recording the chunks and the cursor, one round trip queueing their jobs.
+ */
+export const CHUNKS_PER_ROUND = 10;
+
+/** Splits ascending follower ids, read after `cursor`, into chunks numbered from `seq` + 1. */
+export function chunkRanges(followerIds: readonly number[], cursor: number, seq: number, chunkSize: number): FanoutChunkRange[] {
+  const chunks: FanoutChunkRange[] = [];
+  let after = cursor;
+  for (let start = 0; start < followerIds.length; start += chunkSize) {
+    const through = followerIds[Math.min(start + chunkSize, followerIds.length) - 1];
+    chunks.push({ seq: seq + chunks.length + 1, afterUserId: after, throughUserId: through });
+    after = through;
+  }
+  return chunks;
+}
 
 export class FanoutDispatcher {
   constructor(
@@ -26,17 +44,18 @@ export class FanoutDispatcher {
     if (!task.dispatched) {
       let cursor = task.cursorUserId;
       let seq = task.chunksTotal;
+      const pageSize = this.chunkSize * CHUNKS_PER_ROUND;
       for (;;) {
         // A deleted blog needs no further delivery: its retract task takes it out of every inbox.
         if (task.kind === 'deliver' && (await this.store.isBlogDeleted(task.blogId))) break;
-        const followerIds = await this.store.followerIdsAfter(task.authorId, cursor, this.chunkSize);
-        if (followerIds.length === 0) break;
-        seq += 1;
-        const through = followerIds[followerIds.length - 1];
-        await this.store.addChunk(task, seq, cursor, through);
-        await this.queue.add([chunkJob(task.id, seq)]);
-        cursor = through;
-        if (followerIds.length < this.chunkSize) break;
+        const followerIds = await this.store.followerIdsAfter(task.authorId, cursor, pageSize);
+        const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
+        if (chunks.length === 0) break;
+        await this.store.addChunks(task.id, chunks);
+        await this.queue.add(chunks.map((chunk) => chunkJob(task.id, chunk.seq)));
+        cursor = chunks[chunks.length - 1].throughUserId;
+        seq = chunks[chunks.length - 1].seq;
+        if (followerIds.length < pageSize) break;
       }
       await this.store.markDispatched(task.id);
     }

@@ -21,9 +21,9 @@ export class FanoutExecutor {
   ) {}
 
   async runChunk(taskId: number, seq: number): Promise<void> {
-    const task = await this.store.task(taskId);
-    const chunk = await this.store.startChunk(taskId, seq);
-    if (!task || !chunk || chunk.finished) return;
+    const started = await this.store.startChunk(taskId, seq);
+    if (!started) return;
+    const { task, chunk } = started;
     const followerIds = await this.store.followerIdsIn(task.authorId, chunk);
     if (task.kind === 'deliver') {
       await this.inbox.deliver(followerIds, { id: task.blogId, score: task.score });
@@ -32,6 +32,5 @@ export class FanoutExecutor {
       await this.inbox.retract(followerIds, task.blogId);
     }
     await this.store.finishChunk(taskId, seq);
-    await this.store.completeIfDone(taskId);
   }
 }

@@ -23,12 +23,11 @@ export interface FanoutTask {
   chunksTotal: number;
 }
 
-export interface FanoutChunk {
-  taskId: number;
+/** A chunk: the followers with afterUserId < user_id <= throughUserId. */
+export interface FanoutChunkRange {
   seq: number;
   afterUserId: number;
   throughUserId: number;
-  finished: boolean;
 }
 
 interface TaskRow {
@@ -129,20 +128,20 @@ export class FanoutStore {
   }
 
   /**
-   * Creates the next chunk and advances the task's cursor past it, atomically: after a crash
-   * either both happened (resume after the chunk) or neither did (the chunk is made again).
+   * Records the next chunks and advances the task's cursor past them, atomically: after a crash
+   * either all of it happened (resume after the last chunk) or none of it (they are made again).
    */
-  async addChunk(task: FanoutTask, seq: number, afterUserId: number, throughUserId: number): Promise<void> {
+  async addChunks(taskId: number, chunks: readonly FanoutChunkRange[]): Promise<void> {
+    if (chunks.length === 0) return;
+    const last = chunks[chunks.length - 1];
     await this.db.transaction(async (sql) => {
-      await write(
-        sql,
-        'INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES (?, ?, ?, ?, 0)',
-        [task.id, seq, afterUserId, throughUserId],
-      );
+      await write(sql, 'INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [
+        chunks.map((chunk) => [taskId, chunk.seq, chunk.afterUserId, chunk.throughUserId, 0]),
+      ]);
       await write(sql, 'UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ? WHERE id = ?', [
-        throughUserId,
-        seq,
-        task.id,
+        last.throughUserId,
+        last.seq,
+        taskId,
       ]);
     });
   }
@@ -160,36 +159,45 @@ export class FanoutStore {
     return rows.map((row) => Number(row.seq));
   }
 
-  /** Loads a chunk and counts this run of it (a count above 1 means it was redone). */
-  async startChunk(taskId: number, seq: number): Promise<FanoutChunk | null> {
-    await write(this.db, 'UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ?', [taskId, seq]);
-    const [row] = await select<{ after_user_id: string; through_user_id: string; finished_at: Date | null }>(
+  /**
+   * Counts a run of a chunk (a count above 1 means it was redone) and loads it with its task,
+   * or null when it is unknown or already finished.
+   */
+  async startChunk(taskId: number, seq: number): Promise<{ task: FanoutTask; chunk: FanoutChunkRange } | null> {
+    const counted = await write(
       this.db,
-      'SELECT after_user_id, through_user_id, finished_at FROM tb_fanout_chunk WHERE task_id = ? AND seq = ?',
+      'UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL',
+      [taskId, seq],
+    );
+    if (counted.affectedRows === 0) return null;
+    const [row] = await select<TaskRow & { after_user_id: string; through_user_id: string }>(
+      this.db,
+      `SELECT t.id, t.kind, t.blog_id, t.author_id, t.score, t.status, t.dispatched, t.cursor_user_id, t.chunks_total,
+              c.after_user_id, c.through_user_id
+       FROM tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id
+       WHERE c.task_id = ? AND c.seq = ?`,
       [taskId, seq],
     );
     if (!row) return null;
     return {
-      taskId,
-      seq,
-      afterUserId: Number(row.after_user_id),
-      throughUserId: Number(row.through_user_id),
-      finished: row.finished_at !== null,
+      task: taskOf(row),
+      chunk: { seq, afterUserId: Number(row.after_user_id), throughUserId: Number(row.through_user_id) },
     };
   }
 
-  /** Marks a chunk finished; counts it towards its task only the first time. */
+  /**
+   * Marks a chunk finished and counts it towards its task, in one statement and only the first
+   * time; then marks the task done when it was the last one.
+   */
   async finishChunk(taskId: number, seq: number): Promise<void> {
-    await this.db.transaction(async (sql) => {
-      const finished = await write(
-        sql,
-        'UPDATE tb_fanout_chunk SET finished_at = ? WHERE task_id = ? AND seq = ? AND finished_at IS NULL',
-        [this.now(), taskId, seq],
-      );
-      if (finished.affectedRows === 1) {
-        await write(sql, 'UPDATE tb_fanout_task SET chunks_done = chunks_done + 1 WHERE id = ?', [taskId]);
-      }
-    });
+    const finished = await write(
+      this.db,
+      `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id
+       SET c.finished_at = ?, t.chunks_done = t.chunks_done + 1
+       WHERE c.task_id = ? AND c.seq = ? AND c.finished_at IS NULL`,
+      [this.now(), taskId, seq],
+    );
+    if (finished.affectedRows > 0) await this.completeIfDone(taskId);
   }
 
   /** Marks the task done once every chunk exists and has finished. */
@@ -213,7 +221,7 @@ export class FanoutStore {
   }
 
   /** The followers a chunk covers, as the follow graph is now. */
-  async followerIdsIn(authorId: number, chunk: FanoutChunk): Promise<number[]> {
+  async followerIdsIn(authorId: number, chunk: FanoutChunkRange): Promise<number[]> {
     const rows = await select<{ user_id: string }>(
       this.db,
       'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? AND user_id <= ? ORDER BY user_id',

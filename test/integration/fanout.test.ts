@@ -51,8 +51,8 @@ it('finishes an author without followers at once', async () => {
 it('a dispatcher that dies mid-way resumes from its cursor without walking followers twice', async () => {
   const author = await signUp(app, 'resumed');
   const followers = await addFollowers(app, author, 20_001, 730);
-  // Record the event without queueing it, then dispatch it by hand with a queue that fails on
-  // the 4th chunk, as a crash between recording a chunk and queueing it would.
+  // Record an event without queueing it, then dispatch it by hand with a queue that fails on
+  // its 3rd use, as a crash between recording chunks and queueing them would.
   const blogId = await publish(app, author, 'resume me');
   await app.services.fanout.idle(); // the normal path delivers it...
   const store = new FanoutStore(app.db, () => new Date());
@@ -62,20 +62,24 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
   let adds = 0;
   const crashingQueue = {
     add: async (jobs: unknown[]) => {
-      if (jobs.length > 0 && ++adds === 4) throw new Error('simulated crash');
+      if (jobs.length > 0 && ++adds === 3) throw new Error('simulated crash');
       await app.services.fanoutQueue.add(jobs as never);
     },
   };
-  await expect(new FanoutDispatcher(store, crashingQueue, 100).dispatch(taskId)).rejects.toThrow('simulated crash');
+  // Chunks of 10 followers, made 10 at a time: the 3rd round of 10 is recorded, then "crashes".
+  await expect(new FanoutDispatcher(store, crashingQueue, 10).dispatch(taskId)).rejects.toThrow('simulated crash');
   const [halfway] = await app.db.query('SELECT chunks_total, cursor_user_id FROM tb_fanout_task WHERE id = ?', [taskId]);
-  expect(halfway.chunks_total).toBe(4);
+  expect(halfway.chunks_total).toBe(30);
+  expect(Number(halfway.cursor_user_id)).toBe(followers[299]);
   // Run it again, as BullMQ would retry it: it re-queues the unfinished chunks and goes on.
-  await new FanoutDispatcher(store, app.services.fanoutQueue, 100).dispatch(taskId);
+  await new FanoutDispatcher(store, app.services.fanoutQueue, 10).dispatch(taskId);
   await waitFor('the resumed task', async () => (await store.task(taskId))?.status === 'done');
-  const chunks = await app.db.query('SELECT after_user_id a, through_user_id t FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [taskId]);
-  expect(chunks).toHaveLength(8);
+  const chunks = await app.db.query('SELECT after_user_id a, through_user_id t, runs FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [taskId]);
+  expect(chunks).toHaveLength(73);
   for (let i = 1; i < chunks.length; i += 1) expect(chunks[i].a).toBe(chunks[i - 1].t);
-  expect(Number(chunks[7].t)).toBe(followers[followers.length - 1]);
+  expect(Number(chunks[72].t)).toBe(followers[followers.length - 1]);
+  // The chunks recorded before the crash but never queued were queued by the resumed run.
+  expect(chunks.every((chunk: any) => chunk.runs >= 1)).toBe(true);
   expect((await inboxScores(app, followers, blogId)).every((score) => score !== null)).toBe(true);
 });
 

@@ -52,7 +52,7 @@ it('created and migrated its database, and serves GraphQL', async () => {
 it('answers a body that is not JSON with a JSON error', async () => {
   const response = await post('{"query": ');
   expect(response.status).toBe(400);
-  const body = await response.json();
+  const body: any = await response.json();
   expect(body.errors[0].extensions.code).toBe('BAD_REQUEST');
   expect(JSON.stringify(body)).not.toMatch(/stack|at .*\.js/);
 });
@@ -60,7 +60,7 @@ it('answers a body that is not JSON with a JSON error', async () => {
 it('answers an oversized body with PAYLOAD_TOO_LARGE', async () => {
   const response = await post(JSON.stringify({ query: '{ viewer { id } }', variables: { pad: 'x'.repeat(200_000) } }));
   expect(response.status).toBe(413);
-  expect((await response.json()).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+  expect(((await response.json()) as any).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
 });
 
 it('refuses to start with a bad setting, naming the variable', async () => {

@@ -1,0 +1,54 @@
+/** Small helpers shared by the benchmarks: flags, percentiles, progress, a GraphQL client. */
+
+/** `--name=value` or `--name value` from the command line, else the fallback. */
+export function flag(name: string, fallback: number): number {
+  const args = process.argv.slice(2);
+  for (let i = 0; i < args.length; i += 1) {
+    const match = new RegExp(`^--${name}(?:=(.*))?$`).exec(args[i]);
+    if (!match) continue;
+    const raw = match[1] ?? args[i + 1];
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < 0) throw new Error(`--${name} must be a number (got "${raw}")`);
+    return value;
+  }
+  return fallback;
+}
+
+export function percentile(samples: readonly number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export function ms(value: number): string {
+  return `${value.toFixed(2)} ms`;
+}
+
+export function rate(perSecond: number): string {
+  return `${Math.round(perSecond).toLocaleString('en-US')}/s`;
+}
+
+/** A one-line progress display that rewrites itself on a terminal and prints tens elsewhere. */
+export function progress(label: string, total: number): (done: number) => void {
+  let lastTenth = -1;
+  return (done) => {
+    const tenth = Math.floor((done / total) * 10);
+    if (process.stdout.isTTY) {
+      process.stdout.write(`\r${label}: ${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')}`);
+      if (done >= total) process.stdout.write('\n');
+    } else if (tenth !== lastTenth) {
+      lastTenth = tenth;
+      console.log(`${label}: ${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')}`);
+    }
+  };
+}
+
+export async function graphql<T = any>(url: string, query: string, variables: object, token?: string): Promise<T> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = (await response.json()) as { data?: T; errors?: unknown[] };
+  if (body.errors || !body.data) throw new Error(`GraphQL error: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
