@@ -10,7 +10,7 @@
  *   2. continues from the cursor, so no follower page is walked twice.
  */
 import { chunkJob, FanoutQueue } from './fanout.queue';
-import { FanoutChunkRange, FanoutStore } from './fanout.store';
+import { FanoutChunkRange, FanoutStore, FanoutTask } from './fanout.store';
 
 /**
  * Chunks made per round: one keyset read of CHUNKS_PER_ROUND * chunkSize follower ids, one
@@ -40,7 +40,7 @@ export class FanoutDispatcher {
   async dispatch(taskId: number): Promise<void> {
     const task = await this.store.task(taskId);
     if (!task || task.status === 'done') return;
-    await this.queue.add((await this.store.unfinishedChunkSeqs(task.id)).map((seq) => chunkJob(task.id, seq)));
+    await this.requeueUnfinishedChunks(task);
     if (!task.dispatched) {
       let cursor = task.cursorUserId;
       let seq = task.chunksTotal;
@@ -52,7 +52,9 @@ export class FanoutDispatcher {
         const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
         if (chunks.length === 0) break;
         await this.store.addChunks(task.id, chunks);
-        await this.queue.add(chunks.map((chunk) => chunkJob(task.id, chunk.seq)));
+        await this.queue.add(
+          chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize))),
+        );
         cursor = chunks[chunks.length - 1].throughUserId;
         seq = chunks[chunks.length - 1].seq;
         if (followerIds.length < pageSize) break;
@@ -61,4 +63,15 @@ export class FanoutDispatcher {
     }
     await this.store.completeIfDone(task.id);
   }
+
+  /** After a crash: chunks recorded but not finished get their jobs again (no-op if queued). */
+  private async requeueUnfinishedChunks(task: FanoutTask): Promise<void> {
+    for (const chunk of await this.store.unfinishedChunks(task.id)) {
+      await this.queue.add([jobOf(task, chunk, await this.store.followerIdsIn(task.authorId, chunk))]);
+    }
+  }
+}
+
+function jobOf(task: FanoutTask, chunk: FanoutChunkRange, followerIds: number[]) {
+  return chunkJob({ taskId: task.id, seq: chunk.seq, kind: task.kind, blogId: task.blogId, score: task.score, followerIds });
 }

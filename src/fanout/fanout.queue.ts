@@ -2,13 +2,17 @@
  * The fan-out queue (BullMQ on Redis): its name, its two kinds of job and their options.
  *
  * - `dispatch` {taskId}: walks the author's followers and creates chunk jobs.
- * - `chunk` {taskId, seq}: writes one chunk of inboxes.
+ * - `chunk` {taskId, seq, kind, blogId, score, followerIds}: writes one chunk of inboxes. The
+ *   job carries what the executor needs (the dispatcher has just read the follower ids), so
+ *   running a chunk costs no reads of the task, the chunk or tb_follow: per-chunk overhead
+ *   is what bounds delivery speed (bench/fanout.bench.ts).
  *
  * Job ids are derived from the task (and chunk), so adding the same job twice while it is still
  * in the queue is a no-op: the outbox relay and a resumed dispatcher may both re-add safely.
  */
 import { JobsOptions, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import type { TaskKind } from './fanout.store';
 
 export const FANOUT_QUEUE = 'fanout';
 
@@ -18,6 +22,10 @@ export interface DispatchJob {
 export interface ChunkJob {
   taskId: number;
   seq: number;
+  kind: TaskKind;
+  blogId: number;
+  score: number;
+  followerIds: number[];
 }
 export type FanoutJobData = DispatchJob | ChunkJob;
 export type FanoutJobName = 'dispatch' | 'chunk';
@@ -38,8 +46,8 @@ export function dispatchJob(taskId: number): { name: FanoutJobName; data: Dispat
   return { name: 'dispatch', data: { taskId }, opts: { ...JOB_OPTIONS, jobId: `dispatch-${taskId}` } };
 }
 
-export function chunkJob(taskId: number, seq: number): { name: FanoutJobName; data: ChunkJob; opts: JobsOptions } {
-  return { name: 'chunk', data: { taskId, seq }, opts: { ...JOB_OPTIONS, jobId: `chunk-${taskId}-${seq}` } };
+export function chunkJob(data: ChunkJob): { name: FanoutJobName; data: ChunkJob; opts: JobsOptions } {
+  return { name: 'chunk', data, opts: { ...JOB_OPTIONS, jobId: `chunk-${data.taskId}-${data.seq}` } };
 }
 
 /** BullMQ keys live under the deployment's key prefix, beside the inboxes. */
@@ -71,7 +79,7 @@ export class FanoutQueue {
   }
 
   /** Adds jobs in one round trip; rejects when Redis does not answer within ADD_TIMEOUT_MS. */
-  async add(jobs: Array<ReturnType<typeof dispatchJob>>): Promise<void> {
+  async add(jobs: Array<ReturnType<typeof dispatchJob> | ReturnType<typeof chunkJob>>): Promise<void> {
     if (jobs.length === 0) return;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {

@@ -150,54 +150,45 @@ export class FanoutStore {
     await write(this.db, 'UPDATE tb_fanout_task SET dispatched = TRUE WHERE id = ?', [taskId]);
   }
 
-  async unfinishedChunkSeqs(taskId: number): Promise<number[]> {
-    const rows = await select<{ seq: number }>(
+  async unfinishedChunks(taskId: number): Promise<FanoutChunkRange[]> {
+    const rows = await select<{ seq: number; after_user_id: string; through_user_id: string }>(
       this.db,
-      'SELECT seq FROM tb_fanout_chunk WHERE task_id = ? AND finished_at IS NULL ORDER BY seq',
+      'SELECT seq, after_user_id, through_user_id FROM tb_fanout_chunk WHERE task_id = ? AND finished_at IS NULL ORDER BY seq',
       [taskId],
     );
-    return rows.map((row) => Number(row.seq));
+    return rows.map((row) => ({
+      seq: Number(row.seq),
+      afterUserId: Number(row.after_user_id),
+      throughUserId: Number(row.through_user_id),
+    }));
   }
 
-  /**
-   * Counts a run of a chunk (a count above 1 means it was redone) and loads it with its task,
-   * or null when it is unknown or already finished.
-   */
-  async startChunk(taskId: number, seq: number): Promise<{ task: FanoutTask; chunk: FanoutChunkRange } | null> {
+  /** Counts a run of a chunk (more than 1 = redone); false when it is unknown or finished. */
+  async startChunk(taskId: number, seq: number): Promise<boolean> {
     const counted = await write(
       this.db,
       'UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL',
       [taskId, seq],
     );
-    if (counted.affectedRows === 0) return null;
-    const [row] = await select<TaskRow & { after_user_id: string; through_user_id: string }>(
-      this.db,
-      `SELECT t.id, t.kind, t.blog_id, t.author_id, t.score, t.status, t.dispatched, t.cursor_user_id, t.chunks_total,
-              c.after_user_id, c.through_user_id
-       FROM tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id
-       WHERE c.task_id = ? AND c.seq = ?`,
-      [taskId, seq],
-    );
-    if (!row) return null;
-    return {
-      task: taskOf(row),
-      chunk: { seq, afterUserId: Number(row.after_user_id), throughUserId: Number(row.through_user_id) },
-    };
+    return counted.affectedRows > 0;
   }
 
   /**
    * Marks a chunk finished and counts it towards its task, in one statement and only the first
-   * time; then marks the task done when it was the last one.
+   * time, then marks the task done when it was the last one. With `unlessBlogDeleted` it does
+   * nothing when the blog has been deleted, and says so by returning false.
    */
-  async finishChunk(taskId: number, seq: number): Promise<void> {
+  async finishChunk(taskId: number, seq: number, unlessBlogDeleted = false): Promise<boolean> {
     const finished = await write(
       this.db,
-      `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id
+      `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id JOIN tb_blog b ON b.id = t.blog_id
        SET c.finished_at = ?, t.chunks_done = t.chunks_done + 1
-       WHERE c.task_id = ? AND c.seq = ? AND c.finished_at IS NULL`,
+       WHERE c.task_id = ? AND c.seq = ? AND c.finished_at IS NULL ${unlessBlogDeleted ? 'AND b.deleted_at IS NULL' : ''}`,
       [this.now(), taskId, seq],
     );
-    if (finished.affectedRows > 0) await this.completeIfDone(taskId);
+    if (finished.affectedRows === 0) return false;
+    await this.completeIfDone(taskId);
+    return true;
   }
 
   /** Marks the task done once every chunk exists and has finished. */

@@ -71,8 +71,7 @@ export class FanoutWorkers {
     if (job.name === 'dispatch') {
       await this.dispatcher.dispatch((job.data as DispatchJob).taskId);
     } else {
-      const { taskId, seq } = job.data as ChunkJob;
-      await this.executor.runChunk(taskId, seq);
+      await this.executor.runChunk(job.data as ChunkJob);
     }
   }
 
