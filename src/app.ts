@@ -24,6 +24,7 @@ import { FanoutService } from './fanout/fanout.service';
 import { FanoutStore } from './fanout/fanout.store';
 import { FanoutWorkers } from './fanout/fanout.worker';
 import { FeedService } from './feed/feed.service';
+import { FeedStore } from './feed/feed.store';
 import { Inbox } from './feed/inbox';
 import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
@@ -57,16 +58,22 @@ export interface AppServices extends Services {
 
 export function createServices({ config, db, redis, now = () => new Date() }: AppDeps): AppServices {
   const keys = new RedisKeys(config.redisKeyPrefix);
-  const inbox = new Inbox(redis, keys, config.feedMaxItems);
+  const inbox = new Inbox(redis, keys, config.feedMaxItems, config.activeDays * 24 * 3600);
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(db, now);
-  const feed = new FeedService(db, inbox, config.followBackfillItems);
+  const feed = new FeedService(
+    new FeedStore(db),
+    inbox,
+    { model: config.feedModel, maxItems: config.feedMaxItems, backfillItems: config.followBackfillItems },
+    now,
+    warn,
+  );
   const follows = new FollowService(db, users, feed, now);
   const fanoutQueue = new FanoutQueue(config.redisUrl, config.redisKeyPrefix);
   const fanout = new FanoutService(new FanoutStore(db, now), fanoutQueue, warn);
-  const blogs = new BlogService(db, fanout, now);
+  const blogs = new BlogService(db, fanout, now, config.feedModel, config.bigAuthorFollowers);
   const likes = new LikeService(db, blogs, now);
-  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens);
+  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, (id) => feed.openInbox(id));
   return { auth, users, blogs, follows, likes, feed, fanout, tokens, fanoutQueue };
 }
 
@@ -108,6 +115,9 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       context: async ({ req }) => {
         const auth = services.tokens.check(req.headers.authorization);
         const viewerId = auth.kind === 'viewer' ? auth.userId : null;
+        if (viewerId !== null) {
+          services.feed.recordActivity(viewerId).catch((error: unknown) => warn(`recording activity of user ${viewerId} failed`, error));
+        }
         return { auth, services, loaders: createLoaders(services, viewerId) };
       },
     }),

@@ -8,6 +8,15 @@
 
 export type NodeEnv = 'production' | 'development' | 'test';
 
+/**
+ * How a follow feed is assembled (DESIGN.md, "The feed"); all three return the same pages.
+ * - push: every blog is fanned out into the followers' inboxes; a page reads the inbox.
+ * - pull: no inboxes; a page is one query over the followees' blogs in MySQL.
+ * - hybrid: like push, but blogs of authors with BIG_V_FOLLOWERS or more followers are not
+ *   fanned out; a page merges them into the inbox at read time.
+ */
+export type FeedModel = 'push' | 'pull' | 'hybrid';
+
 export interface Config {
   nodeEnv: NodeEnv;
   host: string;
@@ -22,8 +31,13 @@ export interface Config {
   jwtExpiresInSeconds: number;
   /** scrypt cost parameter N (a power of two). */
   passwordHashCost: number;
+  feedModel: FeedModel;
   /** Each inbox keeps at most this many newest entries. */
   feedMaxItems: number;
+  /** hybrid: authors with at least this many followers are read at read time, not fanned out. */
+  bigAuthorFollowers: number;
+  /** Followers inactive for longer are skipped by fan-out; their inbox expires after this long. */
+  activeDays: number;
   /** How many of a followee's newest blogs a new follow copies into the follower's inbox. */
   followBackfillItems: number;
   /** Fan-out workers started inside this process (`npm start`); 0 makes an API-only process. */
@@ -70,8 +84,11 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecretIsDefault: jwtSecret === undefined,
     jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
     passwordHashCost: parsePowerOfTwo(env, 'PASSWORD_HASH_COST', 16384, 1024, 1 << 20),
+    feedModel: parseFeedModel(env.FEED_MODEL),
     feedMaxItems: parseIntVar(env, 'FEED_MAX_ITEMS', 800, 10, 100_000),
-    followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 0, 10_000),
+    bigAuthorFollowers: parseIntVar(env, 'BIG_V_FOLLOWERS', 10_000, 1, 1_000_000_000),
+    activeDays: parseIntVar(env, 'ACTIVE_DAYS', 7, 1, 3650),
+    followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 1, 10_000),
     fanoutWorkers: parseIntVar(env, 'FANOUT_WORKERS', 1, 0, 64),
     fanoutConcurrency: parseIntVar(env, 'FANOUT_CONCURRENCY', 8, 1, 256),
     fanoutChunkSize: parseIntVar(env, 'FANOUT_CHUNK_SIZE', 1000, 1, 100_000),
@@ -86,6 +103,12 @@ function parseNodeEnv(value: string | undefined): NodeEnv {
   if (value === undefined || value === '') return 'development';
   if (value === 'production' || value === 'development' || value === 'test') return value;
   throw new ConfigError(`NODE_ENV must be production, development or test (got "${value}")`);
+}
+
+function parseFeedModel(value: string | undefined): FeedModel {
+  if (value === undefined || value === '') return 'hybrid';
+  if (value === 'push' || value === 'pull' || value === 'hybrid') return value;
+  throw new ConfigError(`FEED_MODEL must be push, pull or hybrid (got "${value}")`);
 }
 
 function parseIntVar(env: Env, name: string, fallback: number, min: number, max: number): number {

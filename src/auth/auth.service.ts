@@ -40,12 +40,15 @@ export class AuthService {
     private readonly users: UserService,
     private readonly passwords: PasswordHasher,
     private readonly tokens: TokenService,
+    /** Opens a new user's (empty, valid) inbox so that fan-out reaches it from the start. */
+    private readonly openInbox: (userId: number) => Promise<void>,
   ) {}
 
   async signUp(nickName: string, password: string): Promise<AuthPayloadData> {
     validateNickName(nickName);
     validatePassword(password);
     const user = await this.users.create(nickName, await this.passwords.hash(password));
+    await this.openInbox(user.dbId);
     return { token: this.tokens.issue(user.dbId), user };
   }
 

@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { inTransaction, select, Sql, write } from '../db/sql';
 import { ScoredId } from '../feed/cursor';
 import { fetchSize, PageRequest } from '../feed/page';
+import type { FeedModel } from '../config';
 import { FanoutService } from '../fanout/fanout.service';
 import { badUserInput, forbidden, notFound } from '../graphql/errors';
 import { checkText } from '../validation';
@@ -37,6 +38,10 @@ export class BlogService {
     private readonly db: DataSource,
     private readonly fanout: FanoutService,
     private readonly now: () => Date,
+    /** Which blogs are fanned out: all (push), none (pull), or those of small authors (hybrid). */
+    private readonly model: FeedModel,
+    /** BIG_V_FOLLOWERS: in the hybrid model, an author with this many followers is not fanned out. */
+    private readonly bigAuthorFollowers: number,
   ) {}
 
   /**
@@ -47,17 +52,33 @@ export class BlogService {
   async publish(authorId: number, input: PublishBlogInput): Promise<Blog> {
     validatePublishInput(input);
     const { blog, taskId } = await inTransaction(this.db, async (sql) => {
+      const pushed = await this.fansOut(sql, authorId);
       const result = await write(
         sql,
-        'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at) VALUES (?, ?, ?, ?, 0, ?)',
-        [authorId, input.title, input.content, JSON.stringify(input.images ?? []), this.now()],
+        'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, 0, ?, ?)',
+        [authorId, input.title, input.content, JSON.stringify(input.images ?? []), this.now(), pushed],
       );
       const blog = await this.findById(Number(result.insertId), sql);
       if (!blog) throw new Error(`blog ${result.insertId} vanished right after insert`);
+      if (!pushed) {
+        if (this.model === 'hybrid') await write(sql, 'UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
+        return { blog, taskId: null };
+      }
       return { blog, taskId: await this.fanout.recordDeliver(sql, blog) };
     });
-    this.fanout.enqueue(taskId);
+    if (taskId !== null) this.fanout.enqueue(taskId);
     return blog;
+  }
+
+  /**
+   * Whether a new blog of this author goes into inboxes. Decided per blog and stored with it
+   * (tb_blog.pushed), so an author crossing the threshold either way loses nothing: readers
+   * merge in exactly the blogs that were not fanned out.
+   */
+  private async fansOut(sql: Sql, authorId: number): Promise<boolean> {
+    if (this.model !== 'hybrid') return this.model === 'push';
+    const [row] = await select<{ follower_count: number }>(sql, 'SELECT follower_count FROM tb_user WHERE id = ?', [authorId]);
+    return Number(row?.follower_count ?? 0) < this.bigAuthorFollowers;
   }
 
   /** Soft-deletes the viewer's own blog with its retract event; it leaves every inbox right after. */
@@ -71,9 +92,10 @@ export class BlogService {
         blogId,
       ]);
       if (result.affectedRows === 0) throw notFound(`blog ${blogId} does not exist`);
-      return this.fanout.recordRetract(sql, blog);
+      // A blog that was never fanned out is in no inbox (readers filter deleted blogs anyway).
+      return blog.pushed ? this.fanout.recordRetract(sql, blog) : null;
     });
-    this.fanout.enqueue(taskId);
+    if (taskId !== null) this.fanout.enqueue(taskId);
   }
 
   /** Live (not deleted) blogs by id, in one statement. */

@@ -31,6 +31,9 @@ export class Blog implements Node {
   /** The author's database id; Blog.author resolves it through the user loader. */
   authorId!: number;
 
+  /** Whether the blog was fanned out into inboxes (false: a big author's, merged at read time). */
+  pushed!: boolean;
+
   /** The feed score: created_at in epoch ms, from the database row. */
   get score(): number {
     return this.createdAt.getTime();
@@ -41,6 +44,7 @@ export class Blog implements Node {
     blog.dbId = Number(row.id);
     blog.id = toGlobalId('Blog', blog.dbId);
     blog.authorId = Number(row.user_id);
+    blog.pushed = Boolean(row.pushed);
     blog.title = row.title;
     blog.content = row.content;
     blog.images = JSON.parse(row.images) as string[];
@@ -59,10 +63,11 @@ export interface BlogRow {
   images: string;
   liked: number;
   created_at: Date;
+  pushed: number | boolean;
 }
 
 /** The columns of BlogRow, for SELECTs. */
-export const BLOG_COLUMNS = 'id, user_id, title, content, images, liked, created_at';
+export const BLOG_COLUMNS = 'id, user_id, title, content, images, liked, created_at, pushed';
 
 @ObjectType()
 export class BlogEdge {

@@ -23,6 +23,11 @@ export interface FanoutTask {
   chunksTotal: number;
 }
 
+export interface Follower {
+  id: number;
+  active: boolean;
+}
+
 /** A chunk: the followers with afterUserId < user_id <= throughUserId. */
 export interface FanoutChunkRange {
   seq: number;
@@ -201,22 +206,27 @@ export class FanoutStore {
     );
   }
 
-  /** Follower ids of an author after `afterUserId`, ascending: one keyset page. */
-  async followerIdsAfter(authorId: number, afterUserId: number, limit: number): Promise<number[]> {
-    const rows = await select<{ user_id: string }>(
+  /**
+   * Followers of an author after `afterUserId`, ascending: one keyset page, each with whether
+   * the follower was active since `activeSince` (fan-out skips the others).
+   */
+  async followersAfter(authorId: number, afterUserId: number, limit: number, activeSince: Date): Promise<Follower[]> {
+    const rows = await select<{ user_id: string; active: number | null }>(
       this.db,
-      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?',
-      [authorId, afterUserId, limit],
+      `SELECT f.user_id, u.last_active_at >= ? AS active FROM tb_follow f LEFT JOIN tb_user u ON u.id = f.user_id
+       WHERE f.follow_user_id = ? AND f.user_id > ? ORDER BY f.user_id LIMIT ?`,
+      [activeSince, authorId, afterUserId, limit],
     );
-    return rows.map((row) => Number(row.user_id));
+    return rows.map((row) => ({ id: Number(row.user_id), active: Number(row.active) === 1 }));
   }
 
-  /** The followers a chunk covers, as the follow graph is now. */
-  async followerIdsIn(authorId: number, chunk: FanoutChunkRange): Promise<number[]> {
+  /** The active followers a chunk covers, as the follow graph is now (re-queueing after a crash). */
+  async activeFollowerIdsIn(authorId: number, chunk: FanoutChunkRange, activeSince: Date): Promise<number[]> {
     const rows = await select<{ user_id: string }>(
       this.db,
-      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? AND user_id <= ? ORDER BY user_id',
-      [authorId, chunk.afterUserId, chunk.throughUserId],
+      `SELECT f.user_id FROM tb_follow f JOIN tb_user u ON u.id = f.user_id
+       WHERE f.follow_user_id = ? AND f.user_id > ? AND f.user_id <= ? AND u.last_active_at >= ? ORDER BY f.user_id`,
+      [authorId, chunk.afterUserId, chunk.throughUserId, activeSince],
     );
     return rows.map((row) => Number(row.user_id));
   }

@@ -1,17 +1,33 @@
 /**
- * The follow feed: reading a page, and keeping inboxes right when follows change.
+ * The follow feed: reading a page in each feed model, and keeping inboxes right when follows
+ * change or readers come back.
  *
  * followFeed(V) = every live blog whose author V follows now, in canonical order
- * (created_at DESC, id DESC). A page is one ZRANGE on V's inbox, then the blogs and the
- * "does V still follow the author" answers through the request's loaders: a constant number of
- * round trips whatever `first` is.
+ * (created_at DESC, id DESC). Whatever the model, a page is the same list sliced at the same
+ * (maxScore, offset) position, so push, pull and hybrid return identical pages:
+ *
+ * - pull: one MySQL query over V's followees (FeedStore.feedPage).
+ * - push: V's inbox. An inbox is complete above its lowest entry (see inbox.ts), so when a page
+ *   runs past the bottom of the inbox (it was trimmed to FEED_MAX_ITEMS, or a backfill was cut)
+ *   the rest of the page comes from MySQL, continuing at the position after the last inbox
+ *   entry: the cold path. A missing inbox (Redis lost it, it expired while V was inactive) is
+ *   served from MySQL at once and rebuilt in the background.
+ * - hybrid: push, plus the blogs of big authors that were not fanned out, merged in at read
+ *   time. Merging needs each source read from the top of the position's tie group (the offset
+ *   counts items of the merged list), so both are read with offset 0 and `offset + n` items,
+ *   merged, and the offset skipped after.
+ *
+ * Every path costs a constant number of round trips whatever `first` is: at most one Redis
+ * round trip, one query for the big followees, one for their blogs, one cold-path query, and
+ * the four loader statements of the hydration.
  */
-import { DataSource } from 'typeorm';
 import { Blog } from '../blog/blog.types';
-import { select } from '../db/sql';
+import type { FeedModel } from '../config';
 import { Connection, toConnection } from '../graphql/connection';
-import { ScoredId } from './cursor';
+import { cursorsForPage, FeedPosition, ScoredId, START } from './cursor';
+import { FeedStore } from './feed.store';
 import { Inbox } from './inbox';
+import { atOrAbove, mergeCanonical } from './merge';
 import { fetchSize, PageRequest, slicePage } from './page';
 
 /** What a feed page needs from the request's loaders (src/graphql/loaders.ts). */
@@ -20,16 +36,41 @@ export interface FeedLookups {
   followedByViewer: { loadMany(userIds: readonly number[]): Promise<Array<boolean | Error>> };
 }
 
+export interface FeedSettings {
+  model: FeedModel;
+  /** FEED_MAX_ITEMS: what a rebuild puts into an inbox. */
+  maxItems: number;
+  /** FOLLOW_BACKFILL_ITEMS: how many of a new followee's newest blogs enter the inbox at once. */
+  backfillItems: number;
+}
+
+/**
+ * A user's activity is written at most this often per process (not on every request): enough
+ * for ACTIVE_DAYS, which counts in days.
+ */
+export const ACTIVITY_WRITE_INTERVAL_MS = 5 * 60 * 1000;
+
+/**
+ * A rebuild copies a snapshot of the feed; blogs committed around the snapshot may have missed
+ * both it and their fan-out (the inbox did not exist yet). The rebuild then adds every blog
+ * created this long before the snapshot or later, which covers any transaction in flight.
+ */
+const REBUILD_CATCH_UP_MS = 60_000;
+
 export class FeedService {
+  private readonly rebuilding = new Map<number, Promise<void>>();
+  private readonly activityWrittenAt = new Map<number, number>();
+
   constructor(
-    private readonly db: DataSource,
+    private readonly store: FeedStore,
     private readonly inbox: Inbox,
-    /** FOLLOW_BACKFILL_ITEMS: how many of a new followee's newest blogs enter the inbox at once. */
-    private readonly backfillItems: number,
+    private readonly settings: FeedSettings,
+    private readonly now: () => Date,
+    private readonly warn: (message: string, error?: unknown) => void,
   ) {}
 
   async followFeed(viewerId: number, request: PageRequest, lookups: FeedLookups): Promise<Connection<Blog>> {
-    const page = slicePage(request, await this.inbox.read(viewerId, request.from, fetchSize(request)));
+    const page = slicePage(request, await this.entries(viewerId, request.from, fetchSize(request)));
     const blogs = await lookups.blog.loadMany(page.items.map((item) => item.id));
     const live = new Map<number, Blog>();
     for (const blog of blogs) if (blog instanceof Blog) live.set(blog.dbId, blog);
@@ -37,37 +78,99 @@ export class FeedService {
     const followed = await lookups.followedByViewer.loadMany(authorIds);
     const followedAuthors = new Set(authorIds.filter((_, i) => followed[i] === true));
     // An entry can outlive its reason to be there for a moment (a delete or an unfollow whose
-    // inbox cleanup is still in flight); such an entry is hidden, never shown.
+    // inbox cleanup is still in flight, a chunk delivered just after an unfollow): such an
+    // entry is hidden, never shown. It still counts for the position, so cursors stay stable.
     return toConnection(page, (item) => {
       const blog = live.get(item.id);
       return blog && followedAuthors.has(blog.authorId) ? blog : null;
     });
   }
 
+  /** The first `n` feed entries of the viewer at `from`, in canonical order. */
+  async entries(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
+    if (this.settings.model === 'pull') return this.store.feedPage(viewerId, from, n);
+    const bigAuthors = this.settings.model === 'hybrid' ? await this.store.pulledFolloweeIds(viewerId) : [];
+    const merging = bigAuthors.length > 0;
+    const want = merging ? from.offset + n : n;
+    const [inboxEntries, pulled] = await Promise.all([
+      this.inbox.read(viewerId, merging ? { maxScore: from.maxScore, offset: 0 } : from, want),
+      this.store.pulledBlogs(bigAuthors, from.maxScore, want),
+    ]);
+    if (inboxEntries === null) {
+      this.rebuildInBackground(viewerId);
+      return this.store.feedPage(viewerId, from, n);
+    }
+    const candidates = merging ? mergeCanonical([inboxEntries, pulled]).slice(from.offset) : inboxEntries;
+    const lowest = inboxEntries[inboxEntries.length - 1];
+    if (inboxEntries.length === want) {
+      // The inbox goes on below what was read: only what lies above its last read entry is sure.
+      return atOrAbove(candidates, lowest).slice(0, n);
+    }
+    // The inbox ends here. Above its lowest entry it is complete; below, MySQL continues.
+    const covered = lowest ? atOrAbove(candidates, lowest).slice(0, n) : [];
+    if (covered.length === n) return covered;
+    const next = covered.length === 0 ? from : cursorsForPage(from, covered)[covered.length - 1];
+    return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length));
+  }
+
+  /** A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. */
+  async openInbox(userId: number): Promise<void> {
+    if (this.settings.model !== 'pull') await this.inbox.rebuild(userId, []);
+  }
+
+  /**
+   * Records that a signed-in user is active, at most once per ACTIVITY_WRITE_INTERVAL_MS per
+   * process: fan-out skips followers inactive for ACTIVE_DAYS, and their inbox expires then.
+   */
+  async recordActivity(userId: number): Promise<void> {
+    const now = this.now();
+    const last = this.activityWrittenAt.get(userId);
+    if (last !== undefined && now.getTime() - last < ACTIVITY_WRITE_INTERVAL_MS) return;
+    if (this.activityWrittenAt.size > 100_000) this.activityWrittenAt.clear();
+    this.activityWrittenAt.set(userId, now.getTime());
+    await this.store.markActive(userId, now);
+    if (this.settings.model !== 'pull') await this.inbox.touch(userId);
+  }
+
   /** A new follow: the followee's newest blogs enter the follower's inbox at once. */
   async backfill(readerId: number, authorId: number): Promise<void> {
-    if (this.backfillItems === 0) return;
-    const rows = await select<{ id: string; created_at: Date }>(
-      this.db,
-      `SELECT id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL
-       ORDER BY created_at DESC, id DESC LIMIT ?`,
-      [authorId, this.backfillItems],
-    );
-    const entries: ScoredId[] = rows.map((row) => ({ id: Number(row.id), score: row.created_at.getTime() }));
-    await this.inbox.addEntries(readerId, entries);
+    if (this.settings.model === 'pull') return;
+    const newest = await this.store.newestOfAuthor(authorId, this.settings.backfillItems + 1);
+    const copied = newest.slice(0, this.settings.backfillItems);
+    // If the followee has older blogs than those copied, they are missing from the inbox below
+    // the last copied one: cut the inbox there, and the cold path serves what lies below.
+    const cutBelow = newest.length > copied.length ? (copied[copied.length - 1] ?? newest[0]) : undefined;
+    await this.inbox.addEntries(readerId, copied, cutBelow);
   }
 
   /** An unfollow: the followee's blogs leave the follower's inbox at once. */
   async removeAuthor(readerId: number, authorId: number): Promise<void> {
+    if (this.settings.model === 'pull') return;
     const inInbox = await this.inbox.blogIds(readerId);
-    if (inInbox.length === 0) return;
-    const rows = await select<{ id: string }>(this.db, 'SELECT id FROM tb_blog WHERE user_id = ? AND id IN (?)', [
-      authorId,
-      inInbox,
-    ]);
-    await this.inbox.removeEntries(
-      readerId,
-      rows.map((row) => Number(row.id)),
-    );
+    await this.inbox.removeEntries(readerId, await this.store.idsOfAuthorAmong(authorId, inInbox));
+  }
+
+  /** Rebuilds a missing inbox from MySQL, once at a time per reader, without blocking the request. */
+  rebuildInBackground(readerId: number): void {
+    if (this.rebuilding.has(readerId)) return;
+    const work = this.rebuild(readerId)
+      .catch((error: unknown) => this.warn(`rebuilding the inbox of user ${readerId} failed`, error))
+      .finally(() => this.rebuilding.delete(readerId));
+    this.rebuilding.set(readerId, work);
+  }
+
+  /** Resolves when the rebuilds started so far are done (tests). */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.rebuilding.values()]);
+  }
+
+  private async rebuild(readerId: number): Promise<void> {
+    const snapshotAt = this.now();
+    // Active first: fan-out must reach the inbox from the moment it exists.
+    await this.store.markActive(readerId, snapshotAt);
+    this.activityWrittenAt.set(readerId, snapshotAt.getTime());
+    await this.inbox.rebuild(readerId, await this.store.feedPage(readerId, START, this.settings.maxItems));
+    const since = new Date(snapshotAt.getTime() - REBUILD_CATCH_UP_MS);
+    await this.inbox.addEntries(readerId, await this.store.feedSince(readerId, since, this.settings.maxItems));
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The inboxes: one Redis sorted set per reader (`feed:{userId}`, see src/redis/keys.ts).
  *
- * This module owns every read and write of inboxes and the trimming rule, the way Mastodon's
+ * This module owns every read and write of inboxes and their rules, the way Mastodon's
  * FeedManager owns its timelines: nothing else touches a feed key.
  *
  * - member: the blog id, zero-padded (inboxMember) so that Redis's same-score lexicographic
@@ -9,15 +9,24 @@
  * - score: the blog's created_at in epoch ms, from the database row. Never the time of the
  *   fan-out (the seed used the fan-out time, so one blog had different scores in different
  *   inboxes, and a late fan-out jumped to the top).
- * - trimming: after every write the inbox keeps its newest `maxItems` entries
- *   (ZREMRANGEBYRANK 0 -(maxItems+1)); the seed never trimmed, so inboxes grew forever.
+ * - validity: an inbox is a cache of the top of the reader's feed, and the feed service trusts
+ *   it only while it is *complete above its lowest entry*: every fanned-out blog that belongs
+ *   above that entry is in it. An inbox that exists always holds the sentinel member
+ *   (INBOX_SENTINEL, score -1, below every blog; reads start at score 0 so never see it). Writes
+ *   only ever go to an inbox that exists: a delivery to a missing inbox (Redis lost it, it
+ *   expired, the reader was inactive and skipped by fan-out) would create a partial one that
+ *   looks valid. A missing inbox is served from MySQL and rebuilt (FeedService).
+ * - trimming: an inbox keeps its newest `maxItems` entries (removing the lowest keeps it
+ *   complete above its new lowest entry); the seed never trimmed, so inboxes grew forever.
+ * - expiry: an inbox expires ACTIVE_DAYS after its reader was last active (`touch`); fan-out
+ *   skips readers inactive that long, so their inbox would go stale.
  * - idempotence: ZADD of the same member with the same score changes nothing, so a delivery
  *   that is repeated (a retried chunk) is harmless.
  * - batching: a write to many inboxes is one Lua script call per `SCRIPT_BATCH` inboxes, which
  *   adds and trims every one of them inside Redis. The seed awaited one ZADD per follower (about
- *   17,000 a second here); a pipeline of ZADD + ZREMRANGEBYRANK pairs reaches about 80,000 a
+ *   17,000 a second here); a pipeline of ZADD + ZREMRANGEBYRANK pairs reaches about 60,000 a
  *   second, bound by the client encoding two commands per inbox; the script reaches about
- *   500,000 a second (bench/fanout.bench.ts measures all three).
+ *   500,000 a second in isolation (bench/fanout.bench.ts measures the end-to-end figures).
  */
 import { Redis } from 'ioredis';
 import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
@@ -25,34 +34,79 @@ import { FeedPosition, ScoredId } from './cursor';
 
 /**
  * Inboxes written per script call. Large enough that the per-call cost disappears, small enough
- * that one call keeps Redis busy for only about a millisecond (other clients wait meanwhile).
+ * that one call keeps Redis busy for only a couple of milliseconds (other clients wait meanwhile).
  */
 export const SCRIPT_BATCH = 1000;
 
-/**
- * KEYS = inboxes, ARGV = score, member, maxItems: add the member to every inbox, and trim an
- * inbox only when it has grown past maxItems (ZCARD is O(1); the trim is then a single removal).
- */
-const DELIVER_SCRIPT = `
+/** The member that marks an inbox as valid; its score (-1) is below every blog's. */
+export const INBOX_SENTINEL = '~';
+
+// Shared by the scripts: keep the sentinel (rank 0) and the newest `max` entries.
+const TRIM = `
+local function trim(key, max)
+  if redis.call('ZCARD', key) > max + 1 then
+    redis.call('ZREMRANGEBYRANK', key, 1, -(max + 1))
+  end
+end
+`;
+
+/** KEYS = inboxes; ARGV = score, member, maxItems. Adds to every inbox that exists, trimming. */
+const DELIVER_SCRIPT = `${TRIM}
 local score, member, max = ARGV[1], ARGV[2], tonumber(ARGV[3])
 for i = 1, #KEYS do
-  redis.call('ZADD', KEYS[i], score, member)
-  if redis.call('ZCARD', KEYS[i]) > max then
-    redis.call('ZREMRANGEBYRANK', KEYS[i], 0, -(max + 1))
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('ZADD', KEYS[i], score, member)
+    trim(KEYS[i], max)
   end
 end
 return #KEYS`;
 
-/** KEYS = inboxes, ARGV = member: remove the member from every inbox. */
+/** KEYS = inboxes; ARGV = member. Removes the member from every inbox. */
 const RETRACT_SCRIPT = `
 for i = 1, #KEYS do
   redis.call('ZREM', KEYS[i], ARGV[1])
 end
 return #KEYS`;
 
+/**
+ * KEYS = [inbox]; ARGV = maxItems, cutScore, cutMember, then score/member pairs. When the inbox
+ * exists, adds the pairs; with a cut, drops every entry below (cutScore, cutMember) in canonical
+ * order, since entries are missing there (a followee's older blogs that were not copied in).
+ */
+const ADD_SCRIPT = `${TRIM}
+local key, max, cutScore, cutMember = KEYS[1], tonumber(ARGV[1]), ARGV[2], ARGV[3]
+if redis.call('EXISTS', key) == 0 then return 0 end
+for i = 4, #ARGV, 2 do
+  redis.call('ZADD', key, ARGV[i], ARGV[i + 1])
+end
+if cutScore ~= '' then
+  redis.call('ZREMRANGEBYSCORE', key, 0, '(' .. cutScore)
+  for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, cutScore, cutScore)) do
+    if member < cutMember then redis.call('ZREM', key, member) end
+  end
+end
+trim(key, max)
+return 1`;
+
+/**
+ * KEYS = [inbox]; ARGV = maxItems, ttlSeconds, then score/member pairs. Makes the inbox valid
+ * with these entries, keeping any it already holds (deliveries that raced the rebuild).
+ */
+const REBUILD_SCRIPT = `${TRIM}
+local key, max, ttl = KEYS[1], tonumber(ARGV[1]), ARGV[2]
+redis.call('ZADD', key, -1, '${INBOX_SENTINEL}')
+for i = 3, #ARGV, 2 do
+  redis.call('ZADD', key, ARGV[i], ARGV[i + 1])
+end
+trim(key, max)
+redis.call('EXPIRE', key, ttl)
+return 1`;
+
 type ScriptedRedis = Redis & {
   feedDeliver(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
   feedRetract(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
+  feedAdd(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
+  feedRebuild(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
 };
 
 /** Registers the inbox scripts on a client (ioredis sends EVALSHA, and EVAL when Redis lost them). */
@@ -61,8 +115,14 @@ function withInboxScripts(redis: Redis): ScriptedRedis {
   if (typeof scripted.feedDeliver !== 'function') {
     redis.defineCommand('feedDeliver', { lua: DELIVER_SCRIPT });
     redis.defineCommand('feedRetract', { lua: RETRACT_SCRIPT });
+    redis.defineCommand('feedAdd', { lua: ADD_SCRIPT });
+    redis.defineCommand('feedRebuild', { lua: REBUILD_SCRIPT });
   }
   return scripted;
+}
+
+function scoreMemberPairs(entries: readonly ScoredId[]): string[] {
+  return entries.flatMap((entry) => [String(entry.score), inboxMember(entry.id)]);
 }
 
 export class Inbox {
@@ -72,11 +132,13 @@ export class Inbox {
     redis: Redis,
     private readonly keys: RedisKeys,
     private readonly maxItems: number,
+    /** ACTIVE_DAYS in seconds: an inbox outlives its reader's last activity by this long. */
+    private readonly ttlSeconds: number,
   ) {
     this.redis = withInboxScripts(redis);
   }
 
-  /** Puts one blog into the inboxes of many readers, trimming each: one script call per batch. */
+  /** Puts one blog into the existing inboxes of many readers, trimming each: one call per batch. */
   async deliver(readerIds: readonly number[], entry: ScoredId): Promise<void> {
     const member = inboxMember(entry.id);
     for (let start = 0; start < readerIds.length; start += SCRIPT_BATCH) {
@@ -94,17 +156,31 @@ export class Inbox {
     }
   }
 
-  /** Adds several blogs to one reader's inbox in one round trip (a follow's backfill). */
-  async addEntries(readerId: number, entries: readonly ScoredId[]): Promise<void> {
-    if (entries.length === 0) return;
-    const key = this.keys.feed(readerId);
-    const scoreMembers = entries.flatMap((entry) => [String(entry.score), inboxMember(entry.id)]);
-    await execOrThrow(
-      this.redis
-        .pipeline()
-        .zadd(key, ...scoreMembers)
-        .zremrangebyrank(key, 0, -(this.maxItems + 1)),
+  /**
+   * Adds blogs to one reader's inbox if it exists (a follow's backfill). `cutBelow`: the caller
+   * knows blogs are missing below this entry (it copied only the newest N of an author), so the
+   * inbox drops everything below it to stay complete above its lowest entry.
+   */
+  async addEntries(readerId: number, entries: readonly ScoredId[], cutBelow?: ScoredId): Promise<void> {
+    if (entries.length === 0 && !cutBelow) return;
+    await this.redis.feedAdd(
+      1,
+      this.keys.feed(readerId),
+      this.maxItems,
+      cutBelow ? String(cutBelow.score) : '',
+      cutBelow ? inboxMember(cutBelow.id) : '',
+      ...scoreMemberPairs(entries),
     );
+  }
+
+  /** Creates (or completes) a valid inbox holding `entries`: a new user's, or a rebuild. */
+  async rebuild(readerId: number, entries: readonly ScoredId[]): Promise<void> {
+    await this.redis.feedRebuild(1, this.keys.feed(readerId), this.maxItems, this.ttlSeconds, ...scoreMemberPairs(entries));
+  }
+
+  /** The reader is active: the inbox lives ACTIVE_DAYS from now. */
+  async touch(readerId: number): Promise<void> {
+    await this.redis.expire(this.keys.feed(readerId), this.ttlSeconds);
   }
 
   /** Removes some blogs from one reader's inbox (an unfollow). */
@@ -115,35 +191,30 @@ export class Inbox {
 
   /** Every blog id in a reader's inbox (at most maxItems). */
   async blogIds(readerId: number): Promise<number[]> {
-    const members = await this.redis.zrange(this.keys.feed(readerId), 0, '-1');
+    const members = await this.redis.zrangebyscore(this.keys.feed(readerId), 0, '+inf');
     return members.map(blogIdOfMember);
   }
 
-  /** The first `limit` entries at `from`, in canonical order: one ZRANGE. */
-  async read(readerId: number, from: FeedPosition, limit: number): Promise<ScoredId[]> {
-    if (limit === 0) return [];
-    const reply = await this.redis.zrange(
-      this.keys.feed(readerId),
-      from.maxScore === null ? '+inf' : from.maxScore,
-      '-inf',
-      'BYSCORE',
-      'REV',
-      'LIMIT',
-      from.offset,
-      limit,
-      'WITHSCORES',
-    );
+  /**
+   * The first `limit` entries at `from`, in canonical order, or null when the inbox does not
+   * exist (and so cannot be trusted): one round trip (EXISTS + ZRANGE in a pipeline).
+   */
+  async read(readerId: number, from: FeedPosition, limit: number): Promise<ScoredId[] | null> {
+    const key = this.keys.feed(readerId);
+    const max = from.maxScore === null ? '+inf' : String(from.maxScore);
+    const results = await this.redis
+      .pipeline()
+      .exists(key)
+      .zrange(key, max, '0', 'BYSCORE', 'REV', 'LIMIT', from.offset, Math.max(limit, 1), 'WITHSCORES')
+      .exec();
+    const [[existsError, exists], [rangeError, reply]] = results as Array<[Error | null, unknown]>;
+    if (existsError || rangeError) throw existsError ?? rangeError;
+    if (exists !== 1) return null;
+    const flat = reply as string[];
     const entries: ScoredId[] = [];
-    for (let i = 0; i < reply.length; i += 2) {
-      entries.push({ id: blogIdOfMember(reply[i]), score: Number(reply[i + 1]) });
+    for (let i = 0; i < flat.length && entries.length < limit; i += 2) {
+      entries.push({ id: blogIdOfMember(flat[i]), score: Number(flat[i + 1]) });
     }
     return entries;
   }
-}
-
-/** ioredis reports a failed command inside a pipeline as a result, not a rejection. */
-async function execOrThrow(pipeline: ReturnType<Redis['pipeline']>): Promise<void> {
-  const results = (await pipeline.exec()) ?? [];
-  const failed = results.find(([error]) => error);
-  if (failed) throw failed[0];
 }

@@ -13,6 +13,7 @@ import { DataSource } from 'typeorm';
 import { RunningApp, startApp } from '../../src/app';
 import { Config, loadConfig } from '../../src/config';
 import { openDatabase, SqlStatementLog } from '../../src/db/data-source';
+import { INBOX_SENTINEL } from '../../src/feed/inbox';
 import { RedisKeys } from '../../src/redis/keys';
 import { createRedis } from '../../src/redis/redis.client';
 
@@ -151,13 +152,31 @@ export async function publish(app: TestApp, author: TestUser, title = 'a title',
   return data.publishBlog.id;
 }
 
-/** Adds `count` followers (ids from `firstId` on, no user rows needed) to an author, in bulk. */
-export async function addFollowers(app: TestApp, author: TestUser, firstId: number, count: number): Promise<number[]> {
+/**
+ * Adds `count` active followers to an author in bulk: users with ids from `firstId` on, their
+ * (empty, valid) inboxes, and the follows. `lastActiveAt` makes them inactive when old enough.
+ */
+export async function addFollowers(
+  app: TestApp,
+  author: TestUser,
+  firstId: number,
+  count: number,
+  lastActiveAt = new Date(),
+): Promise<number[]> {
   const authorId = Number(Buffer.from(author.id, 'base64').toString().split(':')[1]);
   const ids = Array.from({ length: count }, (_, i) => firstId + i);
   for (let start = 0; start < ids.length; start += 5000) {
-    const rows = ids.slice(start, start + 5000).map((id) => [id, authorId, new Date()]);
-    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [rows]);
+    const batch = ids.slice(start, start + 5000);
+    await app.db.query(
+      'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at) VALUES ?',
+      [batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), lastActiveAt])],
+    );
+    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
+      batch.map((id) => [id, authorId, new Date()]),
+    ]);
+    const pipeline = app.redis.pipeline();
+    for (const id of batch) pipeline.zadd(app.keys.feed(id), -1, INBOX_SENTINEL);
+    await pipeline.exec();
   }
   return ids;
 }

@@ -4,6 +4,8 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 
@@ -28,17 +30,28 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
   }
 }
 
-/** A redis-server of the test's own, on its own port, keeping nothing on disk. */
+/**
+ * A redis-server of the test's own, on its own port. By default it keeps nothing on disk; a
+ * persistent one keeps an append-only file in a temporary folder, so its data outlives a restart.
+ */
 export class PrivateRedis {
   private process: ChildProcess | undefined;
-  constructor(readonly port: number) {}
+  private readonly dir: string | undefined;
+
+  constructor(
+    readonly port: number,
+    persistent = false,
+  ) {
+    this.dir = persistent ? mkdtempSync(join(tmpdir(), 'feed-redis-')) : undefined;
+  }
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}/0`;
   }
 
   async start(): Promise<void> {
-    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    const storage = this.dir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir] : ['--appendonly', 'no'];
+    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...storage], {
       stdio: 'ignore',
     });
     await waitFor(`redis-server on ${this.port}`, async () => {
@@ -56,7 +69,8 @@ export class PrivateRedis {
     const child = this.process;
     if (!child || child.exitCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
+    // A persistent server is shut down cleanly (it has synced its file); the other is killed.
+    child.kill(this.dir ? 'SIGTERM' : 'SIGKILL');
     await exited;
   }
 }
