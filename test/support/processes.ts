@@ -45,8 +45,16 @@ export class PrivateRedis {
     this.dir = persistent ? mkdtempSync(join(tmpdir(), 'feed-redis-')) : undefined;
   }
 
+  private connection: Redis | undefined;
+
   get url(): string {
     return `redis://127.0.0.1:${this.port}/0`;
+  }
+
+  /** A client of the test's own (closed by stop). */
+  client(): Redis {
+    this.connection ??= new Redis(this.port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+    return this.connection;
   }
 
   async start(): Promise<void> {
@@ -66,6 +74,8 @@ export class PrivateRedis {
   }
 
   async stop(): Promise<void> {
+    this.connection?.disconnect();
+    this.connection = undefined;
     const child = this.process;
     if (!child || child.exitCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
