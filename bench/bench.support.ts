@@ -1,4 +1,6 @@
-/** Small helpers shared by the benchmarks: flags, percentiles, progress, a GraphQL client. */
+/** Small helpers shared by the benchmarks: flags, percentiles, progress, a GraphQL client, a profiler. */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 
 /** `--name=value` or `--name value` from the command line, else the fallback. */
 export function flag(name: string, fallback: number): number {
@@ -52,3 +54,22 @@ export async function graphql<T = any>(url: string, query: string, variables: ob
   if (body.errors || !body.data) throw new Error(`GraphQL error: ${JSON.stringify(body.errors)}`);
   return body.data;
 }
+
+/** --profile: a V8 CPU profile of this process, for chrome://inspect or speedscope. */
+export async function startProfiler(): Promise<{ stop(file: string): Promise<string> }> {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+  await post('Profiler.enable');
+  await post('Profiler.start');
+  return {
+    async stop(file) {
+      const { profile } = await post('Profiler.stop');
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      return file;
+    },
+  };
+}
+

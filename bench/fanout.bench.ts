@@ -19,8 +19,6 @@
  */
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
 import { createConnection } from 'mysql2/promise';
 import { startApp, warn } from '../src/app';
 import { loadConfig } from '../src/config';
@@ -29,7 +27,7 @@ import { FanoutWorkers } from '../src/fanout/fanout.worker';
 import { fromGlobalId } from '../src/graphql/global-id';
 import { inboxMember } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
-import { flag, graphql, ms, percentile, progress, rate } from './bench.support';
+import { flag, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
 
 const FOLLOWERS = flag('followers', 100_000);
 const PUBLISHES = flag('publishes', 60);
@@ -38,7 +36,7 @@ const PLAIN_LOOP_SAMPLE = Math.min(FOLLOWERS, flag('plain-sample', 200_000));
 const FIRST_FOLLOWER_ID = 10_000_000;
 
 async function main(): Promise<void> {
-  const base = loadConfig();
+  const base = loadConfig({ ...process.env, JWT_SECRET: 'bench-secret-bench-secret' });
   const databaseUrl = base.databaseUrl.replace(/\/[^/]*$/, '/feed_bench');
   const admin = await createConnection({ uri: databaseUrl.replace(/\/feed_bench$/, '/') });
   await admin.query('DROP DATABASE IF EXISTS feed_bench');
@@ -142,24 +140,6 @@ async function main(): Promise<void> {
   await deleteByPrefix(redis, config.redisKeyPrefix);
   await app.stop();
   await Promise.allSettled([db.destroy(), redis.quit()]);
-}
-
-/** --profile: a V8 CPU profile of this process during delivery, for chrome://inspect or speedscope. */
-async function startProfiler(): Promise<{ stop(file: string): Promise<string> }> {
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<any>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
-  await post('Profiler.enable');
-  await post('Profiler.start');
-  return {
-    async stop(file) {
-      const { profile } = await post('Profiler.stop');
-      writeFileSync(file, JSON.stringify(profile));
-      session.disconnect();
-      return file;
-    },
-  };
 }
 
 /** CPU seconds the Redis server has used so far (user + system). */

@@ -6,7 +6,7 @@ import 'reflect-metadata';
 import { startApp } from './app';
 import { ConfigError, loadConfig } from './config';
 import { openDatabase } from './db/data-source';
-import { createRedis } from './redis/redis.client';
+import { checkInboxEncoding, createRedis } from './redis/redis.client';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -20,6 +20,7 @@ async function main(): Promise<void> {
     throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
   });
   const redis = createRedis(config.redisUrl);
+  if (config.feedModel !== 'pull') void checkInboxEncoding(redis, config.feedMaxItems);
   const app = await startApp({ config, db, redis });
   console.log(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv})`);
 

@@ -22,3 +22,23 @@ export function createRedis(url: string): Redis {
   });
   return redis;
 }
+
+/**
+ * Warns when Redis keeps inboxes in its larger encoding. A sorted set of up to
+ * zset-max-listpack-entries members is a compact listpack (about 36 bytes per inbox entry
+ * here); above it, a skiplist and a hash table (about 120 bytes per entry; bench:feed measures
+ * both). With FEED_MAX_ITEMS 800 and Redis's default of 128 every full inbox takes the large one.
+ */
+export async function checkInboxEncoding(redis: Redis, feedMaxItems: number): Promise<void> {
+  try {
+    const [, value] = (await redis.config('GET', 'zset-max-listpack-entries')) as [string, string];
+    if (Number(value) < feedMaxItems + 1) {
+      console.warn(
+        `Redis zset-max-listpack-entries is ${value}: inboxes of up to FEED_MAX_ITEMS=${feedMaxItems} entries will ` +
+          `take about 3x the memory. Set it to at least ${feedMaxItems + 1} (redis.conf, or CONFIG SET).`,
+      );
+    }
+  } catch {
+    // CONFIG is often disabled on managed Redis: nothing to check then.
+  }
+}

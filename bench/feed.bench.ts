@@ -1,0 +1,260 @@
+/**
+ * `npm run bench:feed [-- --duration 8 --connections 32]`: what reading the feed costs.
+ *
+ * Seeds 300 readers who each follow 40 of 100 ordinary authors and all of 5 big authors
+ * (60 blogs each, with same-millisecond ties, some likes), fills the readers' inboxes, then
+ * drives followFeed(first: 20) with every blog's author, likeCount and isLiked, from a load
+ * generator in another process (autocannon), against:
+ *   - the GraphQL API in the push, pull and hybrid models (the hybrid model merging the 5 big
+ *     authors' blogs in at read time);
+ *   - the push model deep in the scroll, past the inbox (the cold path, served by MySQL);
+ *   - a plain Node HTTP handler (no framework, no GraphQL) that serves the same page with the
+ *     same Redis and SQL work (the same feed service and loaders): the baseline.
+ * Then Redis memory per inbox entry: MEMORY USAGE of 100 inboxes of 800 entries over 80,000,
+ * on private redis-servers with the default settings and with zset-max-listpack-entries 1024.
+ */
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { createConnection } from 'mysql2/promise';
+import { RunningApp, startApp, warn } from '../src/app';
+import { loadConfig } from '../src/config';
+import { openDatabase } from '../src/db/data-source';
+import { cursorsForPage, encodeCursor, START } from '../src/feed/cursor';
+import { FeedStore } from '../src/feed/feed.store';
+import { Inbox } from '../src/feed/inbox';
+import { readPageArgs } from '../src/graphql/connection';
+import { createLoaders } from '../src/graphql/loaders';
+import { RedisKeys } from '../src/redis/keys';
+import { createRedis } from '../src/redis/redis.client';
+import { flag, graphql, ms, rate, startProfiler } from './bench.support';
+
+const DURATION = flag('duration', 8);
+const CONNECTIONS = flag('connections', 32);
+const READERS = 300;
+const AUTHORS = 100;
+const BIG_AUTHORS = 5;
+const FOLLOWS_PER_READER = 40;
+const BLOGS_PER_AUTHOR = 60;
+const FIRST_ID = 1_000_000;
+
+const QUERY = `query($after: String) { followFeed(first: 20, after: $after) {
+  edges { cursor node { id title content likeCount isLiked createdAt author { id nickName } } }
+  pageInfo { hasNextPage endCursor } } }`;
+
+interface LoadResult {
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+
+async function main(): Promise<void> {
+  const base = loadConfig({ ...process.env, JWT_SECRET: 'bench-secret-bench-secret' });
+  const databaseUrl = base.databaseUrl.replace(/\/[^/]*$/, '/feed_bench_feed');
+  const admin = await createConnection({ uri: databaseUrl.replace(/\/feed_bench_feed$/, '/') });
+  await admin.query('DROP DATABASE IF EXISTS feed_bench_feed');
+  await admin.end();
+  const env = (model: string) => ({
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_KEY_PREFIX: 'bench:feed:',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    FANOUT_WORKERS: '0',
+    NODE_ENV: 'production',
+    JWT_SECRET: 'bench-secret-bench-secret',
+    FEED_MODEL: model,
+    BIG_V_FOLLOWERS: '100',
+  });
+  const config = loadConfig(env('push'));
+  const db = await openDatabase(config.databaseUrl);
+  const redis = createRedis(config.redisUrl);
+  await deleteByPrefix(redis, config.redisKeyPrefix);
+  console.log(`feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`);
+
+  // Seed, straight into MySQL.
+  const now = Date.now();
+  const authorIds = Array.from({ length: AUTHORS + BIG_AUTHORS }, (_, i) => FIRST_ID + i);
+  const bigIds = authorIds.slice(AUTHORS);
+  const readerIds = Array.from({ length: READERS }, (_, i) => FIRST_ID + 10_000 + i);
+  await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at, has_pulled_blogs, follower_count) VALUES ?', [
+    [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
+  ]);
+  const blogs = authorIds.flatMap((author, a) =>
+    Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [author, `blog ${a}.${i}`, 'Some content of a typical length for a post in a feed.', '[]', new Date(now - 3_600_000 + Math.floor((a * BLOGS_PER_AUTHOR + i) / 3) * 7), !bigIds.includes(author)]),
+  );
+  await db.query('INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', [blogs]);
+  const follows: unknown[][] = [];
+  readerIds.forEach((reader, r) => {
+    for (let k = 0; k < FOLLOWS_PER_READER; k += 1) follows.push([reader, authorIds[(r * 7 + k * 13) % AUTHORS], new Date(now)]);
+    for (const big of bigIds) follows.push([reader, big, new Date(now)]);
+  });
+  await db.query('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [follows]);
+  const blogIds: Array<{ id: string }> = await db.query('SELECT id FROM tb_blog');
+  const likes = readerIds.flatMap((reader, r) => blogIds.filter((_, i) => (i + r) % 9 === 0).map((b) => [Number(b.id), reader, new Date(now)]));
+  await db.query('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', [likes]);
+
+  // Servers: the API in each model, and the plain handler.
+  const apps: Record<string, RunningApp> = {};
+  for (const model of ['push', 'pull', 'hybrid']) apps[model] = await startApp({ config: loadConfig(env(model)), db, redis });
+  const plain = await startPlainHandler(apps.push);
+  const tokens = readerIds.map((id) => apps.push.services.tokens.issue(id));
+
+  // Inboxes: the newest FEED_MAX_ITEMS of each reader's feed (push and hybrid share them).
+  const store = new FeedStore(db);
+  const inbox = new Inbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, 7 * 86_400);
+  for (const reader of readerIds) await inbox.rebuild(reader, await store.feedPage(reader, START, config.feedMaxItems));
+
+  // Cursors past the inbox (900th entry) for the cold path.
+  const deepBodies: string[] = [];
+  for (const reader of readerIds) {
+    const top = await store.feedPage(reader, START, 900);
+    const after = encodeCursor(cursorsForPage(START, top)[top.length - 1]);
+    deepBodies.push(JSON.stringify({ query: QUERY, variables: { after } }));
+  }
+  const firstBodies = readerIds.map(() => JSON.stringify({ query: QUERY, variables: { after: null } }));
+
+  // Every scenario answers a full page before it is measured.
+  for (const [name, url, body] of [['push', apps.push.url, firstBodies[0]], ['pull', apps.pull.url, firstBodies[0]], ['hybrid', apps.hybrid.url, firstBodies[0]], ['cold', apps.push.url, deepBodies[0]], ['plain', plain.url, firstBodies[0]]] as const) {
+    const data = await graphql(url, JSON.parse(body).query, JSON.parse(body).variables, tokens[0]);
+    if (data.followFeed.edges.length !== 20) throw new Error(`${name} answered ${data.followFeed.edges.length} edges`);
+  }
+  const same = JSON.stringify((await graphql(apps.push.url, QUERY, {}, tokens[1])).followFeed);
+  for (const model of ['pull', 'hybrid']) {
+    if (JSON.stringify((await graphql(apps[model].url, QUERY, {}, tokens[1])).followFeed) !== same) throw new Error(`${model} page differs from push`);
+  }
+
+  const run = (url: string, bodies: string[]) => load({ url, bodies, tokens, connections: CONNECTIONS, durationSeconds: DURATION });
+  const results = {
+    plain: await run(plain.url, firstBodies),
+    push: await (async () => {
+      const profiler = process.argv.includes('--profile') ? await startProfiler() : null;
+      const result = await run(apps.push.url, firstBodies);
+      if (profiler) console.log(`CPU profile of the GraphQL push run written to ${await profiler.stop('feed-push.cpuprofile')}`);
+      return result;
+    })(),
+    pull: await run(apps.pull.url, firstBodies),
+    hybrid: await run(apps.hybrid.url, firstBodies),
+    cold: await run(apps.push.url, deepBodies),
+  };
+
+  console.log('');
+  const line = (name: string, r: LoadResult) =>
+    console.log(`${name.padEnd(44)} ${rate(r.requestsPerSecond).padStart(9)}  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}  errors ${r.errors + r.non2xx + r.timeouts}`);
+  line('plain Node handler, same Redis + SQL work', results.plain);
+  line('GraphQL followFeed(first: 20), push', results.push);
+  line('GraphQL followFeed(first: 20), pull', results.pull);
+  line(`GraphQL followFeed(first: 20), hybrid (${BIG_AUTHORS} big)`, results.hybrid);
+  line('GraphQL, push, past the inbox (cold path)', results.cold);
+  const ratio = (a: LoadResult, b: LoadResult) => (a.requestsPerSecond / b.requestsPerSecond).toFixed(2);
+  console.log(`  GraphQL push / plain baseline: ${ratio(results.push, results.plain)}x  (target >= 0.5x, goal 1.0x)`);
+  console.log(`  hybrid / push:                 ${ratio(results.hybrid, results.push)}x  (target >= 0.7x)`);
+  console.log(`  cold path / inbox path:        ${ratio(results.cold, results.push)}x  (target >= 0.5x)`);
+  console.log(`  pull / push:                   ${ratio(results.pull, results.push)}x`);
+
+  for (const [label, args] of [['default settings', []], ['zset-max-listpack-entries 1024', ['--zset-max-listpack-entries', '1024']]] as const) {
+    const bytes = await memoryPerEntry(config.feedMaxItems, [...args]);
+    console.log(`Redis memory per inbox entry, ${config.feedMaxItems}-entry inboxes, ${label}: ${bytes.toFixed(1)} bytes  (target <= 64)`);
+  }
+
+  await plain.close();
+  for (const app of Object.values(apps)) await app.stop();
+  await deleteByPrefix(redis, config.redisKeyPrefix);
+  await Promise.allSettled([db.destroy(), redis.quit()]);
+}
+
+/** The baseline: node:http, no framework, the same services and loaders, a hand-built JSON. */
+async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(): Promise<void> }> {
+  const services = app.services;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', async () => {
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { variables?: { after?: string | null } };
+        const auth = services.tokens.check(req.headers.authorization);
+        if (auth.kind !== 'viewer') throw new Error('no viewer');
+        const loaders = createLoaders(services, auth.userId);
+        const page = await services.feed.followFeed(auth.userId, readPageArgs(20, body.variables?.after ?? null), loaders);
+        const nodes = page.edges.map((edge) => edge.node);
+        const [authors, liked] = await Promise.all([
+          loaders.user.loadMany(nodes.map((blog) => blog.authorId)),
+          loaders.likedByViewer.loadMany(nodes.map((blog) => blog.dbId)),
+        ]);
+        const edges = page.edges.map((edge, i) => {
+          const author = authors[i] as { id: string; nickName: string };
+          const blog = edge.node;
+          return {
+            cursor: edge.cursor,
+            node: { id: blog.id, title: blog.title, content: blog.content, likeCount: blog.likeCount, isLiked: liked[i], createdAt: blog.createdAt.toISOString(), author: { id: author.id, nickName: author.nickName } },
+          };
+        });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ data: { followFeed: { edges, pageInfo: { hasNextPage: page.pageInfo.hasNextPage, endCursor: page.pageInfo.endCursor } } } }));
+      } catch (error) {
+        res.writeHead(500).end(String(error));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+async function load(spec: { url: string; bodies: string[]; tokens: string[]; connections: number; durationSeconds: number }): Promise<LoadResult> {
+  const file = join(mkdtempSync(join(tmpdir(), 'feed-load-')), 'spec.json');
+  writeFileSync(file, JSON.stringify(spec));
+  const child = spawn(process.execPath, [join(__dirname, 'load.runner.js'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`load runner exited with ${code}`);
+  return JSON.parse(output.trim().split('\n').pop()!) as LoadResult;
+}
+
+/** Bytes per entry of full inboxes, on a private redis-server started with `args`. */
+async function memoryPerEntry(entries: number, args: string[]): Promise<number> {
+  const port = 16_379 + Math.floor(Math.random() * 1000);
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
+  const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 20 });
+  try {
+    await client.ping();
+    const inbox = new Inbox(client, new RedisKeys('mem:'), entries, 86_400);
+    const readers = 100;
+    for (let reader = 0; reader < readers; reader += 1) {
+      const items = Array.from({ length: entries }, (_, i) => ({ id: 5_000_000 + reader * entries + i, score: 1_796_000_000_000 + i * 1000 }));
+      await inbox.rebuild(reader, items);
+    }
+    let bytes = 0;
+    for (let reader = 0; reader < readers; reader += 1) bytes += Number(await client.call('MEMORY', 'USAGE', `mem:feed:${reader}`, 'SAMPLES', '0'));
+    return bytes / (readers * entries);
+  } finally {
+    client.disconnect();
+    server.kill('SIGKILL');
+  }
+}
+
+async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
+    if (keys.length > 0) await redis.unlink(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
