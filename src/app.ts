@@ -12,6 +12,7 @@ import {
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { expressMiddleware } from '@as-integrations/express5';
+import cors from 'cors';
 import express from 'express';
 import { GraphQLFormattedError } from 'graphql';
 import http from 'node:http';
@@ -32,12 +33,28 @@ import { FeedStore } from './feed/feed.store';
 import { Inbox } from './feed/inbox';
 import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
+import { isDatabaseUnavailable } from './db/sql';
 import { ErrorCode } from './graphql/errors';
+import { queryLimitsPlugin } from './graphql/limits';
 import { createLoaders } from './graphql/loaders';
+import { RateLimits } from './graphql/rate-limits';
 import { buildFeedSchema } from './graphql/schema';
 import { LikeService } from './like/like.service';
 import { RedisKeys } from './redis/keys';
 import { UserService } from './user/user.service';
+
+/** How long /readyz waits for MySQL and Redis. */
+const READY_TIMEOUT_MS = 1000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
 
 /** Largest request body accepted (a publishBlog at its limits is about 60 kB of UTF-8). */
 export const MAX_BODY_BYTES = 100 * 1024;
@@ -78,7 +95,8 @@ export function createServices({ config, db, redis, now = () => new Date() }: Ap
   const blogs = new BlogService(db, fanout, now, config.feedModel, config.bigAuthorFollowers);
   const likes = new LikeService(db, blogs, now);
   const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, (id) => feed.openInbox(id));
-  return { auth, users, blogs, follows, likes, feed, fanout, tokens, fanoutQueue };
+  const rateLimits = new RateLimits(redis, keys, config.rateLimits);
+  return { auth, users, blogs, follows, likes, feed, fanout, rateLimits, tokens, fanoutQueue };
 }
 
 export interface RunningApp {
@@ -98,8 +116,9 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   workers.start(config.fanoutWorkers);
   const app = express();
   const httpServer = http.createServer(app);
+  const schema = buildFeedSchema();
   const apollo = new ApolloServer<Context>({
-    schema: buildFeedSchema(),
+    schema,
     includeStacktraceInErrorResponses: config.nodeEnv !== 'production',
     // server.ts owns SIGTERM/SIGINT; a second, overlapping stop() from Apollo's own handler
     // never settles and would keep the process from exiting.
@@ -113,15 +132,28 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       ApolloServerPluginCacheControlDisabled(),
       // Inline traces go to an Apollo gateway; there is none.
       ApolloServerPluginInlineTraceDisabled(),
+      queryLimitsPlugin(schema),
     ],
   });
   await apollo.start();
 
+  // Liveness: the process answers. Readiness: it can reach MySQL and Redis (orchestrators send
+  // traffic only to ready instances; a not-ready one still serves degraded feeds).
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  app.get('/readyz', async (_req, res) => {
+    const [mysql, redis] = await Promise.all([
+      withTimeout(deps.db.query('SELECT 1'), READY_TIMEOUT_MS).then(() => 'ok', (error: unknown) => String(error)),
+      withTimeout(deps.redis.ping(), READY_TIMEOUT_MS).then(() => 'ok', (error: unknown) => String(error)),
+    ]);
+    res.status(mysql === 'ok' && redis === 'ok' ? 200 : 503).json({ mysql, redis });
+  });
   app.use(
     '/graphql',
+    // Browsers may call the API only from the configured origins (CORS_ORIGINS). Apollo's CSRF
+    // prevention stays on: a request without a JSON content type or an Apollo header is refused.
+    cors({ origin: config.corsOrigins, credentials: false }),
     express.json({ limit: MAX_BODY_BYTES }),
     expressMiddleware(apollo, {
       context: async ({ req }) => {
@@ -130,7 +162,8 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
         if (viewerId !== null) {
           services.feed.recordActivity(viewerId).catch((error: unknown) => warn(`recording activity of user ${viewerId} failed`, error));
         }
-        return { auth, services, loaders: createLoaders(services, viewerId) };
+        const ip = req.socket.remoteAddress ?? 'unknown';
+        return { auth, ip, services, loaders: createLoaders(services, viewerId) };
       },
     }),
   );
@@ -177,6 +210,15 @@ function rejectUnreadableBody(error: unknown, _req: express.Request, res: expres
  * logged in full, and in production the client sees only a generic message (no internals).
  */
 function formatError(formatted: GraphQLFormattedError, error: unknown, production: boolean): GraphQLFormattedError {
+  // MySQL unreachable: the request failed for a reason the client can wait out.
+  if (isDatabaseUnavailable((error as { originalError?: unknown })?.originalError ?? error)) {
+    return {
+      message: 'the database is unavailable; retry shortly',
+      locations: formatted.locations,
+      path: formatted.path,
+      extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
+    };
+  }
   // Our typed errors and Apollo's own (GRAPHQL_PARSE_FAILED, ...) carry their code; Apollo
   // marks everything else INTERNAL_SERVER_ERROR.
   // A stack trace of an error the client caused only says where we noticed it: leave it out.

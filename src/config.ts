@@ -17,6 +17,22 @@ export type NodeEnv = 'production' | 'development' | 'test';
  */
 export type FeedModel = 'push' | 'pull' | 'hybrid';
 
+/** A rate limit: at most `points` actions per `seconds`. */
+export interface RateLimitRule {
+  points: number;
+  seconds: number;
+}
+
+export interface RateLimitSettings {
+  /** RATE_LIMITS=off disables every limit (benchmarks, load tests). */
+  enabled: boolean;
+  signUpPerIp: RateLimitRule;
+  loginPerIp: RateLimitRule;
+  loginPerNickName: RateLimitRule;
+  publishPerUser: RateLimitRule;
+  likePerUser: RateLimitRule;
+}
+
 export interface Config {
   nodeEnv: NodeEnv;
   host: string;
@@ -54,6 +70,9 @@ export interface Config {
   outboxRelayIntervalMs: number;
   /** A queued fan-out event not done after this long gets its job re-added (lost by Redis?). */
   fanoutRedriveAfterMs: number;
+  rateLimits: RateLimitSettings;
+  /** Origins allowed to call the API from a browser (CORS); empty = same origin only. */
+  corsOrigins: string[];
 }
 
 export class ConfigError extends Error {
@@ -96,6 +115,18 @@ export function loadConfig(env: Env = process.env): Config {
     fanoutLockMs: parseIntVar(env, 'FANOUT_LOCK_MS', 30_000, 1000, 600_000),
     outboxRelayIntervalMs: parseIntVar(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 50, 600_000),
     fanoutRedriveAfterMs: parseIntVar(env, 'FANOUT_REDRIVE_AFTER_MS', 60_000, 1000, 86_400_000),
+    rateLimits: {
+      enabled: parseOnOff(env, 'RATE_LIMITS', true),
+      signUpPerIp: parseRule(env, 'RATE_LIMIT_SIGNUP_PER_IP', '10/3600'),
+      loginPerIp: parseRule(env, 'RATE_LIMIT_LOGIN_PER_IP', '30/900'),
+      loginPerNickName: parseRule(env, 'RATE_LIMIT_LOGIN_PER_NICKNAME', '10/900'),
+      publishPerUser: parseRule(env, 'RATE_LIMIT_PUBLISH_PER_USER', '30/3600'),
+      likePerUser: parseRule(env, 'RATE_LIMIT_LIKE_PER_USER', '300/600'),
+    },
+    corsOrigins: (env.CORS_ORIGINS ?? '')
+      .split(',')
+      .map((origin) => origin.trim())
+      .filter((origin) => origin !== ''),
   };
 }
 
@@ -103,6 +134,24 @@ function parseNodeEnv(value: string | undefined): NodeEnv {
   if (value === undefined || value === '') return 'development';
   if (value === 'production' || value === 'development' || value === 'test') return value;
   throw new ConfigError(`NODE_ENV must be production, development or test (got "${value}")`);
+}
+
+function parseOnOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'on') return true;
+  if (raw === 'off') return false;
+  throw new ConfigError(`${name} must be on or off (got "${raw}")`);
+}
+
+/** "points/seconds", e.g. "10/900": at most 10 per 15 minutes. */
+function parseRule(env: Env, name: string, fallback: string): RateLimitRule {
+  const raw = env[name] === undefined || env[name] === '' ? fallback : env[name]!;
+  const match = /^(\d{1,9})\/(\d{1,9})$/.exec(raw.trim());
+  if (!match || Number(match[1]) < 1 || Number(match[2]) < 1) {
+    throw new ConfigError(`${name} must be <points>/<seconds>, e.g. 10/900 (got "${raw}")`);
+  }
+  return { points: Number(match[1]), seconds: Number(match[2]) };
 }
 
 function parseFeedModel(value: string | undefined): FeedModel {

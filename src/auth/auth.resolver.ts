@@ -5,20 +5,22 @@ import { AuthPayload } from './auth.types';
 @Resolver()
 export class AuthResolver {
   @Mutation(() => AuthPayload, { description: 'Creates an account and signs in. nickName 1..32 characters, password 8..256' })
-  signUp(
+  async signUp(
     @Arg('nickName', () => String) nickName: string,
     @Arg('password', () => String) password: string,
-    @Ctx() { services }: Context,
+    @Ctx() { services, ip }: Context,
   ): Promise<AuthPayload> {
+    await services.rateLimits.signUp(ip);
     return services.auth.signUp(nickName, password);
   }
 
   @Mutation(() => AuthPayload, { description: 'Signs in; the token expires (JWT_EXPIRES_IN_SECONDS)' })
-  login(
+  async login(
     @Arg('nickName', () => String) nickName: string,
     @Arg('password', () => String) password: string,
-    @Ctx() { services }: Context,
+    @Ctx() { services, ip }: Context,
   ): Promise<AuthPayload> {
+    await services.rateLimits.login(ip, nickName);
     return services.auth.login(nickName, password);
   }
 }

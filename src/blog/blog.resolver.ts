@@ -12,8 +12,10 @@ export class BlogResolver {
   }
 
   @Mutation(() => Blog, { description: "Publishes a blog; it reaches the followers' feeds right after" })
-  publishBlog(@Arg('input', () => PublishBlogInput) input: PublishBlogInput, @Ctx() { auth, services }: Context): Promise<Blog> {
-    return services.blogs.publish(requireViewerId(auth), input);
+  async publishBlog(@Arg('input', () => PublishBlogInput) input: PublishBlogInput, @Ctx() { auth, services }: Context): Promise<Blog> {
+    const viewerId = requireViewerId(auth);
+    await services.rateLimits.publish(viewerId);
+    return services.blogs.publish(viewerId, input);
   }
 
   @Mutation(() => ID, { description: "Only the author may delete; the blog leaves every feed. Returns the deleted blog's id." })

@@ -26,6 +26,23 @@ function driverErrorCode(error: unknown): string | undefined {
   return driverError?.code ?? (error as { code?: string })?.code;
 }
 
+/** Errors that mean "MySQL cannot be reached right now", not "this statement is wrong". */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'PROTOCOL_CONNECTION_LOST',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+]);
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = driverErrorCode(error);
+  if (code !== undefined && UNAVAILABLE_CODES.has(code)) return true;
+  return /closed state|connection lost|connect ETIMEDOUT|Pool is closed/i.test(String((error as Error)?.message ?? ''));
+}
+
 export function isDuplicateKey(error: unknown): boolean {
   return driverErrorCode(error) === 'ER_DUP_ENTRY';
 }

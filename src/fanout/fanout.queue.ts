@@ -12,6 +12,7 @@
  */
 import { JobsOptions, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { reconnectDelay } from '../redis/redis.client';
 import type { TaskKind } from './fanout.store';
 
 export const FANOUT_QUEUE = 'fanout';
@@ -67,7 +68,7 @@ export class FanoutQueue {
   readonly queue: Queue<FanoutJobData, void, FanoutJobName>;
 
   constructor(redisUrl: string, redisKeyPrefix: string) {
-    this.connection = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+    this.connection = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: reconnectDelay });
     this.connection.on('error', () => {
       // Reported where it matters (a failed add); ioredis keeps reconnecting by itself.
     });

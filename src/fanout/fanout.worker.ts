@@ -9,6 +9,7 @@ import { DataSource } from 'typeorm';
 import { Config } from '../config';
 import { Inbox } from '../feed/inbox';
 import { RedisKeys } from '../redis/keys';
+import { reconnectDelay } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';
 import { ChunkJob, DispatchJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queuePrefix } from './fanout.queue';
@@ -46,7 +47,7 @@ export class FanoutWorkers {
     const { config } = this.deps;
     for (let i = 0; i < count; i += 1) {
       // Workers block on Redis while waiting for jobs: BullMQ requires maxRetriesPerRequest null.
-      const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+      const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay });
       connection.on('error', () => {});
       this.connections.push(connection);
       const worker = new Worker<FanoutJobData, void, FanoutJobName>(FANOUT_QUEUE, (job) => this.process(job), {

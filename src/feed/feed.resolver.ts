@@ -1,11 +1,13 @@
 import { Arg, Ctx, Int, Query, Resolver } from 'type-graphql';
 import { BlogConnection } from '../blog/blog.types';
 import { readPageArgs } from '../graphql/connection';
+import { connectionCost } from '../graphql/limits';
 import { Context, requireViewerId } from '../graphql/context';
 
 @Resolver()
 export class FeedResolver {
   @Query(() => BlogConnection, {
+    complexity: connectionCost,
     description:
       'Blogs of the users the viewer follows, newest first (ties: larger blog id first). Requires a viewer.',
   })

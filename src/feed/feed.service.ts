@@ -57,6 +57,9 @@ export const ACTIVITY_WRITE_INTERVAL_MS = 5 * 60 * 1000;
  */
 const REBUILD_CATCH_UP_MS = 60_000;
 
+/** Attempts (one a second) to drop an inbox that a failed write left in an unknown state. */
+const DROP_ATTEMPTS = 600;
+
 export class FeedService {
   private readonly rebuilding = new Map<number, Promise<void>>();
   private readonly activityWrittenAt = new Map<number, number>();
@@ -89,6 +92,16 @@ export class FeedService {
   /** The first `n` feed entries of the viewer at `from`, in canonical order. */
   async entries(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     if (this.settings.model === 'pull') return this.store.feedPage(viewerId, from, n);
+    if (!this.inbox.available()) return this.store.feedPage(viewerId, from, n); // Redis is down: degraded, not broken
+    try {
+      return await this.entriesFromInbox(viewerId, from, n);
+    } catch (error) {
+      this.warn(`reading the inbox of user ${viewerId} failed; serving the page from MySQL`, error);
+      return this.store.feedPage(viewerId, from, n);
+    }
+  }
+
+  private async entriesFromInbox(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     const bigAuthors = this.settings.model === 'hybrid' ? await this.store.pulledFolloweeIds(viewerId) : [];
     const merging = bigAuthors.length > 0;
     const want = merging ? from.offset + n : n;
@@ -129,7 +142,7 @@ export class FeedService {
     if (this.activityWrittenAt.size > 100_000) this.activityWrittenAt.clear();
     this.activityWrittenAt.set(userId, now.getTime());
     await this.store.markActive(userId, now);
-    if (this.settings.model !== 'pull') await this.inbox.touch(userId);
+    if (this.settings.model !== 'pull' && this.inbox.available()) await this.inbox.touch(userId);
   }
 
   /** A new follow: the followee's newest blogs enter the follower's inbox at once. */
@@ -140,14 +153,37 @@ export class FeedService {
     // If the followee has older blogs than those copied, they are missing from the inbox below
     // the last copied one: cut the inbox there, and the cold path serves what lies below.
     const cutBelow = newest.length > copied.length ? (copied[copied.length - 1] ?? newest[0]) : undefined;
-    await this.inbox.addEntries(readerId, copied, cutBelow);
+    await this.updateInbox(readerId, () => this.inbox.addEntries(readerId, copied, cutBelow));
   }
 
   /** An unfollow: the followee's blogs leave the follower's inbox at once. */
   async removeAuthor(readerId: number, authorId: number): Promise<void> {
     if (this.settings.model === 'pull') return;
-    const inInbox = await this.inbox.blogIds(readerId);
-    await this.inbox.removeEntries(readerId, await this.store.idsOfAuthorAmong(authorId, inInbox));
+    await this.updateInbox(readerId, async () => {
+      const inInbox = await this.inbox.blogIds(readerId);
+      await this.inbox.removeEntries(readerId, await this.store.idsOfAuthorAmong(authorId, inInbox));
+    });
+  }
+
+  /**
+   * Applies a follow's change to an inbox. The follow itself is committed in MySQL; if the inbox
+   * cannot follow (Redis down), it would be valid but wrong, so it is dropped instead, now or,
+   * while Redis is away, as soon as it is back; the next read rebuilds it from MySQL.
+   */
+  private async updateInbox(readerId: number, change: () => Promise<void>): Promise<void> {
+    try {
+      await change();
+    } catch (error) {
+      this.warn(`updating the inbox of user ${readerId} failed; it will be dropped and rebuilt`, error);
+      this.dropWhenPossible(readerId);
+    }
+  }
+
+  private dropWhenPossible(readerId: number, attempt = 0): void {
+    this.inbox.drop(readerId).catch(() => {
+      if (attempt < DROP_ATTEMPTS) setTimeout(() => this.dropWhenPossible(readerId, attempt + 1), 1000).unref();
+      else this.warn(`gave up dropping the inbox of user ${readerId}; it expires in ACTIVE_DAYS`);
+    });
   }
 
   /** Rebuilds a missing inbox from MySQL, once at a time per reader, without blocking the request. */

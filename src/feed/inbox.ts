@@ -178,6 +178,16 @@ export class Inbox {
     await this.redis.feedRebuild(1, this.keys.feed(readerId), this.maxItems, this.ttlSeconds, ...scoreMemberPairs(entries));
   }
 
+  /** False while the Redis connection is down: callers go to MySQL at once instead of waiting. */
+  available(): boolean {
+    return this.redis.status === 'ready';
+  }
+
+  /** Forgets an inbox whose state is unknown (a write to it failed); the next read rebuilds it. */
+  async drop(readerId: number): Promise<void> {
+    await this.redis.del(this.keys.feed(readerId));
+  }
+
   /** The reader is active: the inbox lives ACTIVE_DAYS from now. */
   async touch(readerId: number): Promise<void> {
     await this.redis.expire(this.keys.feed(readerId), this.ttlSeconds);

@@ -6,6 +6,7 @@ import type { FanoutService } from '../fanout/fanout.service';
 import type { FeedService } from '../feed/feed.service';
 import type { FollowService } from '../follow/follow.service';
 import type { LikeService } from '../like/like.service';
+import type { RateLimits } from './rate-limits';
 import type { UserService } from '../user/user.service';
 import { unauthenticated } from './errors';
 import type { Loaders } from './loaders';
@@ -18,10 +19,13 @@ export interface Services {
   likes: LikeService;
   feed: FeedService;
   fanout: FanoutService;
+  rateLimits: RateLimits;
 }
 
 export interface Context {
   auth: TokenCheck;
+  /** The client's address, for per-IP rate limits. */
+  ip: string;
   services: Services;
   loaders: Loaders;
 }

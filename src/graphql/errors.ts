@@ -13,6 +13,10 @@ export const ErrorCode = {
   FORBIDDEN: 'FORBIDDEN',
   NOT_FOUND: 'NOT_FOUND',
   BAD_USER_INPUT: 'BAD_USER_INPUT',
+  /** Over a rate limit; extensions.retryAfterSeconds says when to retry (rate-limits.ts). */
+  RATE_LIMITED: 'RATE_LIMITED',
+  /** MySQL cannot be reached right now; the request changed nothing and may be retried. */
+  SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

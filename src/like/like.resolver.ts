@@ -12,6 +12,7 @@ export class LikeResolver {
     @Ctx() { auth, services, loaders }: Context,
   ): Promise<Blog> {
     const viewerId = requireViewerId(auth);
+    await services.rateLimits.like(viewerId);
     const blog = await services.likes.setLiked(viewerId, idOfType(blogId, 'Blog', 'blogId'), liked);
     // The request's caches may hold the state from before the change.
     loaders.blog.clear(blog.dbId).prime(blog.dbId, blog);

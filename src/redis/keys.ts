@@ -7,7 +7,10 @@
  * | key                 | type       | holds                                                      |
  * |---------------------|------------|------------------------------------------------------------|
  * | feed:{userId}       | sorted set | the user's inbox: member = blog id (inboxMember), score = |
- * |                     |            | the blog's created_at in epoch ms; newest FEED_MAX_ITEMS   |
+ * |                     |            | the blog's created_at in epoch ms; newest FEED_MAX_ITEMS,  |
+ * |                     |            | plus the sentinel "~" (score -1) that marks it valid       |
+ * | rl:{limit}:{key}    | string     | a rate-limit counter (graphql/rate-limits.ts)              |
+ * | bull:fanout:*       | various    | the fan-out queue (BullMQ's own keys)                      |
  */
 
 /**
@@ -31,6 +34,11 @@ export class RedisKeys {
   /** The inbox of a user's follow feed. */
   feed(userId: number): string {
     return `${this.prefix}feed:${userId}`;
+  }
+
+  /** The counters of one rate limit (rate-limiter-flexible appends the limited key). */
+  rateLimit(name: string): string {
+    return `${this.prefix}rl:${name}`;
   }
 
   /** A pattern matching every key of this prefix (for tests and maintenance scripts). */

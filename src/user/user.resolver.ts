@@ -4,6 +4,7 @@ import { slicePage } from '../feed/page';
 import { readPageArgs, toConnection } from '../graphql/connection';
 import { Context, optionalViewerId } from '../graphql/context';
 import { idOfType } from '../graphql/global-id';
+import { connectionCost } from '../graphql/limits';
 import { User } from './user.types';
 
 @Resolver(() => User)
@@ -24,7 +25,7 @@ export class UserResolver {
     return optionalViewerId(auth) === null ? false : loaders.followedByViewer.load(user.dbId);
   }
 
-  @FieldResolver(() => BlogConnection, { description: "the user's own blogs, newest first" })
+  @FieldResolver(() => BlogConnection, { complexity: connectionCost, description: "the user's own blogs, newest first" })
   async blogs(
     @Root() user: User,
     @Arg('first', () => Int, { nullable: true, defaultValue: 10, description: '0..100' }) first: number,

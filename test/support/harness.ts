@@ -76,6 +76,8 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     PASSWORD_HASH_COST: '1024',
     // Tests wait for fan-out: look for stranded outbox events often.
     OUTBOX_RELAY_INTERVAL_MS: '200',
+    // Tests sign up many users from one address; the rate-limit test turns them on.
+    RATE_LIMITS: 'off',
     ...options.env,
   };
   const config = loadConfig(env);

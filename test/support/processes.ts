@@ -3,7 +3,7 @@
  * and the fan-out worker process (node dist/src/worker.js) that a test can kill.
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { connect, createServer, Server, Socket } from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,4 +120,55 @@ export function startNodeProcess(script: string, env: Record<string, string>): W
       return exited;
     },
   };
+}
+
+/**
+ * A TCP proxy in front of a real server (MySQL here), that a test can cut: `block` drops every
+ * connection and refuses new ones, as an unreachable server would; `unblock` lets them through.
+ */
+export class TcpProxy {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  private blocked = false;
+  port = 0;
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  async start(): Promise<void> {
+    this.server = createServer((client) => {
+      if (this.blocked) {
+        client.destroy();
+        return;
+      }
+      const upstream = connect(this.targetPort, this.targetHost);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('close', () => this.sockets.delete(socket));
+        socket.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  block(): void {
+    this.blocked = true;
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  unblock(): void {
+    this.blocked = false;
+  }
+
+  async stop(): Promise<void> {
+    this.block();
+    await new Promise((resolve) => this.server?.close(resolve));
+  }
 }

@@ -1,0 +1,76 @@
+/**
+ * Rate limits, counted in Redis so that every process of a deployment shares them
+ * (rate-limiter-flexible). They stop password guessing (login per IP and per nickName), sign-up
+ * floods (per IP) and write floods (publishBlog and likeBlog per user).
+ *
+ * A request over a limit gets RATE_LIMITED with `extensions.retryAfterSeconds`. While Redis is
+ * unreachable each process falls back to counting in its own memory (an insurance limiter): the
+ * limits keep holding per process, they neither lock everyone out nor disappear.
+ * RATE_LIMITS=off turns them off (benchmarks, load tests).
+ */
+import { GraphQLError } from 'graphql';
+import { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimitRule, RateLimitSettings } from '../config';
+import { RedisKeys } from '../redis/keys';
+import { ErrorCode } from './errors';
+
+type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
+
+export class RateLimits {
+  private readonly limiters = new Map<LimitName, RateLimiterRedis>();
+
+  constructor(
+    redis: Redis,
+    keys: RedisKeys,
+    private readonly settings: RateLimitSettings,
+  ) {
+    for (const name of Object.keys(settings) as Array<keyof RateLimitSettings>) {
+      if (name === 'enabled') continue;
+      const rule: RateLimitRule = settings[name];
+      this.limiters.set(
+        name,
+        new RateLimiterRedis({
+          storeClient: redis,
+          keyPrefix: keys.rateLimit(name),
+          points: rule.points,
+          duration: rule.seconds,
+          // While Redis is not connected, count in memory at once instead of waiting for it.
+          rejectIfRedisNotReady: true,
+          insuranceLimiter: new RateLimiterMemory({ points: rule.points, duration: rule.seconds }),
+        }),
+      );
+    }
+  }
+
+  signUp(ip: string): Promise<void> {
+    return this.consume('signUpPerIp', ip, 'sign-ups from this address');
+  }
+
+  async login(ip: string, nickName: string): Promise<void> {
+    await this.consume('loginPerIp', ip, 'logins from this address');
+    await this.consume('loginPerNickName', nickName.normalize('NFKC').toLowerCase(), `logins as "${nickName}"`);
+  }
+
+  publish(userId: number): Promise<void> {
+    return this.consume('publishPerUser', String(userId), 'blogs published');
+  }
+
+  like(userId: number): Promise<void> {
+    return this.consume('likePerUser', String(userId), 'likes');
+  }
+
+  private async consume(name: LimitName, key: string, what: string): Promise<void> {
+    if (!this.settings.enabled) return;
+    const rule = this.settings[name];
+    try {
+      await this.limiters.get(name)!.consume(key);
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+      throw new GraphQLError(`too many ${what}: at most ${rule.points} per ${rule.seconds} s; retry in ${retryAfterSeconds} s`, {
+        extensions: { code: ErrorCode.RATE_LIMITED, retryAfterSeconds, limit: name },
+      });
+    }
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * Abuse and faults: query limits before execution, rate limits, CORS and CSRF, and the service
+ * living through Redis and MySQL outages (a redis-server of the test's own, stopped; MySQL
+ * behind a TCP proxy that the test cuts).
+ */
+import { getIntrospectionQuery } from 'graphql';
+import { fromGlobalId } from '../../src/graphql/global-id';
+import { errorCode, FEED_PAGE, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
+import { freePort, PrivateRedis, TcpProxy } from '../support/processes';
+
+const FULL_PAGE = `{ followFeed(first: 100) { edges { cursor node {
+  id title content images likeCount isLiked createdAt
+  author { id nickName icon followerCount followingCount isFollowedByViewer } } }
+  pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`;
+
+describe('query limits', () => {
+  let app: TestApp;
+  let token: string;
+  beforeAll(async () => {
+    app = await startTestApp('limits');
+    token = (await signUp(app, 'limited')).token;
+  });
+  afterAll(() => app.close());
+
+  const rejected = async (query: string, limit: string) => {
+    const response = await app.gql(query, {}, token);
+    expect(response.status).toBe(400);
+    expect(response.errors![0].extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', limit });
+    expect(response.data).toBeUndefined();
+  };
+
+  it('let a full followFeed(first: 100) page with every field and the author through', async () => {
+    const response = await app.gql(FULL_PAGE, {}, token);
+    expect(response.status).toBe(200);
+    expect(response.errors).toBeUndefined();
+  });
+
+  it('let the introspection query through (GraphiQL, code generators)', async () => {
+    const response = await app.gql(getIntrospectionQuery());
+    expect(response.errors).toBeUndefined();
+    expect(response.data.__schema.queryType.name).toBe('Query');
+  });
+
+  it('reject a query nested too deep', async () => {
+    const deep = `{ viewer { blogs { edges { node { author { blogs { edges { node { author { blogs { edges { cursor } } } } } } } } } } } }`;
+    await rejected(deep, 'depth');
+  });
+
+  it('reject a connection of 100 inside a connection of 100', async () => {
+    await rejected('{ followFeed(first: 100) { edges { node { author { blogs(first: 100) { edges { node { title content } } } } } } } }', 'cost');
+  });
+
+  it('reject too many aliases and too many root fields', async () => {
+    const aliases = Array.from({ length: 31 }, (_, i) => `a${i}: nickName`).join(' ');
+    await rejected(`{ viewer { ${aliases} } }`, 'aliases');
+    const roots = Array.from({ length: 11 }, (_, i) => `v${i}: viewer { id }`).join(' ');
+    await rejected(`{ ${roots} }`, 'rootFields');
+  });
+
+  it('refuse batched operations and oversized bodies', async () => {
+    const batch = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify([{ query: '{ viewer { id } }' }, { query: '{ viewer { id } }' }]),
+    });
+    expect(batch.status).toBe(400);
+    const big = await app.gql('{ viewer { id } }', { pad: 'x'.repeat(150_000) });
+    expect(big.status).toBe(413);
+  });
+
+  it('keep CSRF prevention on: a simple GET without a preflight-forcing header is refused', async () => {
+    const response = await fetch(`${app.url}?query=${encodeURIComponent('{ viewer { id } }')}`);
+    expect(response.status).toBe(400);
+  });
+});
+
+describe('rate limits', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp('rate_limits', {
+      env: {
+        RATE_LIMITS: 'on',
+        RATE_LIMIT_SIGNUP_PER_IP: '4/60',
+        RATE_LIMIT_LOGIN_PER_NICKNAME: '3/60',
+        RATE_LIMIT_PUBLISH_PER_USER: '2/60',
+        RATE_LIMIT_LIKE_PER_USER: '3/60',
+        CORS_ORIGINS: 'https://app.example',
+      },
+    });
+  });
+  afterAll(() => app.close());
+
+  it('stop password guessing per nickName, with the seconds to wait', async () => {
+    const victim = await signUp(app, 'victim');
+    const guess = () => app.gql('mutation { login(nickName: "victim", password: "wrong-guess") { token } }');
+    for (let i = 0; i < 3; i += 1) expect(errorCode(await guess())).toBe('UNAUTHENTICATED');
+    const limited = await guess();
+    expect(limited.errors![0].extensions).toMatchObject({ code: 'RATE_LIMITED', limit: 'loginPerNickName' });
+    expect(limited.errors![0].extensions!.retryAfterSeconds).toBeGreaterThan(0);
+    // The right password is refused too until the window passes: that is what stops guessing.
+    expect(errorCode(await app.gql('mutation { login(nickName: "victim", password: "password-123") { token } }'))).toBe('RATE_LIMITED');
+    expect(victim.token).toBeTruthy();
+  });
+
+  it('limit sign-ups per address, and publishing and liking per user, changing nothing when over', async () => {
+    for (let i = 0; i < 3; i += 1) await signUp(app, `member${i}`);
+    expect(errorCode(await app.gql('mutation { signUp(nickName: "one-too-many", password: "password-123") { token } }'))).toBe('RATE_LIMITED');
+    const [{ n: users }] = await app.db.query("SELECT COUNT(*) AS n FROM tb_user WHERE nick_name = 'one-too-many'");
+    expect(Number(users)).toBe(0);
+
+    const author = await app.gql('mutation { login(nickName: "member0", password: "password-123") { token user { id } } }');
+    const token = ok(author).login.token;
+    const post = () => app.gql('mutation { publishBlog(input: { title: "t", content: "c" }) { id } }', {}, token);
+    const first = ok(await post()).publishBlog.id;
+    ok(await post());
+    expect(errorCode(await post())).toBe('RATE_LIMITED');
+    const [{ n: blogs }] = await app.db.query('SELECT COUNT(*) AS n FROM tb_blog');
+    expect(Number(blogs)).toBe(2);
+    const like = () => app.gql('mutation($b: ID!) { likeBlog(blogId: $b) { likeCount } }', { b: first }, token);
+    for (let i = 0; i < 3; i += 1) ok(await like());
+    expect(errorCode(await like())).toBe('RATE_LIMITED');
+  });
+
+  it('allow browsers only from CORS_ORIGINS', async () => {
+    const preflight = (origin: string) =>
+      fetch(app.url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
+    expect((await preflight('https://app.example')).headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect((await preflight('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
+  });
+});
+
+describe('Redis down', () => {
+  let redis: PrivateRedis;
+  let app: TestApp;
+  beforeAll(async () => {
+    redis = new PrivateRedis(await freePort(), true);
+    await redis.start();
+    app = await startTestApp('redis_down', { env: { REDIS_URL: redis.url, RATE_LIMITS: 'on', FEED_MODEL: 'hybrid' } });
+  });
+  afterAll(async () => {
+    await app.close();
+    await redis.stop();
+  });
+
+  it('serves feeds from MySQL, publishes, logs in, and reports not ready until Redis is back', async () => {
+    const author = await signUp(app, 'author');
+    const reader = await signUp(app, 'reader');
+    await follow(app, reader, author);
+    const before = await publish(app, author, 'before');
+    await app.services.fanout.idle();
+    await redis.stop();
+    expect((await fetch(app.url.replace('/graphql', '/readyz'))).status).toBe(503);
+    expect((await fetch(app.url.replace('/graphql', '/healthz'))).status).toBe(200);
+    const during = await publish(app, author, 'during');
+    expect(await scrollFeed(app, reader, 1)).toEqual([during, before]);
+    ok(await app.gql('mutation { login(nickName: "reader", password: "password-123") { token } }'));
+    await redis.start();
+    await app.services.fanout.idle(60_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await fetch(app.url.replace('/graphql', '/readyz'))).status).toBe(200);
+    expect(await scrollFeed(app, reader, 1)).toEqual([during, before]);
+    expect(fromGlobalId(during).type).toBe('Blog');
+  });
+});
+
+describe('MySQL unreachable while serving', () => {
+  let proxy: TcpProxy;
+  let app: TestApp;
+  beforeAll(async () => {
+    const mysql = new URL(MYSQL_URL);
+    proxy = new TcpProxy(mysql.hostname, Number(mysql.port || 3306));
+    await proxy.start();
+    const behindProxy = new URL(MYSQL_URL);
+    behindProxy.port = String(proxy.port);
+    app = await startTestApp('mysql_down', { env: { DATABASE_URL: `${behindProxy.toString().replace(/\/$/, '')}/feed_test_mysql_down` } });
+  });
+  afterAll(async () => {
+    await app.close();
+    await proxy.stop();
+  });
+
+  it('answers SERVICE_UNAVAILABLE, stays up, and recovers by itself', async () => {
+    const reader = await signUp(app, 'reader');
+    proxy.block();
+    const failed = await app.gql(FEED_PAGE, { first: 5 }, reader.token);
+    expect(errorCode(failed)).toBe('SERVICE_UNAVAILABLE');
+    expect(JSON.stringify(failed)).not.toContain('stacktrace');
+    expect(errorCode(await app.gql('mutation { login(nickName: "reader", password: "password-123") { token } }'))).toBe('SERVICE_UNAVAILABLE');
+    expect((await fetch(app.url.replace('/graphql', '/readyz'))).status).toBe(503);
+    proxy.unblock();
+    ok(await app.gql(FEED_PAGE, { first: 5 }, reader.token));
+    ok(await app.gql('mutation { login(nickName: "reader", password: "password-123") { token } }'));
+    expect((await fetch(app.url.replace('/graphql', '/readyz'))).status).toBe(200);
+  });
+});
