@@ -14,7 +14,7 @@ import {
 import { expressMiddleware } from '@as-integrations/express5';
 import cors from 'cors';
 import express from 'express';
-import { GraphQLFormattedError } from 'graphql';
+import { GraphQLError, GraphQLFormattedError } from 'graphql';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
@@ -218,6 +218,12 @@ function formatError(formatted: GraphQLFormattedError, error: unknown, productio
       path: formatted.path,
       extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
     };
+  }
+  // graphql-js's own refusals before any resolver ran (e.g. a subscription, which this schema
+  // does not have) carry no original error: the request was at fault, not the server.
+  const original = (error as { originalError?: unknown })?.originalError;
+  if (formatted.extensions?.code === ErrorCode.INTERNAL_SERVER_ERROR && error instanceof GraphQLError && !original && !formatted.path) {
+    return { message: formatted.message, locations: formatted.locations, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } };
   }
   // Our typed errors and Apollo's own (GRAPHQL_PARSE_FAILED, ...) carry their code; Apollo
   // marks everything else INTERNAL_SERVER_ERROR.

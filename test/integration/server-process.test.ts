@@ -72,6 +72,14 @@ it('refuses to start with a bad setting, naming the variable', async () => {
   expect(noSecret.output()).toContain('JWT_SECRET is required');
 });
 
+it('refuses to start without a reachable MySQL, naming DATABASE_URL', async () => {
+  const nowhere = await freePort();
+  const orphan = startNodeProcess('server.js', { DATABASE_URL: `mysql://root:secret@127.0.0.1:${nowhere}/feed`, PORT: '0' });
+  expect(await orphan.exited).toBe(1);
+  expect(orphan.output()).toContain('cannot open the database of DATABASE_URL');
+  expect(orphan.output()).not.toContain('secret'); // the password is redacted
+});
+
 it('exits 0 on SIGTERM, still serving until then', async () => {
   expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
   expect(await server.kill('SIGTERM')).toBe(0);
