@@ -9,4 +9,5 @@ module.exports = {
   maxWorkers: 2,
   testTimeout: 60_000,
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
 };

@@ -44,7 +44,8 @@ async function main(): Promise<void> {
   const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', PORT: '0', HOST: '127.0.0.1', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024', NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret' };
   const config = loadConfig(env);
   const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config.redisUrl);
+  if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
+  const redis = createRedis(config) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   const app = await startApp({ config, db, redis });
   console.log(`fan-out benchmark: ${FOLLOWERS.toLocaleString('en-US')} followers, Redis ${config.redisUrl}, MySQL ${databaseUrl}`);
@@ -143,13 +144,13 @@ async function main(): Promise<void> {
 }
 
 /** CPU seconds the Redis server has used so far (user + system). */
-async function redisCpuSeconds(redis: ReturnType<typeof createRedis>): Promise<number> {
+async function redisCpuSeconds(redis: Redis): Promise<number> {
   const info = await redis.info('cpu');
   const read = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
   return read('used_cpu_user') + read('used_cpu_sys');
 }
 
-async function countHolding(redis: ReturnType<typeof createRedis>, keys: string[], member: string): Promise<number> {
+async function countHolding(redis: Redis, keys: string[], member: string): Promise<number> {
   let holding = 0;
   for (let start = 0; start < keys.length; start += 5000) {
     const pipeline = redis.pipeline();
@@ -159,7 +160,7 @@ async function countHolding(redis: ReturnType<typeof createRedis>, keys: string[
   return holding;
 }
 
-async function deleteByPrefix(redis: ReturnType<typeof createRedis>, prefix: string): Promise<void> {
+async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);

@@ -76,7 +76,8 @@ async function main(): Promise<void> {
   });
   const config = loadConfig(env('push'));
   const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config.redisUrl);
+  if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
+  const redis = createRedis(config) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   console.log(`feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`);
 

@@ -6,6 +6,7 @@
  * and the error count, which must be 0.
  */
 import 'reflect-metadata';
+import { Redis } from 'ioredis';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,7 +47,8 @@ async function main(): Promise<void> {
     RATE_LIMITS: 'off',
   });
   const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config.redisUrl);
+  if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
+  const redis = createRedis(config) as Redis;
   const now = Date.now();
   const authors = Array.from({ length: AUTHORS }, (_, i) => FIRST_ID + i);
   const readers = Array.from({ length: READERS }, (_, i) => FIRST_ID + 10_000 + i);

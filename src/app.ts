@@ -17,7 +17,6 @@ import express from 'express';
 import { GraphQLError, GraphQLFormattedError } from 'graphql';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
-import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { PasswordHasher } from './auth/auth.passwords';
 import { AuthService } from './auth/auth.service';
@@ -41,6 +40,7 @@ import { RateLimits } from './graphql/rate-limits';
 import { buildFeedSchema } from './graphql/schema';
 import { LikeService } from './like/like.service';
 import { RedisKeys } from './redis/keys';
+import type { RedisClient } from './redis/redis.client';
 import { UserService } from './user/user.service';
 
 /** How long /readyz waits for MySQL and Redis. */
@@ -62,7 +62,7 @@ export const MAX_BODY_BYTES = 100 * 1024;
 export interface AppDeps {
   config: Config;
   db: DataSource;
-  redis: Redis;
+  redis: RedisClient;
   /** The clock for created_at values; tests pass a fixed one to create same-millisecond ties. */
   now?: () => Date;
 }
@@ -90,7 +90,7 @@ export function createServices({ config, db, redis, now = () => new Date() }: Ap
     warn,
   );
   const follows = new FollowService(db, users, feed, now);
-  const fanoutQueue = new FanoutQueue(config.redisUrl, config.redisKeyPrefix);
+  const fanoutQueue = new FanoutQueue(config);
   const fanout = new FanoutService(new FanoutStore(db, now), fanoutQueue, warn);
   const blogs = new BlogService(db, fanout, now, config.feedModel, config.bigAuthorFollowers);
   const likes = new LikeService(db, blogs, now);

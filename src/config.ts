@@ -39,6 +39,8 @@ export interface Config {
   port: number;
   databaseUrl: string;
   redisUrl: string;
+  /** REDIS_CLUSTER_NODES: when set, Redis is a cluster reached through these nodes (REDIS_URL unused). */
+  redisClusterNodes: Array<{ host: string; port: number }> | null;
   /** Prepended to every Redis key; lets several deployments (or test files) share one Redis. */
   redisKeyPrefix: string;
   jwtSecret: string;
@@ -98,6 +100,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: parseIntVar(env, 'PORT', 4000, 0, 65535),
     databaseUrl: parseUrlVar(env, 'DATABASE_URL', 'mysql://root@127.0.0.1:3306/feed', ['mysql:']),
     redisUrl: parseUrlVar(env, 'REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
+    redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? '',
     jwtSecret: jwtSecret ?? DEV_JWT_SECRET,
     jwtSecretIsDefault: jwtSecret === undefined,
@@ -134,6 +137,18 @@ function parseNodeEnv(value: string | undefined): NodeEnv {
   if (value === undefined || value === '') return 'development';
   if (value === 'production' || value === 'development' || value === 'test') return value;
   throw new ConfigError(`NODE_ENV must be production, development or test (got "${value}")`);
+}
+
+/** "host:port,host:port,..." */
+function parseClusterNodes(raw: string | undefined): Array<{ host: string; port: number }> | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  return raw.split(',').map((entry) => {
+    const match = /^\s*([^\s:]+):(\d{1,5})\s*$/.exec(entry);
+    if (!match || Number(match[2]) > 65535) {
+      throw new ConfigError(`REDIS_CLUSTER_NODES must be host:port,host:port,... (got "${raw}")`);
+    }
+    return { host: match[1], port: Number(match[2]) };
+  });
 }
 
 function parseOnOff(env: Env, name: string, fallback: boolean): boolean {

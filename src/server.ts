@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const db = await openDatabase(config.databaseUrl).catch((error: unknown) => {
     throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
   });
-  const redis = createRedis(config.redisUrl);
+  const redis = createRedis(config);
   if (config.feedModel !== 'pull') void checkInboxEncoding(redis, config.feedMaxItems);
   const app = await startApp({ config, db, redis });
   console.log(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv})`);

@@ -15,8 +15,8 @@ async function main(): Promise<void> {
   const db = await openDatabase(config.databaseUrl).catch((error: unknown) => {
     throw new ConfigError(`cannot open the database of DATABASE_URL: ${String(error)}`);
   });
-  const redis = createRedis(config.redisUrl);
-  const queue = new FanoutQueue(config.redisUrl, config.redisKeyPrefix);
+  const redis = createRedis(config);
+  const queue = new FanoutQueue(config);
   const workers = new FanoutWorkers({ config, db, redis, queue, warn });
   const count = Math.max(1, config.fanoutWorkers);
   workers.start(count);

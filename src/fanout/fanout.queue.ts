@@ -11,8 +11,8 @@
  * in the queue is a no-op: the outbox relay and a resumed dispatcher may both re-add safely.
  */
 import { JobsOptions, Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { reconnectDelay } from '../redis/redis.client';
+import type { Config } from '../config';
+import { connectRedis, RedisClient } from '../redis/redis.client';
 import type { TaskKind } from './fanout.store';
 
 export const FANOUT_QUEUE = 'fanout';
@@ -53,7 +53,8 @@ export function chunkJob(data: ChunkJob): { name: FanoutJobName; data: ChunkJob;
 
 /** BullMQ keys live under the deployment's key prefix, beside the inboxes. */
 export function queuePrefix(redisKeyPrefix: string): string {
-  return `${redisKeyPrefix}bull`;
+  // The hash tag puts every key of the queue into one slot, as BullMQ needs on a cluster.
+  return `${redisKeyPrefix}{fanout}`;
 }
 
 /** Adding with a bound on the wait: a publish must not hang on an unreachable Redis. */
@@ -64,17 +65,17 @@ const ADD_TIMEOUT_MS = 2000;
  * while Redis is down returns at once and leaves the event to the outbox relay.
  */
 export class FanoutQueue {
-  private readonly connection: Redis;
+  private readonly connection: RedisClient;
   readonly queue: Queue<FanoutJobData, void, FanoutJobName>;
 
-  constructor(redisUrl: string, redisKeyPrefix: string) {
-    this.connection = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, retryStrategy: reconnectDelay });
+  constructor(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisKeyPrefix'>) {
+    this.connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
     this.connection.on('error', () => {
       // Reported where it matters (a failed add); ioredis keeps reconnecting by itself.
     });
     this.queue = new Queue<FanoutJobData, void, FanoutJobName>(FANOUT_QUEUE, {
       connection: this.connection,
-      prefix: queuePrefix(redisKeyPrefix),
+      prefix: queuePrefix(config.redisKeyPrefix),
     });
     this.queue.on('error', () => {});
   }

@@ -4,12 +4,11 @@
  * alone, and more processes can be started to scale out.
  */
 import { Job, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { Config } from '../config';
 import { Inbox } from '../feed/inbox';
 import { RedisKeys } from '../redis/keys';
-import { reconnectDelay } from '../redis/redis.client';
+import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';
 import { ChunkJob, DispatchJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queuePrefix } from './fanout.queue';
@@ -21,7 +20,7 @@ export interface FanoutWorkerDeps {
   config: Config;
   db: DataSource;
   /** The client used for inbox writes (shared with the API in the same process). */
-  redis: Redis;
+  redis: RedisClient;
   queue: FanoutQueue;
   now?: () => Date;
   warn: FanoutLog;
@@ -29,7 +28,7 @@ export interface FanoutWorkerDeps {
 
 export class FanoutWorkers {
   private readonly workers: Worker<FanoutJobData, void, FanoutJobName>[] = [];
-  private readonly connections: Redis[] = [];
+  private readonly connections: RedisClient[] = [];
   private readonly relay: OutboxRelay;
   private readonly dispatcher: FanoutDispatcher;
   private readonly executor: FanoutExecutor;
@@ -47,7 +46,7 @@ export class FanoutWorkers {
     const { config } = this.deps;
     for (let i = 0; i < count; i += 1) {
       // Workers block on Redis while waiting for jobs: BullMQ requires maxRetriesPerRequest null.
-      const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: null, retryStrategy: reconnectDelay });
+      const connection = connectRedis(config, { maxRetriesPerRequest: null });
       connection.on('error', () => {});
       this.connections.push(connection);
       const worker = new Worker<FanoutJobData, void, FanoutJobName>(FANOUT_QUEUE, (job) => this.process(job), {

@@ -28,7 +28,7 @@
  *   second, bound by the client encoding two commands per inbox; the script reaches about
  *   500,000 a second in isolation (bench/fanout.bench.ts measures the end-to-end figures).
  */
-import { Redis } from 'ioredis';
+import { isCluster, RedisClient } from '../redis/redis.client';
 import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
 import { FeedPosition, ScoredId } from './cursor';
 
@@ -102,21 +102,31 @@ trim(key, max)
 redis.call('EXPIRE', key, ttl)
 return 1`;
 
-type ScriptedRedis = Redis & {
-  feedDeliver(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
-  feedRetract(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
-  feedAdd(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
-  feedRebuild(numberOfKeys: number, ...args: Array<string | number>): Promise<number>;
+type Args = Array<string | number>;
+type ScriptedRedis = RedisClient & {
+  /** Over any number of inboxes: numberOfKeys first. */
+  feedDeliver(numberOfKeys: number, ...args: Args): Promise<number>;
+  feedRetract(numberOfKeys: number, ...args: Args): Promise<number>;
+  /**
+   * Over one inbox: the key first. Declared with one key so that ioredis knows which argument
+   * is the key: on a cluster it routes (and auto-pipelines) each call to the inbox's node.
+   */
+  feedDeliverOne(key: string, ...args: Args): Promise<number>;
+  feedRetractOne(key: string, ...args: Args): Promise<number>;
+  feedAdd(key: string, ...args: Args): Promise<number>;
+  feedRebuild(key: string, ...args: Args): Promise<number>;
 };
 
 /** Registers the inbox scripts on a client (ioredis sends EVALSHA, and EVAL when Redis lost them). */
-function withInboxScripts(redis: Redis): ScriptedRedis {
+function withInboxScripts(redis: RedisClient): ScriptedRedis {
   const scripted = redis as ScriptedRedis;
   if (typeof scripted.feedDeliver !== 'function') {
     redis.defineCommand('feedDeliver', { lua: DELIVER_SCRIPT });
     redis.defineCommand('feedRetract', { lua: RETRACT_SCRIPT });
-    redis.defineCommand('feedAdd', { lua: ADD_SCRIPT });
-    redis.defineCommand('feedRebuild', { lua: REBUILD_SCRIPT });
+    redis.defineCommand('feedDeliverOne', { lua: DELIVER_SCRIPT, numberOfKeys: 1 });
+    redis.defineCommand('feedRetractOne', { lua: RETRACT_SCRIPT, numberOfKeys: 1 });
+    redis.defineCommand('feedAdd', { lua: ADD_SCRIPT, numberOfKeys: 1 });
+    redis.defineCommand('feedRebuild', { lua: REBUILD_SCRIPT, numberOfKeys: 1 });
   }
   return scripted;
 }
@@ -127,33 +137,51 @@ function scoreMemberPairs(entries: readonly ScoredId[]): string[] {
 
 export class Inbox {
   private readonly redis: ScriptedRedis;
+  /** On a cluster a script may only touch keys of one slot: one call per inbox then. */
+  private readonly perInbox: boolean;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly maxItems: number,
     /** ACTIVE_DAYS in seconds: an inbox outlives its reader's last activity by this long. */
     private readonly ttlSeconds: number,
   ) {
     this.redis = withInboxScripts(redis);
+    this.perInbox = isCluster(redis);
+  }
+
+  /** Runs a script over `keys`: in batches of keys, or one inbox per call on a cluster. */
+  private async forInboxes(
+    keys: string[],
+    many: (keys: string[]) => Promise<number>,
+    one: (key: string) => Promise<number>,
+  ): Promise<void> {
+    if (this.perInbox) {
+      await Promise.all(keys.map(one));
+      return;
+    }
+    for (let start = 0; start < keys.length; start += SCRIPT_BATCH) await many(keys.slice(start, start + SCRIPT_BATCH));
   }
 
   /** Puts one blog into the existing inboxes of many readers, trimming each: one call per batch. */
   async deliver(readerIds: readonly number[], entry: ScoredId): Promise<void> {
     const member = inboxMember(entry.id);
-    for (let start = 0; start < readerIds.length; start += SCRIPT_BATCH) {
-      const keys = readerIds.slice(start, start + SCRIPT_BATCH).map((id) => this.keys.feed(id));
-      await this.redis.feedDeliver(keys.length, ...keys, entry.score, member, this.maxItems);
-    }
+    await this.forInboxes(
+      readerIds.map((id) => this.keys.feed(id)),
+      (keys) => this.redis.feedDeliver(keys.length, ...keys, entry.score, member, this.maxItems),
+      (key) => this.redis.feedDeliverOne(key, entry.score, member, this.maxItems),
+    );
   }
 
   /** Takes one blog out of the inboxes of many readers: one script call per batch. */
   async retract(readerIds: readonly number[], blogId: number): Promise<void> {
     const member = inboxMember(blogId);
-    for (let start = 0; start < readerIds.length; start += SCRIPT_BATCH) {
-      const keys = readerIds.slice(start, start + SCRIPT_BATCH).map((id) => this.keys.feed(id));
-      await this.redis.feedRetract(keys.length, ...keys, member);
-    }
+    await this.forInboxes(
+      readerIds.map((id) => this.keys.feed(id)),
+      (keys) => this.redis.feedRetract(keys.length, ...keys, member),
+      (key) => this.redis.feedRetractOne(key, member),
+    );
   }
 
   /**
@@ -164,7 +192,6 @@ export class Inbox {
   async addEntries(readerId: number, entries: readonly ScoredId[], cutBelow?: ScoredId): Promise<void> {
     if (entries.length === 0 && !cutBelow) return;
     await this.redis.feedAdd(
-      1,
       this.keys.feed(readerId),
       this.maxItems,
       cutBelow ? String(cutBelow.score) : '',
@@ -175,7 +202,7 @@ export class Inbox {
 
   /** Creates (or completes) a valid inbox holding `entries`: a new user's, or a rebuild. */
   async rebuild(readerId: number, entries: readonly ScoredId[]): Promise<void> {
-    await this.redis.feedRebuild(1, this.keys.feed(readerId), this.maxItems, this.ttlSeconds, ...scoreMemberPairs(entries));
+    await this.redis.feedRebuild(this.keys.feed(readerId), this.maxItems, this.ttlSeconds, ...scoreMemberPairs(entries));
   }
 
   /** False while the Redis connection is down: callers go to MySQL at once instead of waiting. */

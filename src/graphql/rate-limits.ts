@@ -9,10 +9,10 @@
  * RATE_LIMITS=off turns them off (benchmarks, load tests).
  */
 import { GraphQLError } from 'graphql';
-import { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimitRule, RateLimitSettings } from '../config';
 import { RedisKeys } from '../redis/keys';
+import type { RedisClient } from '../redis/redis.client';
 import { ErrorCode } from './errors';
 
 type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
@@ -21,7 +21,7 @@ export class RateLimits {
   private readonly limiters = new Map<LimitName, RateLimiterRedis>();
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     keys: RedisKeys,
     private readonly settings: RateLimitSettings,
   ) {

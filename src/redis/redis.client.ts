@@ -1,5 +1,17 @@
-/** The Redis connection. One client per process serves every request (ioredis pipelines). */
-import { Redis } from 'ioredis';
+/**
+ * Redis connections: a standalone server (REDIS_URL) or a cluster (REDIS_CLUSTER_NODES). One
+ * client per process serves every request; the fan-out queue and workers get their own.
+ *
+ * Everything the service does in Redis works on a cluster: each command touches one key, or
+ * keys of one slot (an inbox's EXISTS + ZRANGE; the queue's keys share the hash tag {fanout}).
+ * The one batch over many keys, the fan-out's script over 1000 inboxes, runs per inbox on a
+ * cluster (see feed/inbox.ts), and ioredis pipelines those calls per node.
+ */
+import { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import type { Config } from '../config';
+
+/** A client of either kind; both offer the same commands. */
+export type RedisClient = Redis | Cluster;
 
 /**
  * Reconnect quickly and steadily (every 100 ms growing to 1 s) rather than ioredis's default
@@ -10,24 +22,43 @@ export function reconnectDelay(attempt: number): number {
   return Math.min(attempt * 100, 1000);
 }
 
-export function createRedis(url: string): Redis {
-  const redis = new Redis(url, {
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof Cluster;
+}
+
+/** A connection to the configured Redis, with options for its purpose. */
+export function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>, options: RedisOptions): RedisClient {
+  const redisOptions: RedisOptions = { retryStrategy: reconnectDelay, ...options };
+  if (config.redisClusterNodes) {
+    const clusterOptions: ClusterOptions = {
+      redisOptions,
+      clusterRetryStrategy: reconnectDelay,
+      enableOfflineQueue: options.enableOfflineQueue,
+      enableAutoPipelining: options.enableAutoPipelining,
+    };
+    return new Cluster(config.redisClusterNodes, clusterOptions);
+  }
+  return new Redis(config.redisUrl, redisOptions);
+}
+
+/** The service's main client: requests and in-process fan-out writes go through it. */
+export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>): RedisClient {
+  const redis = connectRedis(config, {
     // Fail a command after a few reconnect attempts instead of queueing it forever: a request
     // should get an error (and the feed a fallback), not hang while Redis is away.
     maxRetriesPerRequest: 2,
-    retryStrategy: reconnectDelay,
     enableAutoPipelining: true,
-    lazyConnect: false,
   });
+  const where = config.redisClusterNodes ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : new URL(config.redisUrl).host;
   // Without a listener ioredis prints every failed reconnect as an unhandled error. Commands
   // fail on their own (and are reported where they fail); say once that Redis is away.
   let down = false;
   redis.on('error', (error: Error) => {
-    if (!down) console.warn(`Redis (${new URL(url).host}) unreachable: ${error.message}`);
+    if (!down) console.warn(`Redis (${where}) unreachable: ${error.message}`);
     down = true;
   });
   redis.on('ready', () => {
-    if (down) console.warn(`Redis (${new URL(url).host}) reachable again`);
+    if (down) console.warn(`Redis (${where}) reachable again`);
     down = false;
   });
   return redis;
@@ -39,7 +70,7 @@ export function createRedis(url: string): Redis {
  * here); above it, a skiplist and a hash table (about 120 bytes per entry; bench:feed measures
  * both). With FEED_MAX_ITEMS 800 and Redis's default of 128 every full inbox takes the large one.
  */
-export async function checkInboxEncoding(redis: Redis, feedMaxItems: number): Promise<void> {
+export async function checkInboxEncoding(redis: RedisClient, feedMaxItems: number): Promise<void> {
   try {
     const [, value] = (await redis.config('GET', 'zset-max-listpack-entries')) as [string, string];
     if (Number(value) < feedMaxItems + 1) {

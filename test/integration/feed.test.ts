@@ -2,12 +2,15 @@
  * The follow feed end to end: fan-out into inboxes, scrolling with same-millisecond ties,
  * trimming, deletes, cursor validation, and the constant cost of a page.
  */
+import { Redis } from 'ioredis';
 import { fromGlobalId } from '../../src/graphql/global-id';
 import { TestClock } from '../support/clock';
 import {
   addFollowers,
+  inboxScores,
   errorCode,
   FEED_PAGE,
+  REDIS_URL,
   follow,
   ok,
   publish,
@@ -143,10 +146,8 @@ describe('inboxes', () => {
     clock.tick(5);
     const id = await publish(app, star, 'for everyone');
     await app.services.fanout.idle();
-    const member = String(fromGlobalId(id).id).padStart(20, '0');
-    const pipeline = app.redis.pipeline();
-    for (let i = 0; i < 2500; i += 1) pipeline.zscore(app.keys.feed(1_000_000 + i), member);
-    const scores = (await pipeline.exec())!.map(([, score]) => score);
+    const followers = Array.from({ length: 2500 }, (_, i) => 1_000_000 + i);
+    const scores = await inboxScores(app, followers, id);
     expect(scores.filter((score) => score !== null)).toHaveLength(2500);
     for (const fan of fans) expect((await scrollFeed(app, fan, 10))[0]).toBe(id);
   });
@@ -224,7 +225,8 @@ describe('cost of a page', () => {
   let quiet: TestApp;
   let viewer: TestUser;
   beforeAll(async () => {
-    quiet = await startTestApp('feed_cost', { env: { FANOUT_WORKERS: '0' } });
+    // A standalone Redis (REDIS_URL), also in the cluster pass: MONITOR watches one server.
+    quiet = await startTestApp('feed_cost', { env: { FANOUT_WORKERS: '0', REDIS_URL } });
     viewer = await signUp(quiet, 'viewer');
     for (let a = 0; a < 6; a += 1) {
       const author = await signUp(quiet, `author${a}`);
@@ -236,7 +238,7 @@ describe('cost of a page', () => {
 
   /** SQL statements and Redis commands the app sends while answering one request. */
   async function measure(first: number): Promise<{ sql: number; redis: number; edges: number }> {
-    const monitor = await quiet.redis.monitor();
+    const monitor = await (quiet.redis as Redis).monitor();
     const appPort = (quiet.redis as any).stream.localPort as number;
     const commands: string[][] = [];
     const marker = `end-of-request-${first}-${Date.now()}`;

@@ -8,14 +8,13 @@
  */
 import 'reflect-metadata';
 import { createConnection } from 'mysql2/promise';
-import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { RunningApp, startApp } from '../../src/app';
 import { Config, loadConfig } from '../../src/config';
 import { openDatabase, SqlStatementLog } from '../../src/db/data-source';
 import { INBOX_SENTINEL } from '../../src/feed/inbox';
 import { RedisKeys } from '../../src/redis/keys';
-import { createRedis } from '../../src/redis/redis.client';
+import { createRedis, isCluster, RedisClient } from '../../src/redis/redis.client';
 
 export const MYSQL_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
@@ -32,7 +31,7 @@ export interface TestApp extends RunningApp {
   /** The environment the app's config came from: hand it to a worker process to share its data. */
   env: Record<string, string>;
   db: DataSource;
-  redis: Redis;
+  redis: RedisClient;
   keys: RedisKeys;
   sqlLog: SqlStatementLog;
   gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string): Promise<GqlResponse<T>>;
@@ -53,11 +52,15 @@ export async function dropDatabase(name: string): Promise<void> {
   }
 }
 
-export async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
+export async function deleteKeys(redis: RedisClient, pattern: string): Promise<void> {
+  if (isCluster(redis)) {
+    for (const node of redis.nodes('master')) await deleteKeys(node, pattern);
+    return;
+  }
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    if (keys.length > 0) await redis.del(...keys);
+    for (const key of keys) await redis.del(key);
     cursor = next;
   } while (cursor !== '0');
 }
@@ -78,12 +81,18 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     OUTBOX_RELAY_INTERVAL_MS: '200',
     // Tests sign up many users from one address; the rate-limit test turns them on.
     RATE_LIMITS: 'off',
+    // The cluster pass of the suite (npm run test:cluster) runs every app on a Redis Cluster,
+    // except those that bring a Redis of their own (REDIS_URL: fault tests, a command count).
+    ...(process.env.TEST_REDIS_CLUSTER_NODES && !options.env?.REDIS_URL ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES } : {}),
     ...options.env,
   };
   const config = loadConfig(env);
   const sqlLog = new SqlStatementLog();
   const db = await openDatabase(config.databaseUrl, sqlLog);
-  const redis = createRedis(config.redisUrl);
+  const redis = createRedis(config);
+  // Start connected: a rate limit counted in memory while the client still connects would
+  // split its count between memory and Redis.
+  if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
   const keys = new RedisKeys(config.redisKeyPrefix);
   await deleteKeys(redis, keys.all());
   const app = await startApp({ config, db, redis, now: options.now });
@@ -176,9 +185,8 @@ export async function addFollowers(
     await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
       batch.map((id) => [id, authorId, new Date()]),
     ]);
-    const pipeline = app.redis.pipeline();
-    for (const id of batch) pipeline.zadd(app.keys.feed(id), -1, INBOX_SENTINEL);
-    await pipeline.exec();
+    // One command per key (a cluster pipelines them per node; auto-pipelining batches them).
+    await Promise.all(batch.map((id) => app.redis.zadd(app.keys.feed(id), -1, INBOX_SENTINEL)));
   }
   return ids;
 }
@@ -188,12 +196,7 @@ export async function inboxScores(app: TestApp, readerIds: readonly number[], bl
   const member = Buffer.from(blogId, 'base64').toString().split(':')[1].padStart(20, '0');
   const scores: Array<string | null> = [];
   for (let start = 0; start < readerIds.length; start += 5000) {
-    const pipeline = app.redis.pipeline();
-    for (const id of readerIds.slice(start, start + 5000)) pipeline.zscore(app.keys.feed(id), member);
-    for (const [error, score] of (await pipeline.exec()) ?? []) {
-      if (error) throw error;
-      scores.push(score as string | null);
-    }
+    scores.push(...(await Promise.all(readerIds.slice(start, start + 5000).map((id) => app.redis.zscore(app.keys.feed(id), member)))));
   }
   return scores;
 }
