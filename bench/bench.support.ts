@@ -1,6 +1,9 @@
 /** Small helpers shared by the benchmarks: flags, percentiles, progress, a GraphQL client, a profiler. */
+import { Redis } from 'ioredis';
+import { createConnection } from 'mysql2/promise';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
+import { loadConfig } from '../src/config';
 
 /** `--name=value` or `--name value` from the command line, else the fallback. */
 export function flag(name: string, fallback: number): number {
@@ -73,3 +76,31 @@ export async function startProfiler(): Promise<{ stop(file: string): Promise<str
   };
 }
 
+
+/** The JWT secret of the benchmarks' own servers. */
+export const BENCH_JWT_SECRET = 'bench-secret-bench-secret';
+
+/**
+ * A fresh database for a benchmark, on the server of DATABASE_URL: dropped if it exists (the
+ * server creates and migrates it at start). Returns its URL.
+ */
+export async function freshBenchDatabase(name: string): Promise<string> {
+  const base = loadConfig({ ...process.env, JWT_SECRET: BENCH_JWT_SECRET });
+  const server = new URL(base.databaseUrl);
+  server.pathname = '/';
+  const admin = await createConnection({ uri: server.toString() });
+  await admin.query(`DROP DATABASE IF EXISTS \`${name}\``);
+  await admin.end();
+  server.pathname = `/${name}`;
+  return server.toString();
+}
+
+/** Deletes every key of a prefix (a benchmark's own, before and after it runs). */
+export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
+    if (keys.length > 0) await redis.unlink(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+}

@@ -1,7 +1,8 @@
 /**
  * `npm run bench:fanout [-- --followers 1000000]`: what publishing and fan-out cost.
  *
- * 1. Seeds N followers of one author (bulk INSERTs) and 1 follower of another.
+ * 1. Seeds N followers of one author (bulk INSERTs: active users with empty inboxes, as fan-out
+ *    writes only to existing inboxes) and 1 follower of another.
  * 2. publishBlog latency over HTTP, p50/p99, for both authors, with the fan-out workers stopped
  *    so that the figure is the request alone (the events wait in the outbox/queue).
  * 3. Delivery: with the workers running, one publish by the big author; the time until the
@@ -19,15 +20,15 @@
  */
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
-import { createConnection } from 'mysql2/promise';
 import { startApp, warn } from '../src/app';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { FanoutWorkers } from '../src/fanout/fanout.worker';
 import { fromGlobalId } from '../src/graphql/global-id';
 import { inboxMember } from '../src/redis/keys';
+import { INBOX_SENTINEL } from '../src/feed/inbox';
 import { createRedis } from '../src/redis/redis.client';
-import { flag, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
+import { BENCH_JWT_SECRET, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
 
 const FOLLOWERS = flag('followers', 100_000);
 const PUBLISHES = flag('publishes', 60);
@@ -36,12 +37,8 @@ const PLAIN_LOOP_SAMPLE = Math.min(FOLLOWERS, flag('plain-sample', 200_000));
 const FIRST_FOLLOWER_ID = 10_000_000;
 
 async function main(): Promise<void> {
-  const base = loadConfig({ ...process.env, JWT_SECRET: 'bench-secret-bench-secret' });
-  const databaseUrl = base.databaseUrl.replace(/\/[^/]*$/, '/feed_bench');
-  const admin = await createConnection({ uri: databaseUrl.replace(/\/feed_bench$/, '/') });
-  await admin.query('DROP DATABASE IF EXISTS feed_bench');
-  await admin.end();
-  const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', PORT: '0', HOST: '127.0.0.1', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024', NODE_ENV: 'production', JWT_SECRET: 'bench-secret-bench-secret' };
+  const databaseUrl = await freshBenchDatabase('feed_bench');
+  const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', PORT: '0', HOST: '127.0.0.1', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024', NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, RATE_LIMITS: 'off' };
   const config = loadConfig(env);
   const db = await openDatabase(config.databaseUrl);
   if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
@@ -61,8 +58,15 @@ async function main(): Promise<void> {
   const seeded = progress('seeding followers', FOLLOWERS);
   const seedStart = performance.now();
   for (let start = 0; start < FOLLOWERS; start += 10_000) {
-    const rows = followerIds.slice(start, start + 10_000).map((id) => [id, bigId, new Date()]);
-    await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [rows]);
+    const batch = followerIds.slice(start, start + 10_000);
+    // Active users with (empty, valid) inboxes, as fan-out writes only to those.
+    await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at) VALUES ?', [
+      batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), new Date()]),
+    ]);
+    await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [batch.map((id) => [id, bigId, new Date()])]);
+    const inboxes = redis.pipeline();
+    for (const id of batch) inboxes.zadd(`${config.redisKeyPrefix}feed:${id}`, -1, INBOX_SENTINEL);
+    await inboxes.exec();
     seeded(Math.min(FOLLOWERS, start + 10_000));
   }
   await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [FIRST_FOLLOWER_ID, smallId, new Date()]);
@@ -158,15 +162,6 @@ async function countHolding(redis: Redis, keys: string[], member: string): Promi
     for (const [, score] of (await pipeline.exec()) ?? []) if (score !== null) holding += 1;
   }
   return holding;
-}
-
-async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
-    if (keys.length > 0) await redis.unlink(...keys);
-    cursor = next;
-  } while (cursor !== '0');
 }
 
 main().then(

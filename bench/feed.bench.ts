@@ -21,7 +21,6 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createConnection } from 'mysql2/promise';
 import { RunningApp, startApp, warn } from '../src/app';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
@@ -32,7 +31,7 @@ import { readPageArgs } from '../src/graphql/connection';
 import { createLoaders } from '../src/graphql/loaders';
 import { RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
-import { flag, graphql, ms, rate, startProfiler } from './bench.support';
+import { BENCH_JWT_SECRET, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, rate, startProfiler } from './bench.support';
 
 const DURATION = flag('duration', 8);
 const CONNECTIONS = flag('connections', 32);
@@ -57,11 +56,7 @@ interface LoadResult {
 }
 
 async function main(): Promise<void> {
-  const base = loadConfig({ ...process.env, JWT_SECRET: 'bench-secret-bench-secret' });
-  const databaseUrl = base.databaseUrl.replace(/\/[^/]*$/, '/feed_bench_feed');
-  const admin = await createConnection({ uri: databaseUrl.replace(/\/feed_bench_feed$/, '/') });
-  await admin.query('DROP DATABASE IF EXISTS feed_bench_feed');
-  await admin.end();
+  const databaseUrl = await freshBenchDatabase('feed_bench_feed');
   const env = (model: string) => ({
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -70,9 +65,10 @@ async function main(): Promise<void> {
     HOST: '127.0.0.1',
     FANOUT_WORKERS: '0',
     NODE_ENV: 'production',
-    JWT_SECRET: 'bench-secret-bench-secret',
+    JWT_SECRET: BENCH_JWT_SECRET,
     FEED_MODEL: model,
     BIG_V_FOLLOWERS: '100',
+    RATE_LIMITS: 'off',
   });
   const config = loadConfig(env('push'));
   const db = await openDatabase(config.databaseUrl);
@@ -241,15 +237,6 @@ async function memoryPerEntry(entries: number, args: string[]): Promise<number> 
     client.disconnect();
     server.kill('SIGKILL');
   }
-}
-
-async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
-    if (keys.length > 0) await redis.unlink(...keys);
-    cursor = next;
-  } while (cursor !== '0');
 }
 
 main().then(

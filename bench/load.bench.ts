@@ -11,7 +11,6 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createConnection } from 'mysql2/promise';
 import { startApp, warn } from '../src/app';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
@@ -21,7 +20,7 @@ import { Inbox } from '../src/feed/inbox';
 import { toGlobalId } from '../src/graphql/global-id';
 import { RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
-import { flag, ms, rate } from './bench.support';
+import { BENCH_JWT_SECRET, flag, freshBenchDatabase, ms, rate } from './bench.support';
 
 const DURATION = flag('duration', 60);
 const CLIENTS = flag('clients', 64);
@@ -31,11 +30,7 @@ const BLOGS_PER_AUTHOR = 50;
 const FIRST_ID = 2_000_000;
 
 async function main(): Promise<void> {
-  const base = loadConfig({ ...process.env, JWT_SECRET: 'bench-secret-bench-secret' });
-  const databaseUrl = base.databaseUrl.replace(/\/[^/]*$/, '/feed_bench_load');
-  const admin = await createConnection({ uri: databaseUrl.replace(/\/feed_bench_load$/, '/') });
-  await admin.query('DROP DATABASE IF EXISTS feed_bench_load');
-  await admin.end();
+  const databaseUrl = await freshBenchDatabase('feed_bench_load');
   const config = loadConfig({
     ...process.env,
     DATABASE_URL: databaseUrl,
@@ -43,7 +38,7 @@ async function main(): Promise<void> {
     PORT: '0',
     HOST: '127.0.0.1',
     NODE_ENV: 'production',
-    JWT_SECRET: 'bench-secret-bench-secret',
+    JWT_SECRET: BENCH_JWT_SECRET,
     RATE_LIMITS: 'off',
   });
   const db = await openDatabase(config.databaseUrl);
