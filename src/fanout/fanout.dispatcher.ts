@@ -35,14 +35,7 @@ export class FanoutDispatcher {
     private readonly store: FanoutStore,
     private readonly queue: Pick<FanoutQueue, 'add'>,
     private readonly chunkSize: number,
-    /** ACTIVE_DAYS: followers inactive for longer are skipped (their inbox has expired). */
-    private readonly activeDays: number,
-    private readonly now: () => Date = () => new Date(),
   ) {}
-
-  private activeSince(): Date {
-    return new Date(this.now().getTime() - this.activeDays * 24 * 3600 * 1000);
-  }
 
   async dispatch(taskId: number): Promise<void> {
     const task = await this.store.task(taskId);
@@ -55,24 +48,16 @@ export class FanoutDispatcher {
       for (;;) {
         // A deleted blog needs no further delivery: its retract task takes it out of every inbox.
         if (task.kind === 'deliver' && (await this.store.isBlogDeleted(task.blogId))) break;
-        const followers = await this.store.followersAfter(task.authorId, cursor, pageSize, this.activeSince());
-        const chunks = chunkRanges(
-          followers.map((follower) => follower.id),
-          cursor,
-          seq,
-          this.chunkSize,
-        );
+        const followerIds = await this.store.followerIdsAfter(task.authorId, cursor, pageSize);
+        const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
         if (chunks.length === 0) break;
         await this.store.addChunks(task.id, chunks);
         await this.queue.add(
-          chunks.map((chunk, i) => {
-            const inChunk = followers.slice(i * this.chunkSize, (i + 1) * this.chunkSize);
-            return jobOf(task, chunk, inChunk.filter((follower) => follower.active).map((follower) => follower.id));
-          }),
+          chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize))),
         );
         cursor = chunks[chunks.length - 1].throughUserId;
         seq = chunks[chunks.length - 1].seq;
-        if (followers.length < pageSize) break;
+        if (followerIds.length < pageSize) break;
       }
       await this.store.markDispatched(task.id);
     }
@@ -82,7 +67,7 @@ export class FanoutDispatcher {
   /** After a crash: chunks recorded but not finished get their jobs again (no-op if queued). */
   private async requeueUnfinishedChunks(task: FanoutTask): Promise<void> {
     for (const chunk of await this.store.unfinishedChunks(task.id)) {
-      await this.queue.add([jobOf(task, chunk, await this.store.activeFollowerIdsIn(task.authorId, chunk, this.activeSince()))]);
+      await this.queue.add([jobOf(task, chunk, await this.store.followerIdsIn(task.authorId, chunk))]);
     }
   }
 }

@@ -23,11 +23,6 @@ export interface FanoutTask {
   chunksTotal: number;
 }
 
-export interface Follower {
-  id: number;
-  active: boolean;
-}
-
 /** A chunk: the followers with afterUserId < user_id <= throughUserId. */
 export interface FanoutChunkRange {
   seq: number;
@@ -207,26 +202,26 @@ export class FanoutStore {
   }
 
   /**
-   * Followers of an author after `afterUserId`, ascending: one keyset page, each with whether
-   * the follower was active since `activeSince` (fan-out skips the others).
+   * Follower ids of an author after `afterUserId`, ascending: one keyset page, read from the
+   * (follow_user_id, user_id) index alone. Inactive followers are not filtered here: their
+   * inboxes have expired, and the delivery script writes only to inboxes that exist, which
+   * costs less than joining every follower to tb_user.
    */
-  async followersAfter(authorId: number, afterUserId: number, limit: number, activeSince: Date): Promise<Follower[]> {
-    const rows = await select<{ user_id: string; active: number | null }>(
-      this.db,
-      `SELECT f.user_id, u.last_active_at >= ? AS active FROM tb_follow f LEFT JOIN tb_user u ON u.id = f.user_id
-       WHERE f.follow_user_id = ? AND f.user_id > ? ORDER BY f.user_id LIMIT ?`,
-      [activeSince, authorId, afterUserId, limit],
-    );
-    return rows.map((row) => ({ id: Number(row.user_id), active: Number(row.active) === 1 }));
-  }
-
-  /** The active followers a chunk covers, as the follow graph is now (re-queueing after a crash). */
-  async activeFollowerIdsIn(authorId: number, chunk: FanoutChunkRange, activeSince: Date): Promise<number[]> {
+  async followerIdsAfter(authorId: number, afterUserId: number, limit: number): Promise<number[]> {
     const rows = await select<{ user_id: string }>(
       this.db,
-      `SELECT f.user_id FROM tb_follow f JOIN tb_user u ON u.id = f.user_id
-       WHERE f.follow_user_id = ? AND f.user_id > ? AND f.user_id <= ? AND u.last_active_at >= ? ORDER BY f.user_id`,
-      [authorId, chunk.afterUserId, chunk.throughUserId, activeSince],
+      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?',
+      [authorId, afterUserId, limit],
+    );
+    return rows.map((row) => Number(row.user_id));
+  }
+
+  /** The followers a chunk covers, as the follow graph is now (re-queueing after a crash). */
+  async followerIdsIn(authorId: number, chunk: FanoutChunkRange): Promise<number[]> {
+    const rows = await select<{ user_id: string }>(
+      this.db,
+      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? AND user_id <= ? ORDER BY user_id',
+      [authorId, chunk.afterUserId, chunk.throughUserId],
     );
     return rows.map((row) => Number(row.user_id));
   }

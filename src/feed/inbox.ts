@@ -18,8 +18,9 @@
  *   looks valid. A missing inbox is served from MySQL and rebuilt (FeedService).
  * - trimming: an inbox keeps its newest `maxItems` entries (removing the lowest keeps it
  *   complete above its new lowest entry); the seed never trimmed, so inboxes grew forever.
- * - expiry: an inbox expires ACTIVE_DAYS after its reader was last active (`touch`); fan-out
- *   skips readers inactive that long, so their inbox would go stale.
+ * - expiry: an inbox expires ACTIVE_DAYS after its reader was last active (`touch`). Since
+ *   deliveries go only to inboxes that exist, that is how fan-out skips inactive followers:
+ *   inside the script, with no lookup of each follower's activity in MySQL.
  * - idempotence: ZADD of the same member with the same score changes nothing, so a delivery
  *   that is repeated (a retried chunk) is harmless.
  * - batching: a write to many inboxes is one Lua script call per `SCRIPT_BATCH` inboxes, which

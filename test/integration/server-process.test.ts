@@ -4,7 +4,8 @@
  * configuration naming the variable, and exits 0 on SIGTERM.
  */
 import { createConnection } from 'mysql2/promise';
-import { dropDatabase, MYSQL_URL, REDIS_URL, TEST_JWT_SECRET } from '../support/harness';
+import { Redis } from 'ioredis';
+import { deleteKeys, dropDatabase, MYSQL_URL, REDIS_URL, TEST_JWT_SECRET } from '../support/harness';
 import { freePort, startNodeProcess, waitFor, WorkerProcess } from '../support/processes';
 
 const DATABASE = 'feed_test_server_process';
@@ -14,6 +15,10 @@ let url: string;
 
 beforeAll(async () => {
   await dropDatabase(DATABASE);
+  // Its own key prefix, emptied: rate-limit counters of an earlier run must not carry over.
+  const redis = new Redis(REDIS_URL);
+  await deleteKeys(redis, 'test:server_process:*');
+  redis.disconnect();
   port = await freePort();
   url = `http://127.0.0.1:${port}/graphql`;
   server = startNodeProcess('server.js', {
