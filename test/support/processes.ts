@@ -99,10 +99,10 @@ export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
 }
 
 /** Starts `node dist/src/<script>` (server.js or worker.js), as `npm start` / `npm run worker` do. */
-export function startNodeProcess(script: string, env: Record<string, string>): WorkerProcess {
+export function startNodeProcess(script: string, env: Record<string, string>, args: string[] = []): WorkerProcess {
   const root = join(__dirname, '..', '..');
   let output = '';
-  const child = spawn(process.execPath, [join(root, 'dist', 'src', script)], {
+  const child = spawn(process.execPath, [join(root, 'dist', 'src', script), ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
