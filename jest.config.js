@@ -8,6 +8,7 @@ module.exports = {
   // two workers match this machine's two cores.
   maxWorkers: 2,
   testTimeout: 60_000,
+  setupFiles: ['<rootDir>/test/support/setup-env.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
 };

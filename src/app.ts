@@ -4,7 +4,8 @@
  * the real environment, tests from their own).
  */
 import 'reflect-metadata';
-import { ApolloServer } from '@apollo/server';
+import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
+import { randomUUID } from 'node:crypto';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -29,6 +30,7 @@ import { FanoutStore } from './fanout/fanout.store';
 import { FanoutWorkers } from './fanout/fanout.worker';
 import { FeedService } from './feed/feed.service';
 import { FeedStore } from './feed/feed.store';
+import { createLogger, Metrics } from './observability';
 import { Inbox } from './feed/inbox';
 import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
@@ -68,17 +70,24 @@ export interface AppDeps {
 }
 
 /** Warnings of background work (fan-out, relay): printed, never thrown at a request. */
+/** The service's log (JSON lines, see observability.ts). */
+export const logger = createLogger();
+
+/** Warnings of background work (fan-out, relay): logged, never thrown at a request. */
 export function warn(message: string, error?: unknown): void {
-  console.warn(error === undefined ? message : `${message}: ${error instanceof Error ? error.message : String(error)}`);
+  logger.warn(error === undefined ? { msg: message } : { msg: message, err: error instanceof Error ? error.message : String(error) });
 }
 
 export interface AppServices extends Services {
   tokens: TokenService;
   fanoutQueue: FanoutQueue;
+  metrics: Metrics;
 }
 
 export function createServices({ config, db, redis, now = () => new Date() }: AppDeps): AppServices {
   const keys = new RedisKeys(config.redisKeyPrefix);
+  const fanoutQueue = new FanoutQueue(config);
+  const metrics = new Metrics(() => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed'));
   const inbox = new Inbox(redis, keys, config.feedMaxItems, config.activeDays * 24 * 3600);
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(db, now);
@@ -88,15 +97,15 @@ export function createServices({ config, db, redis, now = () => new Date() }: Ap
     { model: config.feedModel, maxItems: config.feedMaxItems, backfillItems: config.followBackfillItems },
     now,
     warn,
+    metrics,
   );
   const follows = new FollowService(db, users, feed, now);
-  const fanoutQueue = new FanoutQueue(config);
   const fanout = new FanoutService(new FanoutStore(db, now), fanoutQueue, warn);
   const blogs = new BlogService(db, fanout, now, config.feedModel, config.bigAuthorFollowers);
   const likes = new LikeService(db, blogs, now);
   const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, (id) => feed.openInbox(id));
   const rateLimits = new RateLimits(redis, keys, config.rateLimits);
-  return { auth, users, blogs, follows, likes, feed, fanout, rateLimits, tokens, fanoutQueue };
+  return { auth, users, blogs, follows, likes, feed, fanout, rateLimits, tokens, fanoutQueue, metrics };
 }
 
 export interface RunningApp {
@@ -112,7 +121,7 @@ export interface RunningApp {
 export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const { config } = deps;
   const services = createServices(deps);
-  const workers = new FanoutWorkers({ ...deps, queue: services.fanoutQueue, warn });
+  const workers = new FanoutWorkers({ ...deps, queue: services.fanoutQueue, warn, metrics: services.metrics });
   workers.start(config.fanoutWorkers);
   const app = express();
   const httpServer = http.createServer(app);
@@ -133,6 +142,7 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       // Inline traces go to an Apollo gateway; there is none.
       ApolloServerPluginInlineTraceDisabled(),
       queryLimitsPlugin(schema),
+      requestLogPlugin(services.metrics),
     ],
   });
   await apollo.start();
@@ -141,6 +151,9 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   // traffic only to ready instances; a not-ready one still serves degraded feeds).
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
   });
   app.get('/readyz', async (_req, res) => {
     const [mysql, redis] = await Promise.all([
@@ -154,16 +167,23 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     // Browsers may call the API only from the configured origins (CORS_ORIGINS). Apollo's CSRF
     // prevention stays on: a request without a JSON content type or an Apollo header is refused.
     cors({ origin: config.corsOrigins, credentials: false }),
+    (req, res, next) => {
+      // The caller's request id (a proxy's), or a new one; echoed so that logs can be matched.
+      const requestId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 100) : randomUUID();
+      res.setHeader('x-request-id', requestId);
+      res.locals.requestId = requestId;
+      next();
+    },
     express.json({ limit: MAX_BODY_BYTES }),
     expressMiddleware(apollo, {
-      context: async ({ req }) => {
+      context: async ({ req, res }) => {
         const auth = services.tokens.check(req.headers.authorization);
         const viewerId = auth.kind === 'viewer' ? auth.userId : null;
         if (viewerId !== null) {
           services.feed.recordActivity(viewerId).catch((error: unknown) => warn(`recording activity of user ${viewerId} failed`, error));
         }
         const ip = req.socket.remoteAddress ?? 'unknown';
-        return { auth, ip, services, loaders: createLoaders(services, viewerId) };
+        return { auth, ip, requestId: String(res.locals.requestId), services, loaders: createLoaders(services, viewerId) };
       },
     }),
   );
@@ -181,6 +201,31 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       await services.fanout.flush();
       await workers.stop();
       await services.fanoutQueue.close();
+    },
+  };
+}
+
+/** One log line and one latency observation per GraphQL request. */
+function requestLogPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart({ contextValue }) {
+      const started = performance.now();
+      return {
+        async willSendResponse({ operationName, errors, response }) {
+          const seconds = (performance.now() - started) / 1000;
+          const operation = operationName ?? 'anonymous';
+          metrics.request(operation, seconds);
+          const body = response.body.kind === 'single' ? response.body.singleResult : undefined;
+          const codes = [...(errors ?? []), ...(body?.errors ?? [])].map((error) => error.extensions?.code).filter(Boolean);
+          logger.info({
+            requestId: contextValue.requestId,
+            operation,
+            durationMs: Math.round(seconds * 1000 * 10) / 10,
+            viewerId: contextValue.auth?.kind === 'viewer' ? contextValue.auth.userId : null,
+            ...(codes.length ? { errors: [...new Set(codes)] } : {}),
+          });
+        },
+      };
     },
   };
 }
@@ -232,7 +277,8 @@ function formatError(formatted: GraphQLFormattedError, error: unknown, productio
     const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
     return { ...formatted, extensions };
   }
-  console.error('internal error:', (error as { originalError?: unknown })?.originalError ?? error);
+  const cause = (error as { originalError?: unknown })?.originalError ?? error;
+  logger.error({ msg: 'internal error', err: cause instanceof Error ? { message: cause.message, stack: cause.stack } : String(cause) });
   if (!production) return formatted;
   return {
     message: 'Internal server error',

@@ -3,7 +3,7 @@
  * GraphQL endpoint at POST /graphql.
  */
 import 'reflect-metadata';
-import { startApp } from './app';
+import { logger, startApp } from './app';
 import { ConfigError, loadConfig } from './config';
 import { openDatabase } from './db/data-source';
 import { checkInboxEncoding, createRedis } from './redis/redis.client';
@@ -11,7 +11,7 @@ import { checkInboxEncoding, createRedis } from './redis/redis.client';
 async function main(): Promise<void> {
   const config = loadConfig();
   if (config.jwtSecretIsDefault) {
-    console.warn(
+    logger.warn(
       '!!! JWT_SECRET is not set: using the insecure development default. Anyone can forge tokens. ' +
         'Set JWT_SECRET (required when NODE_ENV=production). !!!',
     );
@@ -22,13 +22,13 @@ async function main(): Promise<void> {
   const redis = createRedis(config);
   if (config.feedModel !== 'pull') void checkInboxEncoding(redis, config.feedMaxItems);
   const app = await startApp({ config, db, redis });
-  console.log(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv})`);
+  logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, FANOUT_WORKERS=${config.fanoutWorkers})`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: finishing in-flight requests, then exiting`);
+    logger.info(`${signal}: finishing in-flight requests, then exiting`);
     await app.stop();
     await Promise.allSettled([db.destroy(), redis.quit()]);
     process.exit(0);

@@ -3,11 +3,12 @@
  * Start more processes to scale out; SIGTERM lets running jobs finish, then exits.
  */
 import 'reflect-metadata';
-import { warn } from './app';
+import { logger, warn } from './app';
 import { ConfigError, loadConfig } from './config';
 import { openDatabase } from './db/data-source';
 import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutWorkers } from './fanout/fanout.worker';
+import { Metrics } from './observability';
 import { createRedis } from './redis/redis.client';
 
 async function main(): Promise<void> {
@@ -17,16 +18,16 @@ async function main(): Promise<void> {
   });
   const redis = createRedis(config);
   const queue = new FanoutQueue(config);
-  const workers = new FanoutWorkers({ config, db, redis, queue, warn });
+  const workers = new FanoutWorkers({ config, db, redis, queue, warn, metrics: new Metrics() });
   const count = Math.max(1, config.fanoutWorkers);
   workers.start(count);
-  console.log(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid})`);
+  logger.info(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid})`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: finishing running fan-out jobs, then exiting`);
+    logger.info(`${signal}: finishing running fan-out jobs, then exiting`);
     await workers.stop();
     await queue.close();
     await Promise.allSettled([db.destroy(), redis.quit()]);

@@ -15,26 +15,33 @@
  * the last write to each inbox removes the blog.
  */
 import { Inbox } from '../feed/inbox';
+import type { Metrics } from '../observability';
 import { ChunkJob } from './fanout.queue';
 import { FanoutStore } from './fanout.store';
 
 export class FanoutExecutor {
+  private readonly finished: (lagSeconds: number) => void;
+
   constructor(
     private readonly store: FanoutStore,
     private readonly inbox: Inbox,
-  ) {}
+    private readonly metrics?: Pick<Metrics, 'inboxesWritten' | 'fanoutFinished'>,
+  ) {
+    this.finished = (lag) => this.metrics?.fanoutFinished(lag);
+  }
 
   async runChunk(job: ChunkJob): Promise<void> {
     if (!(await this.store.startChunk(job.taskId, job.seq))) return;
     if (job.kind === 'retract') {
       await this.inbox.retract(job.followerIds, job.blogId);
-      await this.store.finishChunk(job.taskId, job.seq);
+      await this.store.finishChunk(job.taskId, job.seq, false, this.finished);
       return;
     }
     await this.inbox.deliver(job.followerIds, { id: job.blogId, score: job.score });
+    this.metrics?.inboxesWritten(job.followerIds.length);
     // Usually one statement: finish unless the blog was deleted meanwhile.
-    if (await this.store.finishChunk(job.taskId, job.seq, true)) return;
+    if (await this.store.finishChunk(job.taskId, job.seq, true, this.finished)) return;
     if (await this.store.isBlogDeleted(job.blogId)) await this.inbox.retract(job.followerIds, job.blogId);
-    await this.store.finishChunk(job.taskId, job.seq);
+    await this.store.finishChunk(job.taskId, job.seq, false, this.finished);
   }
 }

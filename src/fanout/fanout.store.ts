@@ -178,7 +178,7 @@ export class FanoutStore {
    * time, then marks the task done when it was the last one. With `unlessBlogDeleted` it does
    * nothing when the blog has been deleted, and says so by returning false.
    */
-  async finishChunk(taskId: number, seq: number, unlessBlogDeleted = false): Promise<boolean> {
+  async finishChunk(taskId: number, seq: number, unlessBlogDeleted = false, onComplete?: (lagSeconds: number) => void): Promise<boolean> {
     const finished = await write(
       this.db,
       `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id JOIN tb_blog b ON b.id = t.blog_id
@@ -187,18 +187,26 @@ export class FanoutStore {
       [this.now(), taskId, seq],
     );
     if (finished.affectedRows === 0) return false;
-    await this.completeIfDone(taskId);
+    const lag = await this.completeIfDone(taskId);
+    if (lag !== null) onComplete?.(lag);
     return true;
   }
 
-  /** Marks the task done once every chunk exists and has finished. */
-  async completeIfDone(taskId: number): Promise<void> {
-    await write(
+  /**
+   * Marks the task done once every chunk exists and has finished. Returns how long the task
+   * took from its event to now (seconds) when this call completed it, else null.
+   */
+  async completeIfDone(taskId: number): Promise<number | null> {
+    const now = this.now();
+    const done = await write(
       this.db,
       `UPDATE tb_fanout_task SET status = 'done', finished_at = ?
        WHERE id = ? AND dispatched AND chunks_done >= chunks_total AND status <> 'done'`,
-      [this.now(), taskId],
+      [now, taskId],
     );
+    if (done.affectedRows === 0) return null;
+    const [row] = await select<{ created_at: Date }>(this.db, 'SELECT created_at FROM tb_fanout_task WHERE id = ?', [taskId]);
+    return row ? (now.getTime() - row.created_at.getTime()) / 1000 : null;
   }
 
   /**

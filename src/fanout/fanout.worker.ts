@@ -7,6 +7,7 @@ import { Job, Worker } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { Config } from '../config';
 import { Inbox } from '../feed/inbox';
+import type { Metrics } from '../observability';
 import { RedisKeys } from '../redis/keys';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
@@ -24,6 +25,7 @@ export interface FanoutWorkerDeps {
   queue: FanoutQueue;
   now?: () => Date;
   warn: FanoutLog;
+  metrics?: Metrics;
 }
 
 export class FanoutWorkers {
@@ -38,7 +40,7 @@ export class FanoutWorkers {
     this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn);
     this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize);
     const inbox = new Inbox(deps.redis, new RedisKeys(deps.config.redisKeyPrefix), deps.config.feedMaxItems, deps.config.activeDays * 24 * 3600);
-    this.executor = new FanoutExecutor(store, inbox);
+    this.executor = new FanoutExecutor(store, inbox, deps.metrics);
   }
 
   /** Starts `count` workers and the relay. */

@@ -25,6 +25,7 @@ import { Blog } from '../blog/blog.types';
 import type { FeedModel } from '../config';
 import { Connection, toConnection } from '../graphql/connection';
 import { cursorsForPage, FeedPosition, ScoredId, START } from './cursor';
+import type { Metrics } from '../observability';
 import { FeedStore } from './feed.store';
 import { Inbox } from './inbox';
 import { atOrAbove, mergeCanonical } from './merge';
@@ -70,6 +71,7 @@ export class FeedService {
     private readonly settings: FeedSettings,
     private readonly now: () => Date,
     private readonly warn: (message: string, error?: unknown) => void,
+    private readonly metrics?: Pick<Metrics, 'pageRead'>,
   ) {}
 
   async followFeed(viewerId: number, request: PageRequest, lookups: FeedLookups): Promise<Connection<Blog>> {
@@ -91,14 +93,19 @@ export class FeedService {
 
   /** The first `n` feed entries of the viewer at `from`, in canonical order. */
   async entries(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
-    if (this.settings.model === 'pull') return this.store.feedPage(viewerId, from, n);
-    if (!this.inbox.available()) return this.store.feedPage(viewerId, from, n); // Redis is down: degraded, not broken
+    if (this.settings.model === 'pull') return this.pullPage(viewerId, from, n);
+    if (!this.inbox.available()) return this.pullPage(viewerId, from, n); // Redis is down: degraded, not broken
     try {
       return await this.entriesFromInbox(viewerId, from, n);
     } catch (error) {
       this.warn(`reading the inbox of user ${viewerId} failed; serving the page from MySQL`, error);
-      return this.store.feedPage(viewerId, from, n);
+      return this.pullPage(viewerId, from, n);
     }
+  }
+
+  private pullPage(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
+    this.metrics?.pageRead('pull');
+    return this.store.feedPage(viewerId, from, n);
   }
 
   private async entriesFromInbox(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
@@ -111,16 +118,18 @@ export class FeedService {
     ]);
     if (inboxEntries === null) {
       this.rebuildInBackground(viewerId);
-      return this.store.feedPage(viewerId, from, n);
+      return this.pullPage(viewerId, from, n);
     }
     const candidates = merging ? mergeCanonical([inboxEntries, pulled]).slice(from.offset) : inboxEntries;
     const lowest = inboxEntries[inboxEntries.length - 1];
     if (inboxEntries.length === want) {
       // The inbox goes on below what was read: only what lies above its last read entry is sure.
+      this.metrics?.pageRead('inbox');
       return atOrAbove(candidates, lowest).slice(0, n);
     }
     // The inbox ends here. Above its lowest entry it is complete; below, MySQL continues.
     const covered = lowest ? atOrAbove(candidates, lowest).slice(0, n) : [];
+    this.metrics?.pageRead(covered.length === n ? 'inbox' : 'cold');
     if (covered.length === n) return covered;
     const next = covered.length === 0 ? from : cursorsForPage(from, covered)[covered.length - 1];
     return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length));

@@ -26,6 +26,8 @@ export interface Context {
   auth: TokenCheck;
   /** The client's address, for per-IP rate limits. */
   ip: string;
+  /** The request's id (x-request-id), in its log line. */
+  requestId: string;
   services: Services;
   loaders: Loaders;
 }

@@ -50,8 +50,18 @@ it('created and migrated its database, and serves GraphQL', async () => {
   } finally {
     await connection.end();
   }
-  const response = await post(JSON.stringify({ query: 'mutation { signUp(nickName: "proc", password: "password-1") { user { nickName } } }' }));
+  const response = await post(JSON.stringify({ query: 'mutation Join { signUp(nickName: "proc", password: "password-1") { user { nickName } } }' }));
   expect(await response.json()).toEqual({ data: { signUp: { user: { nickName: 'proc' } } } });
+  // One structured log line per request, with its id, operation and duration.
+  const requestId = response.headers.get('x-request-id');
+  const line = server
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l))
+    .find((entry) => entry.requestId === requestId);
+  expect(line).toMatchObject({ operation: 'Join', viewerId: null, service: 'follow-feed' });
+  expect(typeof line.durationMs).toBe('number');
 });
 
 it('answers a body that is not JSON with a JSON error', async () => {

@@ -1,0 +1,88 @@
+/**
+ * Logs and metrics.
+ *
+ * Logs are JSON lines (pino): one per GraphQL request with its request id (the caller's
+ * `x-request-id`, or a new one, echoed in the response), operation name, duration, viewer id
+ * and error codes; and the service's warnings. LOG_LEVEL sets the level.
+ *
+ * Metrics (prom-client) are served at GET /metrics for Prometheus:
+ * - graphql_request_duration_seconds{operation}: request latency by operation;
+ * - fanout_queue_jobs{state}: the fan-out queue's depth (waiting, delayed, active, failed);
+ * - fanout_lag_seconds: from a publish (or delete) to the last inbox write of its fan-out;
+ * - feed_inbox_writes_total: inboxes written by fan-out (rate() = inbox writes per second);
+ * - feed_page_reads_total{source}: feed pages served from an inbox ("inbox"), from MySQL
+ *   ("pull": pull model, a missing inbox, Redis down), or continued from MySQL past the bottom
+ *   of an inbox ("cold");
+ * - the process's own (CPU, memory, event loop lag), prefixed feed_.
+ * Fan-out figures are those of the workers in the serving process (FANOUT_WORKERS > 0).
+ */
+import pino, { Logger } from 'pino';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type { Logger };
+
+export function createLogger(level = process.env.LOG_LEVEL ?? 'info'): Logger {
+  return pino({ level, base: { service: 'follow-feed' } });
+}
+
+export type PageSource = 'inbox' | 'pull' | 'cold';
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requestDuration = new Histogram({
+    name: 'graphql_request_duration_seconds',
+    help: 'GraphQL request latency by operation',
+    labelNames: ['operation'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+  private readonly fanoutLag = new Histogram({
+    name: 'fanout_lag_seconds',
+    help: 'From a publish or delete to the last inbox write of its fan-out',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [this.registry],
+  });
+  private readonly inboxWrites = new Counter({
+    name: 'feed_inbox_writes_total',
+    help: 'Inboxes written by fan-out',
+    registers: [this.registry],
+  });
+  private readonly pageReads = new Counter({
+    name: 'feed_page_reads_total',
+    help: 'Feed pages by where they were served from',
+    labelNames: ['source'],
+    registers: [this.registry],
+  });
+
+  constructor(queueDepth?: () => Promise<Record<string, number>>) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'feed_' });
+    if (queueDepth) {
+      new Gauge({
+        name: 'fanout_queue_jobs',
+        help: 'Fan-out jobs in the queue by state',
+        labelNames: ['state'],
+        registers: [this.registry],
+        async collect() {
+          const counts = await queueDepth().catch(() => ({}) as Record<string, number>);
+          for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+        },
+      });
+    }
+  }
+
+  request(operation: string, seconds: number): void {
+    this.requestDuration.observe({ operation }, seconds);
+  }
+
+  pageRead(source: PageSource): void {
+    this.pageReads.inc({ source });
+  }
+
+  inboxesWritten(count: number): void {
+    this.inboxWrites.inc(count);
+  }
+
+  fanoutFinished(lagSeconds: number): void {
+    this.fanoutLag.observe(lagSeconds);
+  }
+}
