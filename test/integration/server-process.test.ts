@@ -54,12 +54,15 @@ it('created and migrated its database, and serves GraphQL', async () => {
   expect(await response.json()).toEqual({ data: { signUp: { user: { nickName: 'proc' } } } });
   // One structured log line per request, with its id, operation and duration.
   const requestId = response.headers.get('x-request-id');
-  const line = server
-    .output()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l))
-    .find((entry) => entry.requestId === requestId);
+  const logLine = () =>
+    server
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l))
+      .find((entry) => entry.requestId === requestId);
+  await waitFor('the request to be logged', async () => logLine() !== undefined, 5000); // the pipe may lag
+  const line = logLine();
   expect(line).toMatchObject({ operation: 'Join', viewerId: null, service: 'follow-feed' });
   expect(typeof line.durationMs).toBe('number');
 });
