@@ -6,6 +6,8 @@
 import 'reflect-metadata';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -44,6 +46,25 @@ import { LikeService } from './like/like.service';
 import { RedisKeys } from './redis/keys';
 import type { RedisClient } from './redis/redis.client';
 import { UserService } from './user/user.service';
+
+/** dist/graphiql, from dist/src (compiled) or src (ts-jest). */
+const GRAPHIQL_DIR = join(__dirname, ...(__dirname.endsWith(join('dist', 'src')) ? ['..'] : ['..', 'dist']), 'graphiql');
+
+const GRAPHIQL_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8" />
+  <meta name="viewport" content="width=device-width, initial-scale=1" />
+  <title>follow-feed GraphiQL</title>
+  <link rel="stylesheet" href="/graphiql/app.css" />
+  <style>body { margin: 0; } #graphiql { height: 100dvh; }</style>
+</head>
+<body>
+  <div id="graphiql">Loading GraphiQL...</div>
+  <script type="module" src="/graphiql/app.js"></script>
+</body>
+</html>
+`;
 
 /** How long /readyz waits for MySQL and Redis. */
 const READY_TIMEOUT_MS = 1000;
@@ -151,6 +172,17 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   // traffic only to ready instances; a not-ready one still serves degraded feeds).
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
+  });
+  // GraphiQL for a browser (Accept: text/html) at the API's own address; its bundle is served
+  // from /graphiql (built by `npm run build`, no CDN). Clients posting JSON never see it.
+  app.use('/graphiql', express.static(GRAPHIQL_DIR, { maxAge: '1h' }));
+  app.get('/graphql', (req, res, next) => {
+    if (req.accepts(['json', 'html']) !== 'html') return next();
+    if (!existsSync(join(GRAPHIQL_DIR, 'app.js'))) {
+      res.status(503).type('text').send('GraphiQL is not built: run `npm run build`.');
+      return;
+    }
+    res.type('html').send(GRAPHIQL_PAGE);
   });
   app.get('/metrics', async (_req, res) => {
     res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
