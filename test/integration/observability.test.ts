@@ -1,5 +1,6 @@
 /** GET /metrics and the request id: what an operator scrapes and greps. */
 import { follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
+import { waitFor } from '../support/processes';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -23,9 +24,12 @@ it('counts requests by operation, fan-out, inbox writes and where feed pages cam
   await app.redis.del(app.keys.feed(Number(Buffer.from(reader.id, 'base64').toString().split(':')[1])));
   ok(await app.gql('query ReaderFeed { followFeed(first: 3) { edges { cursor } } }', {}, reader.token)); // pull: no inbox
 
-  const response = await fetch(app.url.replace('/graphql', '/metrics'));
+  const scrape = () => fetch(app.url.replace('/graphql', '/metrics'));
+  const response = await scrape();
   expect(response.headers.get('content-type')).toContain('text/plain');
-  const text = await response.text();
+  // A fan-out's lag is observed a moment after its task is marked done: wait for the last one.
+  await waitFor('every fan-out lag observed', async () => metric(await (await scrape()).text(), 'fanout_lag_seconds_count') === 12, 5000);
+  const text = await (await scrape()).text();
   expect(metric(text, 'graphql_request_duration_seconds_count{operation="ReaderFeed"}')).toBe(1);
   expect(metric(text, 'graphql_request_duration_seconds_count{operation="anonymous"}')).toBeGreaterThan(15);
   expect(metric(text, 'feed_page_reads_total{source="inbox"}')).toBeGreaterThanOrEqual(1);
