@@ -5,12 +5,12 @@
 import { Redis } from 'ioredis';
 import { fromGlobalId } from '../../src/graphql/global-id';
 import { TestClock } from '../support/clock';
+import { freePort, PrivateRedis } from '../support/processes';
 import {
   addFollowers,
   inboxScores,
   errorCode,
   FEED_PAGE,
-  REDIS_URL,
   follow,
   ok,
   publish,
@@ -224,9 +224,13 @@ describe('cost of a page', () => {
   // own statements to the count while the page is measured.
   let quiet: TestApp;
   let viewer: TestUser;
+  let server: PrivateRedis;
   beforeAll(async () => {
-    // A standalone Redis (REDIS_URL), also in the cluster pass: MONITOR watches one server.
-    quiet = await startTestApp('feed_cost', { env: { FANOUT_WORKERS: '0', REDIS_URL } });
+    // A redis-server of its own (also in the cluster pass): MONITOR then sees this app's
+    // commands only, not those of the test files running beside it.
+    server = new PrivateRedis(await freePort());
+    await server.start();
+    quiet = await startTestApp('feed_cost', { env: { FANOUT_WORKERS: '0', REDIS_URL: server.url } });
     viewer = await signUp(quiet, 'viewer');
     for (let a = 0; a < 6; a += 1) {
       const author = await signUp(quiet, `author${a}`);
@@ -234,7 +238,10 @@ describe('cost of a page', () => {
       await follow(quiet, viewer, author); // the follow's backfill fills the inbox
     }
   });
-  afterAll(() => quiet.close());
+  afterAll(async () => {
+    await quiet.close();
+    await server.stop();
+  });
 
   /** SQL statements and Redis commands the app sends while answering one request. */
   async function measure(first: number): Promise<{ sql: number; redis: number; edges: number }> {
