@@ -112,7 +112,7 @@ export function loadConfig(env: Env = process.env): Config {
     activeDays: parseIntVar(env, 'ACTIVE_DAYS', 7, 1, 3650),
     followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 1, 10_000),
     fanoutWorkers: parseIntVar(env, 'FANOUT_WORKERS', 1, 0, 64),
-    fanoutConcurrency: parseIntVar(env, 'FANOUT_CONCURRENCY', 8, 1, 256),
+    fanoutConcurrency: parseIntVar(env, 'FANOUT_CONCURRENCY', 16, 1, 256),
     fanoutChunkSize: parseIntVar(env, 'FANOUT_CHUNK_SIZE', 1000, 1, 100_000),
     fanoutJobsPerSecond: parseIntVar(env, 'FANOUT_JOBS_PER_SECOND', 0, 0, 1_000_000),
     fanoutLockMs: parseIntVar(env, 'FANOUT_LOCK_MS', 30_000, 1000, 600_000),
