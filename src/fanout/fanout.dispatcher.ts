@@ -35,6 +35,8 @@ export class FanoutDispatcher {
     private readonly store: FanoutStore,
     private readonly queue: Pick<FanoutQueue, 'add'>,
     private readonly chunkSize: number,
+    /** Told the task's lag when the dispatcher is the one that completes it (its chunks finished first). */
+    private readonly onComplete?: (lagSeconds: number) => void,
   ) {}
 
   async dispatch(taskId: number): Promise<void> {
@@ -61,7 +63,8 @@ export class FanoutDispatcher {
       }
       await this.store.markDispatched(task.id);
     }
-    await this.store.completeIfDone(task.id);
+    const lag = await this.store.completeIfDone(task.id);
+    if (lag !== null) this.onComplete?.(lag);
   }
 
   /** After a crash: chunks recorded but not finished get their jobs again (no-op if queued). */

@@ -38,7 +38,7 @@ export class FanoutWorkers {
   constructor(private readonly deps: FanoutWorkerDeps) {
     const store = new FanoutStore(deps.db, deps.now ?? (() => new Date()));
     this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn);
-    this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize);
+    this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize, (lag) => deps.metrics?.fanoutFinished(lag));
     const inbox = new Inbox(deps.redis, new RedisKeys(deps.config.redisKeyPrefix), deps.config.feedMaxItems, deps.config.activeDays * 24 * 3600);
     this.executor = new FanoutExecutor(store, inbox, deps.metrics);
   }
