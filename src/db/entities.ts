@@ -46,8 +46,13 @@ export class UserEntity {
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt!: Date;
 
+  /** Written at most once per few minutes per user; an inbox expires ACTIVE_DAYS after it. */
   @Column({ name: 'last_active_at', type: 'datetime', precision: 3, nullable: true })
   lastActiveAt!: Date | null;
+
+  /** The user has blogs that were not fanned out (hybrid model): readers merge them in. */
+  @Column({ name: 'has_pulled_blogs', type: 'boolean', default: false })
+  hasPulledBlogs!: boolean;
 }
 
 @Entity({ name: 'tb_blog' })
@@ -80,6 +85,10 @@ export class BlogEntity {
 
   @Column({ name: 'deleted_at', type: 'datetime', precision: 3, nullable: true })
   deletedAt!: Date | null;
+
+  /** Fanned out into the followers' inboxes (false: a big author's blog in the hybrid model). */
+  @Column({ type: 'boolean', default: true })
+  pushed!: boolean;
 }
 
 @Entity({ name: 'tb_follow' })
@@ -115,4 +124,74 @@ export class BlogLikeEntity {
   createdAt!: Date;
 }
 
-export const ENTITIES = [UserEntity, BlogEntity, FollowEntity, BlogLikeEntity];
+/** A fan-out event of the transactional outbox, and its progress cursor (fanout/fanout.store.ts). */
+@Entity({ name: 'tb_fanout_task' })
+@Index('ix_fanout_task_status', ['status', 'id'])
+export class FanoutTaskEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint' })
+  id!: string;
+
+  /** 'deliver' or 'retract'. */
+  @Column({ type: 'varchar', length: 16 })
+  kind!: string;
+
+  @Column({ name: 'blog_id', type: 'bigint', transformer: bigintNumber })
+  blogId!: number;
+
+  @Column({ name: 'author_id', type: 'bigint', transformer: bigintNumber })
+  authorId!: number;
+
+  /** The blog's created_at in epoch ms: the inbox score. */
+  @Column({ type: 'bigint', transformer: bigintNumber })
+  score!: number;
+
+  /** 'pending' (in the outbox only), 'queued', 'done'. */
+  @Column({ type: 'varchar', length: 16 })
+  status!: string;
+
+  @Column({ type: 'boolean', default: false })
+  dispatched!: boolean;
+
+  @Column({ name: 'cursor_user_id', type: 'bigint', default: 0, transformer: bigintNumber })
+  cursorUserId!: number;
+
+  @Column({ name: 'chunks_total', type: 'int', default: 0 })
+  chunksTotal!: number;
+
+  @Column({ name: 'chunks_done', type: 'int', default: 0 })
+  chunksDone!: number;
+
+  @Column({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt!: Date;
+
+  @Column({ name: 'queued_at', type: 'datetime', precision: 3, nullable: true })
+  queuedAt!: Date | null;
+
+  @Column({ name: 'finished_at', type: 'datetime', precision: 3, nullable: true })
+  finishedAt!: Date | null;
+}
+
+/** One chunk of a fan-out: the followers with after_user_id < user_id <= through_user_id. */
+@Entity({ name: 'tb_fanout_chunk' })
+export class FanoutChunkEntity {
+  @PrimaryColumn({ name: 'task_id', type: 'bigint', transformer: bigintNumber })
+  taskId!: number;
+
+  @PrimaryColumn({ type: 'int' })
+  seq!: number;
+
+  @Column({ name: 'after_user_id', type: 'bigint', transformer: bigintNumber })
+  afterUserId!: number;
+
+  @Column({ name: 'through_user_id', type: 'bigint', transformer: bigintNumber })
+  throughUserId!: number;
+
+  /** Runs started; more than 1 means the chunk was redone after a failure. */
+  @Column({ type: 'int', default: 0 })
+  runs!: number;
+
+  @Column({ name: 'finished_at', type: 'datetime', precision: 3, nullable: true })
+  finishedAt!: Date | null;
+}
+
+export const ENTITIES = [UserEntity, BlogEntity, FollowEntity, BlogLikeEntity, FanoutTaskEntity, FanoutChunkEntity];
