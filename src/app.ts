@@ -44,6 +44,7 @@ import { RateLimits } from './graphql/rate-limits';
 import { buildFeedSchema } from './graphql/schema';
 import { LikeService } from './like/like.service';
 import { RedisKeys } from './redis/keys';
+import { withTimeout } from './timeout';
 import type { RedisClient } from './redis/redis.client';
 import { UserService } from './user/user.service';
 
@@ -68,16 +69,6 @@ const GRAPHIQL_PAGE = `<!doctype html>
 
 /** How long /readyz waits for MySQL and Redis. */
 const READY_TIMEOUT_MS = 1000;
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /** Largest request body accepted (a publishBlog at its limits is about 60 kB of UTF-8). */
 export const MAX_BODY_BYTES = 100 * 1024;
@@ -189,8 +180,8 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   });
   app.get('/readyz', async (_req, res) => {
     const [mysql, redis] = await Promise.all([
-      withTimeout(deps.db.query('SELECT 1'), READY_TIMEOUT_MS).then(() => 'ok', (error: unknown) => String(error)),
-      withTimeout(deps.redis.ping(), READY_TIMEOUT_MS).then(() => 'ok', (error: unknown) => String(error)),
+      withTimeout(deps.db.query('SELECT 1'), READY_TIMEOUT_MS, 'MySQL').then(() => 'ok', (error: unknown) => String(error)),
+      withTimeout(deps.redis.ping(), READY_TIMEOUT_MS, 'Redis').then(() => 'ok', (error: unknown) => String(error)),
     ]);
     res.status(mysql === 'ok' && redis === 'ok' ? 200 : 503).json({ mysql, redis });
   });

@@ -53,13 +53,22 @@ export class BlogService {
     validatePublishInput(input);
     const { blog, taskId } = await inTransaction(this.db, async (sql) => {
       const pushed = await this.fansOut(sql, authorId);
+      const row: Omit<BlogRow, 'id'> = {
+        user_id: authorId,
+        title: input.title,
+        content: input.content,
+        images: JSON.stringify(input.images ?? []),
+        liked: 0,
+        // DATETIME(3) keeps the milliseconds of this Date, so the stored row equals this one.
+        created_at: this.now(),
+        pushed,
+      };
       const result = await write(
         sql,
-        'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, 0, ?, ?)',
-        [authorId, input.title, input.content, JSON.stringify(input.images ?? []), this.now(), pushed],
+        'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        [row.user_id, row.title, row.content, row.images, row.liked, row.created_at, row.pushed],
       );
-      const blog = await this.findById(Number(result.insertId), sql);
-      if (!blog) throw new Error(`blog ${result.insertId} vanished right after insert`);
+      const blog = Blog.fromRow({ ...row, id: result.insertId });
       if (!pushed) {
         if (this.model === 'hybrid') await write(sql, 'UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
         return { blog, taskId: null };

@@ -13,6 +13,7 @@
 import { JobsOptions, Queue } from 'bullmq';
 import type { Config } from '../config';
 import { connectRedis, RedisClient } from '../redis/redis.client';
+import { withTimeout } from '../timeout';
 import type { TaskKind } from './fanout.store';
 
 export const FANOUT_QUEUE = 'fanout';
@@ -83,15 +84,7 @@ export class FanoutQueue {
   /** Adds jobs in one round trip; rejects when Redis does not answer within ADD_TIMEOUT_MS. */
   async add(jobs: Array<ReturnType<typeof dispatchJob> | ReturnType<typeof chunkJob>>): Promise<void> {
     if (jobs.length === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the fan-out queue did not answer within ${ADD_TIMEOUT_MS} ms`)), ADD_TIMEOUT_MS);
-    });
-    try {
-      await Promise.race([this.queue.addBulk(jobs), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    await withTimeout(this.queue.addBulk(jobs), ADD_TIMEOUT_MS, 'the fan-out queue');
   }
 
   async close(): Promise<void> {

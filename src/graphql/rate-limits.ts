@@ -13,6 +13,7 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limite
 import type { RateLimitRule, RateLimitSettings } from '../config';
 import { RedisKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/redis.client';
+import { nickNameKey } from '../user/user.service';
 import { ErrorCode } from './errors';
 
 type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
@@ -49,7 +50,7 @@ export class RateLimits {
 
   async login(ip: string, nickName: string): Promise<void> {
     await this.consume('loginPerIp', ip, 'logins from this address');
-    await this.consume('loginPerNickName', nickName.normalize('NFKC').toLowerCase(), `logins as "${nickName}"`);
+    await this.consume('loginPerNickName', nickNameKey(nickName), `logins as "${nickName}"`);
   }
 
   publish(userId: number): Promise<void> {

@@ -6,20 +6,12 @@
 import { Inbox } from '../../src/feed/inbox';
 import { fromGlobalId } from '../../src/graphql/global-id';
 import { TestClock } from '../support/clock';
-import { FEED_PAGE, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import { FEED_PAGE, feedTruth, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 import { freePort, PrivateRedis } from '../support/processes';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
 
-/** The reader's feed as MySQL says it must be. */
-async function truth(app: TestApp, reader: TestUser): Promise<string[]> {
-  const rows: Array<{ id: string }> = await app.db.query(
-    `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id
-     WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC`,
-    [dbId(reader)],
-  );
-  return rows.map((row) => Buffer.from(`Blog:${row.id}`).toString('base64'));
-}
+const truth = (app: TestApp, reader: TestUser) => feedTruth(app, dbId(reader));
 
 /** Every page of a scroll with varying page sizes: edges (ids and cursors) and pageInfo. */
 async function pages(app: TestApp, reader: TestUser): Promise<unknown[]> {

@@ -11,6 +11,7 @@ import {
   inboxScores,
   errorCode,
   FEED_PAGE,
+  feedTruth,
   follow,
   ok,
   publish,
@@ -36,15 +37,7 @@ beforeAll(async () => {
 
 afterAll(() => app.close());
 
-/** The reader's feed as the truth says it must be: live blogs of followees, canonical order. */
-async function expectedFeed(readerDbId: number): Promise<string[]> {
-  const rows: Array<{ id: string }> = await app.db.query(
-    `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id
-     WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC`,
-    [readerDbId],
-  );
-  return rows.map((row) => Buffer.from(`Blog:${row.id}`).toString('base64'));
-}
+const expectedFeed = (readerDbId: number) => feedTruth(app, readerDbId);
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
 

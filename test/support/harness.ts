@@ -60,7 +60,8 @@ export async function deleteKeys(redis: RedisClient, pattern: string): Promise<v
   let cursor = '0';
   do {
     const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    for (const key of keys) await redis.del(key);
+    // One DEL per key (keys of a cluster node lie in different slots), sent together.
+    await Promise.all(keys.map((key) => redis.del(key)));
     cursor = next;
   } while (cursor !== '0');
 }
@@ -199,6 +200,16 @@ export async function inboxScores(app: TestApp, readerIds: readonly number[], bl
     scores.push(...(await Promise.all(readerIds.slice(start, start + 5000).map((id) => app.redis.zscore(app.keys.feed(id), member)))));
   }
   return scores;
+}
+
+/** The reader's feed as MySQL, the truth, says it must be: live blogs of followees, canonical order. */
+export async function feedTruth(app: TestApp, readerDbId: number): Promise<string[]> {
+  const rows: Array<{ id: string }> = await app.db.query(
+    `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id
+     WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC`,
+    [readerDbId],
+  );
+  return rows.map((row) => Buffer.from(`Blog:${row.id}`).toString('base64'));
 }
 
 export const FEED_PAGE = `query($first: Int, $after: String) {
