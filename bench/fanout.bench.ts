@@ -86,10 +86,11 @@ async function main(): Promise<void> {
   }
   // Those events are not part of the delivery measurement: drop them and their queue jobs.
   await db.query("UPDATE tb_fanout_task SET status = 'done'");
-  await app.services.fanoutQueue.queue.obliterate({ force: true });
+  const fanoutQueue = app.services.fanoutQueue!; // a standalone Redis is required above
+  await fanoutQueue.queue.obliterate({ force: true });
 
   // 3. Delivery with the workers running.
-  const workers = new FanoutWorkers({ config, db, redis, queue: app.services.fanoutQueue, warn });
+  const workers = new FanoutWorkers({ config, db, redis, queue: fanoutQueue, warn });
   workers.start(Math.max(1, flag('workers', 1)));
   const profiler = process.argv.includes('--profile') ? await startProfiler() : null;
   const redisCpuBefore = await redisCpuSeconds(redis);

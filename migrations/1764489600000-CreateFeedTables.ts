@@ -3,7 +3,8 @@
  * column means). Written with TypeORM's Table API rather than raw DDL so the same migration can
  * run on other drivers TypeORM supports.
  */
-import { MigrationInterface, QueryRunner, Table, TableColumnOptions } from 'typeorm';
+import { MigrationInterface, QueryRunner, TableColumnOptions } from 'typeorm';
+import { tableFor } from './portable';
 
 const id = (name = 'id'): TableColumnOptions => ({
   name,
@@ -40,7 +41,7 @@ export class CreateFeedTables1764489600000 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.createTable(
-      new Table({
+      tableFor(queryRunner, {
         name: 'tb_user',
         columns: [
           id(),
@@ -59,7 +60,7 @@ export class CreateFeedTables1764489600000 implements MigrationInterface {
       }),
     );
     await queryRunner.createTable(
-      new Table({
+      tableFor(queryRunner, {
         name: 'tb_blog',
         columns: [
           id(),
@@ -75,7 +76,7 @@ export class CreateFeedTables1764489600000 implements MigrationInterface {
       }),
     );
     await queryRunner.createTable(
-      new Table({
+      tableFor(queryRunner, {
         name: 'tb_follow',
         columns: [id(), bigint('user_id'), bigint('follow_user_id'), timestamp('created_at')],
         indices: [
@@ -85,7 +86,7 @@ export class CreateFeedTables1764489600000 implements MigrationInterface {
       }),
     );
     await queryRunner.createTable(
-      new Table({
+      tableFor(queryRunner, {
         name: 'tb_blog_like',
         columns: [
           { ...bigint('blog_id'), isPrimary: true },

@@ -2,14 +2,15 @@
  * Fan-out bookkeeping: the transactional outbox of publish/delete events (tb_fanout_task) and
  * the chunks each event is split into (tb_fanout_chunk). See src/fanout/fanout.store.ts.
  */
-import { MigrationInterface, QueryRunner, Table } from 'typeorm';
+import { MigrationInterface, QueryRunner } from 'typeorm';
+import { tableFor } from './portable';
 
 export class CreateFanoutTables1764576000000 implements MigrationInterface {
   name = 'CreateFanoutTables1764576000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.createTable(
-      new Table({
+      tableFor(queryRunner, {
         name: 'tb_fanout_task',
         columns: [
           { name: 'id', type: 'bigint', isPrimary: true, isGenerated: true, generationStrategy: 'increment' },
@@ -34,7 +35,7 @@ export class CreateFanoutTables1764576000000 implements MigrationInterface {
       }),
     );
     await queryRunner.createTable(
-      new Table({
+      tableFor(queryRunner, {
         name: 'tb_fanout_chunk',
         columns: [
           { name: 'task_id', type: 'bigint', isPrimary: true },

@@ -2,18 +2,18 @@
  * `npm run seed [-- --users 200 --follows 20 --blogs 10 --likes 3000]`: demo data, so that a
  * person opening the API has a feed to scroll. Users demo1..demoN (one password for all),
  * follows, blogs spread over the last week with some same-millisecond ties, likes, and filled
- * inboxes. Uses DATABASE_URL and REDIS_URL like the server; refuses to run twice on the same
- * database (the nickNames would clash).
+ * inboxes. Uses the server's stores (DATABASE_URL and REDIS_URL, or with neither the embedded
+ * SQLite file); refuses to run twice on the same database (the nickNames would clash).
  */
 import 'reflect-metadata';
 import { PasswordHasher } from '../src/auth/auth.passwords';
 import { loadConfig } from '../src/config';
-import { openDatabase } from '../src/db/data-source';
+import { select, Sql, write } from '../src/db/sql';
 import { START } from '../src/feed/cursor';
 import { FeedStore } from '../src/feed/feed.store';
 import { Inbox } from '../src/feed/inbox';
 import { RedisKeys } from '../src/redis/keys';
-import { createRedis } from '../src/redis/redis.client';
+import { describeStores, openStores } from '../src/stores';
 import { nickNameKey } from '../src/user/user.service';
 
 export const DEMO_PASSWORD = 'demo-password';
@@ -25,6 +25,19 @@ function flag(name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number (got "${raw}")`);
   return value;
+}
+
+/**
+ * Rows per multi-row INSERT: few statements, and well under SQLite's 32,766 bound values and
+ * MySQL's max_allowed_packet.
+ */
+const ROWS_PER_INSERT = 2000;
+
+/** `INSERT ... VALUES ?` for many rows, in statements of ROWS_PER_INSERT rows. */
+async function insertRows(db: Sql, statement: string, rows: unknown[][]): Promise<void> {
+  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
+    await write(db, statement, [rows.slice(start, start + ROWS_PER_INSERT)]);
+  }
 }
 
 /** A progress bar on a terminal, a line per tenth elsewhere. */
@@ -49,9 +62,10 @@ async function main(): Promise<void> {
   const blogsPerUser = flag('blogs', 10);
   const likes = flag('likes', 3000);
   const config = loadConfig();
-  const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config);
-  const [{ n: existing }] = await db.query('SELECT COUNT(*) AS n FROM tb_user WHERE nick_key = ?', ['demo1']);
+  console.log(`Seeding ${describeStores(config)}`);
+  const stores = await openStores(config);
+  const { db, redis } = stores;
+  const [{ n: existing }] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM tb_user WHERE nick_key = ?', ['demo1']);
   if (Number(existing) > 0) {
     console.error('demo users already exist in this database (demo1, ...): nothing to do.');
     process.exit(1);
@@ -63,11 +77,14 @@ async function main(): Promise<void> {
   const ids: number[] = [];
   for (let start = 1; start <= users; start += 1000) {
     const batch = Array.from({ length: Math.min(1000, users - start + 1) }, (_, i) => `demo${start + i}`);
-    const result = await db.query(
+    await insertRows(
+      db,
       'INSERT INTO tb_user (nick_name, nick_key, password, created_at, last_active_at) VALUES ?',
-      [batch.map((nick) => [nick, nickNameKey(nick), hash, new Date(now), new Date(now)])],
+      batch.map((nick) => [nick, nickNameKey(nick), hash, new Date(now), new Date(now)]),
     );
-    for (let i = 0; i < batch.length; i += 1) ids.push(Number(result.insertId) + i);
+    // The new ids, in demo order (an INSERT reports only one id, and which one differs by database).
+    const rows = await select<{ id: number }>(db, 'SELECT id FROM tb_user WHERE nick_key IN (?) ORDER BY id', [batch.map(nickNameKey)]);
+    ids.push(...rows.map((row) => Number(row.id)));
     userBar(ids.length);
   }
 
@@ -77,14 +94,15 @@ async function main(): Promise<void> {
     for (let u = start; u < Math.min(users, start + 500); u += 1) {
       for (let k = 1; k <= followsPerUser; k += 1) rows.push([ids[u], ids[(u + k * 7) % users], new Date(now)]);
     }
-    await db.query('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [rows.filter((r) => r[0] !== r[1])]);
+    await insertRows(db, 'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', rows.filter((r) => r[0] !== r[1]));
     followBar(Math.min(users, start + 500));
   }
-  await db.query(
-    `UPDATE tb_user u SET
-       follower_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.follow_user_id = u.id),
-       following_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.user_id = u.id)
-     WHERE u.id BETWEEN ? AND ?`,
+  await write(
+    db,
+    `UPDATE tb_user SET
+       follower_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.follow_user_id = tb_user.id),
+       following_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.user_id = tb_user.id)
+     WHERE id BETWEEN ? AND ?`,
     [ids[0], ids[ids.length - 1]],
   );
 
@@ -101,21 +119,22 @@ async function main(): Promise<void> {
         rows.push([ids[u], `Post ${b + 1} by demo${u + 1}`, `Something demo${u + 1} wanted to share (#${b + 1}).`, '[]', new Date(at)]);
       }
     }
-    if (rows.length > 0) await db.query('INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?', [rows]);
+    await insertRows(db, 'INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?', rows);
     blogBar(Math.min(users, start + 200));
   }
 
-  const blogIds: Array<{ id: string }> = await db.query('SELECT id FROM tb_blog WHERE user_id BETWEEN ? AND ?', [ids[0], ids[ids.length - 1]]);
+  const blogIds = await select<{ id: string }>(db, 'SELECT id FROM tb_blog WHERE user_id BETWEEN ? AND ?', [ids[0], ids[ids.length - 1]]);
   if (blogIds.length > 0 && likes > 0) {
     const rows = Array.from({ length: likes }, (_, i) => [Number(blogIds[(i * 31) % blogIds.length].id), ids[(i * 17) % users], new Date(now)]);
-    await db.query('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', [rows]);
-    await db.query(
-      'UPDATE tb_blog b SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = b.id) WHERE b.user_id BETWEEN ? AND ?',
+    await insertRows(db, 'INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', rows);
+    await write(
+      db,
+      'UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id) WHERE user_id BETWEEN ? AND ?',
       [ids[0], ids[ids.length - 1]],
     );
   }
 
-  if (config.feedModel !== 'pull') {
+  if (redis && config.feedModel !== 'pull') {
     const inboxBar = progress('inboxes', users);
     const store = new FeedStore(db);
     const inbox = new Inbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, config.activeDays * 24 * 3600);
@@ -128,8 +147,7 @@ async function main(): Promise<void> {
   console.log(`\nSeeded ${users} users, ${followsPerUser} follows each, ${blogsPerUser} blogs each, ${likes} likes.`);
   console.log(`Sign in as demo1 ... demo${users} with the password "${DEMO_PASSWORD}", e.g.`);
   console.log(`  mutation { login(nickName: "demo1", password: "${DEMO_PASSWORD}") { token } }`);
-  await db.destroy();
-  await redis.quit();
+  await stores.close();
 }
 
 main().catch((error: unknown) => {

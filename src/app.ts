@@ -76,7 +76,8 @@ export const MAX_BODY_BYTES = 100 * 1024;
 export interface AppDeps {
   config: Config;
   db: DataSource;
-  redis: RedisClient;
+  /** null in the embedded mode: no inboxes, no fan-out queue, rate limits in memory. */
+  redis: RedisClient | null;
   /** The clock for created_at values; tests pass a fixed one to create same-millisecond ties. */
   now?: () => Date;
 }
@@ -92,15 +93,21 @@ export function warn(message: string, error?: unknown): void {
 
 export interface AppServices extends Services {
   tokens: TokenService;
-  fanoutQueue: FanoutQueue;
+  /** null without Redis (the embedded mode), where nothing is fanned out. */
+  fanoutQueue: FanoutQueue | null;
   metrics: Metrics;
 }
 
 export function createServices({ config, db, redis, now = () => new Date() }: AppDeps): AppServices {
   const keys = new RedisKeys(config.redisKeyPrefix);
-  const fanoutQueue = new FanoutQueue(config);
-  const metrics = new Metrics(() => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed'));
-  const inbox = new Inbox(redis, keys, config.feedMaxItems, config.activeDays * 24 * 3600);
+  const fanoutQueue = redis ? new FanoutQueue(config) : null;
+  const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed') : undefined);
+  // The pull model keeps no inboxes; the others keep them in Redis.
+  let inbox: Inbox | null = null;
+  if (config.feedModel !== 'pull') {
+    if (!redis) throw new Error(`FEED_MODEL=${config.feedModel} needs Redis`);
+    inbox = new Inbox(redis, keys, config.feedMaxItems, config.activeDays * 24 * 3600);
+  }
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(db, now);
   const feed = new FeedService(
@@ -133,8 +140,9 @@ export interface RunningApp {
 export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const { config } = deps;
   const services = createServices(deps);
-  const workers = new FanoutWorkers({ ...deps, queue: services.fanoutQueue, warn, metrics: services.metrics });
-  workers.start(config.fanoutWorkers);
+  const { redis } = deps;
+  const workers = redis && services.fanoutQueue ? new FanoutWorkers({ ...deps, redis, queue: services.fanoutQueue, warn, metrics: services.metrics }) : null;
+  workers?.start(config.fanoutWorkers);
   const app = express();
   const httpServer = http.createServer(app);
   const schema = buildFeedSchema();
@@ -159,8 +167,8 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   });
   await apollo.start();
 
-  // Liveness: the process answers. Readiness: it can reach MySQL and Redis (orchestrators send
-  // traffic only to ready instances; a not-ready one still serves degraded feeds).
+  // Liveness: the process answers. Readiness: it can reach its database and Redis (orchestrators
+  // send traffic only to ready instances; a not-ready one still serves degraded feeds).
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -179,11 +187,13 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
   });
   app.get('/readyz', async (_req, res) => {
-    const [mysql, redis] = await Promise.all([
-      withTimeout(deps.db.query('SELECT 1'), READY_TIMEOUT_MS, 'MySQL').then(() => 'ok', (error: unknown) => String(error)),
-      withTimeout(deps.redis.ping(), READY_TIMEOUT_MS, 'Redis').then(() => 'ok', (error: unknown) => String(error)),
-    ]);
-    res.status(mysql === 'ok' && redis === 'ok' ? 200 : 503).json({ mysql, redis });
+    const check = (name: string, probe: Promise<unknown>) =>
+      withTimeout(probe, READY_TIMEOUT_MS, name).then(() => 'ok', (error: unknown) => String(error));
+    const checks: Record<string, Promise<string>> = config.embedded
+      ? { sqlite: check('SQLite', deps.db.query('SELECT 1')) }
+      : { mysql: check('MySQL', deps.db.query('SELECT 1')), redis: check('Redis', redis ? redis.ping() : Promise.reject(new Error('no client'))) };
+    const results = Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([name, result]) => [name, await result])));
+    res.status(Object.values(results).every((result) => result === 'ok') ? 200 : 503).json(results);
   });
   app.use(
     '/graphql',
@@ -222,8 +232,8 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     async stop() {
       await apollo.stop();
       await services.fanout.flush();
-      await workers.stop();
-      await services.fanoutQueue.close();
+      await workers?.stop();
+      await services.fanoutQueue?.close();
     },
   };
 }

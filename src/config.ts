@@ -37,6 +37,15 @@ export interface Config {
   nodeEnv: NodeEnv;
   host: string;
   port: number;
+  /**
+   * The embedded mode (DESIGN.md, "Embedded default"): none of DATABASE_URL, REDIS_URL and
+   * REDIS_CLUSTER_NODES is set, so the service runs on a SQLite file (embeddedDbFile) with the
+   * pull model and its limits in process memory: no MySQL, no Redis, nothing to install.
+   * databaseUrl and redisUrl are then unused.
+   */
+  embedded: boolean;
+  /** EMBEDDED_DB_FILE: the SQLite file of the embedded mode. */
+  embeddedDbFile: string;
   databaseUrl: string;
   redisUrl: string;
   /** REDIS_CLUSTER_NODES: when set, Redis is a cluster reached through these nodes (REDIS_URL unused). */
@@ -94,10 +103,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (jwtSecret !== undefined && jwtSecret.length < 16) {
     throw new ConfigError(`JWT_SECRET must be at least 16 characters (got ${jwtSecret.length})`);
   }
+  const embedded = [env.DATABASE_URL, env.REDIS_URL, env.REDIS_CLUSTER_NODES].every((value) => value === undefined || value === '');
   return {
     nodeEnv,
     host: env.HOST ?? '0.0.0.0',
     port: parseIntVar(env, 'PORT', 4000, 0, 65535),
+    embedded,
+    embeddedDbFile: env.EMBEDDED_DB_FILE || 'data/feed.sqlite',
     databaseUrl: parseUrlVar(env, 'DATABASE_URL', 'mysql://root@127.0.0.1:3306/feed', ['mysql:']),
     redisUrl: parseUrlVar(env, 'REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
     redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
@@ -106,7 +118,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecretIsDefault: jwtSecret === undefined,
     jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
     passwordHashCost: parsePowerOfTwo(env, 'PASSWORD_HASH_COST', 16384, 1024, 1 << 20),
-    feedModel: parseFeedModel(env.FEED_MODEL),
+    feedModel: parseFeedModel(env.FEED_MODEL, embedded),
     feedMaxItems: parseIntVar(env, 'FEED_MAX_ITEMS', 800, 10, 100_000),
     bigAuthorFollowers: parseIntVar(env, 'BIG_V_FOLLOWERS', 10_000, 1, 1_000_000_000),
     activeDays: parseIntVar(env, 'ACTIVE_DAYS', 7, 1, 3650),
@@ -169,10 +181,19 @@ function parseRule(env: Env, name: string, fallback: string): RateLimitRule {
   return { points: Number(match[1]), seconds: Number(match[2]) };
 }
 
-function parseFeedModel(value: string | undefined): FeedModel {
-  if (value === undefined || value === '') return 'hybrid';
-  if (value === 'push' || value === 'pull' || value === 'hybrid') return value;
-  throw new ConfigError(`FEED_MODEL must be push, pull or hybrid (got "${value}")`);
+/** hybrid by default; pull in the embedded mode, which has no Redis to keep inboxes in. */
+function parseFeedModel(value: string | undefined, embedded: boolean): FeedModel {
+  if (value === undefined || value === '') return embedded ? 'pull' : 'hybrid';
+  if (value !== 'push' && value !== 'pull' && value !== 'hybrid') {
+    throw new ConfigError(`FEED_MODEL must be push, pull or hybrid (got "${value}")`);
+  }
+  if (embedded && value !== 'pull') {
+    throw new ConfigError(
+      `FEED_MODEL=${value} keeps inboxes in Redis, but no REDIS_URL or REDIS_CLUSTER_NODES is set (the embedded mode ` +
+        'has only FEED_MODEL=pull): set DATABASE_URL and REDIS_URL, or leave FEED_MODEL unset',
+    );
+  }
+  return value;
 }
 
 function parseIntVar(env: Env, name: string, fallback: number, min: number, max: number): number {

@@ -1,28 +1,28 @@
 /**
- * `npm start`: configuration, database (created and migrated when needed), Redis, and the
- * GraphQL endpoint at POST /graphql.
+ * `npm start`: configuration, the stores (MySQL and Redis, or the embedded SQLite file; created
+ * and migrated when needed), and the GraphQL endpoint at POST /graphql.
  */
 import 'reflect-metadata';
 import { logger, startApp } from './app';
 import { ConfigError, loadConfig } from './config';
-import { openDatabase } from './db/data-source';
-import { checkInboxEncoding, createRedis } from './redis/redis.client';
+import { checkInboxEncoding } from './redis/redis.client';
+import { describeStores, openStores } from './stores';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // The first line says what the process runs on (the embedded mode must never be a surprise).
+  logger.info(describeStores(config));
   if (config.jwtSecretIsDefault) {
     logger.warn(
       '!!! JWT_SECRET is not set: using the insecure development default. Anyone can forge tokens. ' +
         'Set JWT_SECRET (required when NODE_ENV=production). !!!',
     );
   }
-  const db = await openDatabase(config.databaseUrl).catch((error: unknown) => {
-    throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
-  });
-  const redis = createRedis(config);
-  if (config.feedModel !== 'pull') void checkInboxEncoding(redis, config.feedMaxItems);
-  const app = await startApp({ config, db, redis });
-  logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, FANOUT_WORKERS=${config.fanoutWorkers})`);
+  const stores = await openStores(config);
+  if (stores.redis && config.feedModel !== 'pull') void checkInboxEncoding(stores.redis, config.feedMaxItems);
+  const app = await startApp({ config, db: stores.db, redis: stores.redis });
+  const workers = config.embedded ? 'no fan-out' : `FANOUT_WORKERS=${config.fanoutWorkers}`;
+  logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers})`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -30,18 +30,11 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info(`${signal}: finishing in-flight requests, then exiting`);
     await app.stop();
-    await Promise.allSettled([db.destroy(), redis.quit()]);
+    await stores.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-}
-
-/** The URL without its password, for messages. */
-function redactUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
 }
 
 main().catch((error: unknown) => {

@@ -5,18 +5,23 @@
 import 'reflect-metadata';
 import { logger, warn } from './app';
 import { ConfigError, loadConfig } from './config';
-import { openDatabase } from './db/data-source';
 import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutWorkers } from './fanout/fanout.worker';
 import { Metrics } from './observability';
-import { createRedis } from './redis/redis.client';
+import { describeStores, openStores } from './stores';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const db = await openDatabase(config.databaseUrl).catch((error: unknown) => {
-    throw new ConfigError(`cannot open the database of DATABASE_URL: ${String(error)}`);
-  });
-  const redis = createRedis(config);
+  if (config.embedded) {
+    throw new ConfigError(
+      'a fan-out worker needs Redis and MySQL: the embedded mode (no DATABASE_URL, REDIS_URL or REDIS_CLUSTER_NODES) ' +
+        'uses the pull model and fans nothing out',
+    );
+  }
+  logger.info(describeStores(config));
+  const stores = await openStores(config);
+  const { db } = stores;
+  const redis = stores.redis!; // never null outside the embedded mode
   const queue = new FanoutQueue(config);
   const workers = new FanoutWorkers({ config, db, redis, queue, warn, metrics: new Metrics() });
   const count = Math.max(1, config.fanoutWorkers);
@@ -30,7 +35,7 @@ async function main(): Promise<void> {
     logger.info(`${signal}: finishing running fan-out jobs, then exiting`);
     await workers.stop();
     await queue.close();
-    await Promise.allSettled([db.destroy(), redis.quit()]);
+    await stores.close();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -1,5 +1,5 @@
 /**
- * The MySQL DataSource, database creation and migrations.
+ * The DataSources (MySQL, or the embedded SQLite file), database creation and migrations.
  */
 import { createConnection } from 'mysql2/promise';
 import { DataSource, Logger as TypeOrmLogger } from 'typeorm';
@@ -111,5 +111,33 @@ export async function openDatabase(databaseUrl: string, logger?: SqlStatementLog
   } finally {
     await runner.release();
   }
+  return dataSource;
+}
+
+/**
+ * The embedded store: a SQLite file (better-sqlite3), created with its folder when missing and
+ * migrated by the same migrations as MySQL. WAL lets readers (`npm run seed` in a second
+ * process, a sqlite3 shell) work while the service writes; a writer waits up to `timeout` ms for
+ * another process's write to end.
+ */
+export function createEmbeddedDataSource(file: string, logger = new SqlStatementLog()): DataSource {
+  return new DataSource({
+    type: 'better-sqlite3',
+    database: file,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTransactionMode: 'each',
+    enableWAL: true,
+    timeout: 10_000,
+    maxQueryExecutionTime: 1000,
+    logger,
+  });
+}
+
+/** Opens (creating when needed) and migrates the embedded store. */
+export async function openEmbeddedDatabase(file: string, logger?: SqlStatementLog): Promise<DataSource> {
+  const dataSource = createEmbeddedDataSource(file, logger);
+  await dataSource.initialize();
+  await dataSource.runMigrations();
   return dataSource;
 }

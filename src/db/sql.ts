@@ -1,24 +1,49 @@
 /**
  * Small helpers over raw, parameterised SQL. Every statement in the services binds its values
  * with `?` placeholders; nothing is ever concatenated into SQL text.
+ *
+ * The statements are MySQL's dialect. On the embedded store (SQLite) these helpers rewrite them
+ * and their results (see sqlite.ts), so the services run unchanged on either.
  */
 import { DataSource, EntityManager } from 'typeorm';
+import { isSqliteDataSource, rowFromSqlite, toSqlite, writeLock } from './sqlite';
 
-/** What mysql2 answers for INSERT, UPDATE and DELETE. */
+/** What an INSERT, UPDATE or DELETE reports, in mysql2's words on either database. */
 export interface WriteResult {
   affectedRows: number;
   insertId: number | string;
 }
 
 /** A runner of raw statements: the DataSource itself or a transaction's EntityManager. */
-export type Sql = Pick<EntityManager, 'query'>;
+export type Sql = DataSource | EntityManager;
+
+function dataSourceOf(sql: Sql): DataSource {
+  return sql instanceof DataSource ? sql : sql.dataSource;
+}
+
+/** Inside a transaction its statements already hold the embedded store's write lock. */
+function inOpenTransaction(sql: Sql): boolean {
+  return !(sql instanceof DataSource) && sql.queryRunner?.isTransactionActive === true;
+}
 
 export async function write(sql: Sql, statement: string, params: unknown[]): Promise<WriteResult> {
-  return (await sql.query(statement, params)) as WriteResult;
+  const dataSource = dataSourceOf(sql);
+  if (!isSqliteDataSource(dataSource)) return (await sql.query(statement, params)) as WriteResult;
+  const run = async (): Promise<WriteResult> => {
+    const rewritten = toSqlite(statement, params);
+    // The structured result: the plain one of TypeORM's SQLite driver drops the changed-row count.
+    const runner = sql instanceof DataSource ? sql.createQueryRunner() : sql.queryRunner!;
+    const result = await runner.query(rewritten.statement, rewritten.params, true);
+    return { affectedRows: result.affected ?? 0, insertId: Number(result.raw) };
+  };
+  return inOpenTransaction(sql) ? run() : writeLock(dataSource).runExclusive(run);
 }
 
 export async function select<Row>(sql: Sql, statement: string, params: unknown[]): Promise<Row[]> {
-  return (await sql.query(statement, params)) as Row[];
+  if (!isSqliteDataSource(dataSourceOf(sql))) return (await sql.query(statement, params)) as Row[];
+  const rewritten = toSqlite(statement, params);
+  const rows = (await sql.query(rewritten.statement, rewritten.params)) as Array<Record<string, unknown>>;
+  return rows.map((row) => rowFromSqlite<Row>(row));
 }
 
 function driverErrorCode(error: unknown): string | undefined {
@@ -43,8 +68,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return /closed state|connection lost|connect ETIMEDOUT|Pool is closed/i.test(String((error as Error)?.message ?? ''));
 }
 
+const DUPLICATE_KEY_CODES = new Set(['ER_DUP_ENTRY', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);
+
 export function isDuplicateKey(error: unknown): boolean {
-  return driverErrorCode(error) === 'ER_DUP_ENTRY';
+  return DUPLICATE_KEY_CODES.has(driverErrorCode(error) ?? '');
 }
 
 function isTransient(error: unknown): boolean {
@@ -58,9 +85,12 @@ const TRANSACTION_ATTEMPTS = 3;
 /**
  * Runs `work` in a transaction, retrying when InnoDB chose it as a deadlock victim: under heavy
  * concurrent likes or follows that is a normal outcome, and the whole transaction is safe to
- * run again because it was rolled back.
+ * run again because it was rolled back. Every statement of `work` must go through its `sql`
+ * (on SQLite, a write through the DataSource would wait for this very transaction).
  */
 export async function inTransaction<T>(dataSource: DataSource, work: (sql: Sql) => Promise<T>): Promise<T> {
+  // SQLite: one transaction at a time on its one connection; there are no deadlocks to retry.
+  if (isSqliteDataSource(dataSource)) return writeLock(dataSource).runExclusive(() => dataSource.transaction((manager) => work(manager)));
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await dataSource.transaction((manager) => work(manager));

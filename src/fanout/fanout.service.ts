@@ -26,7 +26,8 @@ export class FanoutService {
 
   constructor(
     private readonly store: FanoutStore,
-    private readonly queue: FanoutQueue,
+    /** null without Redis (the embedded mode, pull model), where no event is ever recorded. */
+    private readonly queue: FanoutQueue | null,
     private readonly warn: FanoutLog,
   ) {}
 
@@ -42,7 +43,12 @@ export class FanoutService {
 
   /** Queues a committed event's dispatch job, in the background. */
   enqueue(taskId: number): void {
-    const work = this.queue
+    const { queue } = this;
+    if (!queue) {
+      this.warn(`fan-out task ${taskId} was recorded, but there is no queue (no Redis): it stays in the outbox`);
+      return;
+    }
+    const work = queue
       .add([dispatchJob(taskId)])
       .then(() => this.store.markQueued([taskId]))
       .catch((error: unknown) => this.warn(`fan-out task ${taskId} stays in the outbox for the relay`, error));

@@ -6,7 +6,8 @@
  * (created_at DESC, id DESC). Whatever the model, a page is the same list sliced at the same
  * (maxScore, offset) position, so push, pull and hybrid return identical pages:
  *
- * - pull: one MySQL query over V's followees (FeedStore.feedPage).
+ * - pull: one MySQL (or embedded SQLite) query over V's followees (FeedStore.feedPage). No
+ *   inboxes, no Redis.
  * - push: V's inbox. An inbox is complete above its lowest entry (see inbox.ts), so when a page
  *   runs past the bottom of the inbox (it was trimmed to FEED_MAX_ITEMS, or a backfill was cut)
  *   the rest of the page comes from MySQL, continuing at the position after the last inbox
@@ -67,12 +68,17 @@ export class FeedService {
 
   constructor(
     private readonly store: FeedStore,
-    private readonly inbox: Inbox,
+    /** The inboxes in Redis; null in the pull model, which keeps none. */
+    private readonly inbox: Inbox | null,
     private readonly settings: FeedSettings,
     private readonly now: () => Date,
     private readonly warn: (message: string, error?: unknown) => void,
     private readonly metrics?: Pick<Metrics, 'pageRead'>,
-  ) {}
+  ) {
+    if ((settings.model === 'pull') !== (inbox === null)) {
+      throw new Error(`FEED_MODEL=${settings.model} ${inbox ? 'keeps no inboxes' : 'needs inboxes (Redis)'}`);
+    }
+  }
 
   async followFeed(viewerId: number, request: PageRequest, lookups: FeedLookups): Promise<Connection<Blog>> {
     const page = slicePage(request, await this.entries(viewerId, request.from, fetchSize(request)));
@@ -93,10 +99,11 @@ export class FeedService {
 
   /** The first `n` feed entries of the viewer at `from`, in canonical order. */
   async entries(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
-    if (this.settings.model === 'pull') return this.pullPage(viewerId, from, n);
-    if (!this.inbox.available()) return this.pullPage(viewerId, from, n); // Redis is down: degraded, not broken
+    const { inbox } = this;
+    if (!inbox) return this.pullPage(viewerId, from, n); // the pull model
+    if (!inbox.available()) return this.pullPage(viewerId, from, n); // Redis is down: degraded, not broken
     try {
-      return await this.entriesFromInbox(viewerId, from, n);
+      return await this.entriesFromInbox(inbox, viewerId, from, n);
     } catch (error) {
       this.warn(`reading the inbox of user ${viewerId} failed; serving the page from MySQL`, error);
       return this.pullPage(viewerId, from, n);
@@ -108,16 +115,16 @@ export class FeedService {
     return this.store.feedPage(viewerId, from, n);
   }
 
-  private async entriesFromInbox(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
+  private async entriesFromInbox(inbox: Inbox, viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     const bigAuthors = this.settings.model === 'hybrid' ? await this.store.pulledFolloweeIds(viewerId) : [];
     const merging = bigAuthors.length > 0;
     const want = merging ? from.offset + n : n;
     const [inboxEntries, pulled] = await Promise.all([
-      this.inbox.read(viewerId, merging ? { maxScore: from.maxScore, offset: 0 } : from, want),
+      inbox.read(viewerId, merging ? { maxScore: from.maxScore, offset: 0 } : from, want),
       this.store.pulledBlogs(bigAuthors, from.maxScore, want),
     ]);
     if (inboxEntries === null) {
-      this.rebuildInBackground(viewerId);
+      this.rebuildInBackground(inbox, viewerId);
       return this.pullPage(viewerId, from, n);
     }
     const candidates = merging ? mergeCanonical([inboxEntries, pulled]).slice(from.offset) : inboxEntries;
@@ -137,7 +144,7 @@ export class FeedService {
 
   /** A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. */
   async openInbox(userId: number): Promise<void> {
-    if (this.settings.model !== 'pull') await this.inbox.rebuild(userId, []);
+    await this.inbox?.rebuild(userId, []);
   }
 
   /**
@@ -151,26 +158,28 @@ export class FeedService {
     if (this.activityWrittenAt.size > 100_000) this.activityWrittenAt.clear();
     this.activityWrittenAt.set(userId, now.getTime());
     await this.store.markActive(userId, now);
-    if (this.settings.model !== 'pull' && this.inbox.available()) await this.inbox.touch(userId);
+    if (this.inbox?.available()) await this.inbox.touch(userId);
   }
 
   /** A new follow: the followee's newest blogs enter the follower's inbox at once. */
   async backfill(readerId: number, authorId: number): Promise<void> {
-    if (this.settings.model === 'pull') return;
+    const { inbox } = this;
+    if (!inbox) return;
     const newest = await this.store.newestOfAuthor(authorId, this.settings.backfillItems + 1);
     const copied = newest.slice(0, this.settings.backfillItems);
     // If the followee has older blogs than those copied, they are missing from the inbox below
     // the last copied one: cut the inbox there, and the cold path serves what lies below.
     const cutBelow = newest.length > copied.length ? (copied[copied.length - 1] ?? newest[0]) : undefined;
-    await this.updateInbox(readerId, () => this.inbox.addEntries(readerId, copied, cutBelow));
+    await this.updateInbox(inbox, readerId, () => inbox.addEntries(readerId, copied, cutBelow));
   }
 
   /** An unfollow: the followee's blogs leave the follower's inbox at once. */
   async removeAuthor(readerId: number, authorId: number): Promise<void> {
-    if (this.settings.model === 'pull') return;
-    await this.updateInbox(readerId, async () => {
-      const inInbox = await this.inbox.blogIds(readerId);
-      await this.inbox.removeEntries(readerId, await this.store.idsOfAuthorAmong(authorId, inInbox));
+    const { inbox } = this;
+    if (!inbox) return;
+    await this.updateInbox(inbox, readerId, async () => {
+      const inInbox = await inbox.blogIds(readerId);
+      await inbox.removeEntries(readerId, await this.store.idsOfAuthorAmong(authorId, inInbox));
     });
   }
 
@@ -179,26 +188,26 @@ export class FeedService {
    * cannot follow (Redis down), it would be valid but wrong, so it is dropped instead, now or,
    * while Redis is away, as soon as it is back; the next read rebuilds it from MySQL.
    */
-  private async updateInbox(readerId: number, change: () => Promise<void>): Promise<void> {
+  private async updateInbox(inbox: Inbox, readerId: number, change: () => Promise<void>): Promise<void> {
     try {
       await change();
     } catch (error) {
       this.warn(`updating the inbox of user ${readerId} failed; it will be dropped and rebuilt`, error);
-      this.dropWhenPossible(readerId);
+      this.dropWhenPossible(inbox, readerId);
     }
   }
 
-  private dropWhenPossible(readerId: number, attempt = 0): void {
-    this.inbox.drop(readerId).catch(() => {
-      if (attempt < DROP_ATTEMPTS) setTimeout(() => this.dropWhenPossible(readerId, attempt + 1), 1000).unref();
+  private dropWhenPossible(inbox: Inbox, readerId: number, attempt = 0): void {
+    inbox.drop(readerId).catch(() => {
+      if (attempt < DROP_ATTEMPTS) setTimeout(() => this.dropWhenPossible(inbox, readerId, attempt + 1), 1000).unref();
       else this.warn(`gave up dropping the inbox of user ${readerId}; it expires in ACTIVE_DAYS`);
     });
   }
 
   /** Rebuilds a missing inbox from MySQL, once at a time per reader, without blocking the request. */
-  rebuildInBackground(readerId: number): void {
+  private rebuildInBackground(inbox: Inbox, readerId: number): void {
     if (this.rebuilding.has(readerId)) return;
-    const work = this.rebuild(readerId)
+    const work = this.rebuild(inbox, readerId)
       .catch((error: unknown) => this.warn(`rebuilding the inbox of user ${readerId} failed`, error))
       .finally(() => this.rebuilding.delete(readerId));
     this.rebuilding.set(readerId, work);
@@ -209,13 +218,13 @@ export class FeedService {
     await Promise.allSettled([...this.rebuilding.values()]);
   }
 
-  private async rebuild(readerId: number): Promise<void> {
+  private async rebuild(inbox: Inbox, readerId: number): Promise<void> {
     const snapshotAt = this.now();
     // Active first: fan-out must reach the inbox from the moment it exists.
     await this.store.markActive(readerId, snapshotAt);
     this.activityWrittenAt.set(readerId, snapshotAt.getTime());
-    await this.inbox.rebuild(readerId, await this.store.feedPage(readerId, START, this.settings.maxItems));
+    await inbox.rebuild(readerId, await this.store.feedPage(readerId, START, this.settings.maxItems));
     const since = new Date(snapshotAt.getTime() - REBUILD_CATCH_UP_MS);
-    await this.inbox.addEntries(readerId, await this.store.feedSince(readerId, since, this.settings.maxItems));
+    await inbox.addEntries(readerId, await this.store.feedSince(readerId, since, this.settings.maxItems));
   }
 }

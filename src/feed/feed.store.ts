@@ -1,10 +1,10 @@
 /**
- * The feed's reads of MySQL, the truth that inboxes cache. Every query answers in canonical
+ * The feed's reads of the database (MySQL, or the embedded SQLite), the truth that inboxes cache. Every query answers in canonical
  * order (created_at DESC, id DESC) with the same (maxScore, offset) positions as an inbox, so a
  * page can come from either, or start in one and continue in the other.
  */
 import { DataSource } from 'typeorm';
-import { select } from '../db/sql';
+import { select, write } from '../db/sql';
 import { FeedPosition, ScoredId } from './cursor';
 
 type Row = { id: string; created_at: Date };
@@ -93,6 +93,6 @@ export class FeedStore {
 
   /** Records that the user was active now. */
   async markActive(userId: number, now: Date): Promise<void> {
-    await this.db.query('UPDATE tb_user SET last_active_at = ? WHERE id = ?', [now, userId]);
+    await write(this.db, 'UPDATE tb_user SET last_active_at = ? WHERE id = ?', [now, userId]);
   }
 }

@@ -6,10 +6,11 @@
  * A request over a limit gets RATE_LIMITED with `extensions.retryAfterSeconds`. While Redis is
  * unreachable each process falls back to counting in its own memory (an insurance limiter): the
  * limits keep holding per process, they neither lock everyone out nor disappear.
- * RATE_LIMITS=off turns them off (benchmarks, load tests).
+ * RATE_LIMITS=off turns them off (benchmarks, load tests). Without Redis at all (the embedded
+ * mode, one process) they are counted in process memory from the start.
  */
 import { GraphQLError } from 'graphql';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimitRule, RateLimitSettings } from '../config';
 import { RedisKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/redis.client';
@@ -19,26 +20,27 @@ import { ErrorCode } from './errors';
 type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
 
 export class RateLimits {
-  private readonly limiters = new Map<LimitName, RateLimiterRedis>();
+  private readonly limiters = new Map<LimitName, RateLimiterAbstract>();
 
   constructor(
-    redis: RedisClient,
+    redis: RedisClient | null,
     keys: RedisKeys,
     private readonly settings: RateLimitSettings,
   ) {
     for (const name of Object.keys(settings) as Array<keyof RateLimitSettings>) {
       if (name === 'enabled') continue;
       const rule: RateLimitRule = settings[name];
+      const inMemory = new RateLimiterMemory({ points: rule.points, duration: rule.seconds });
       this.limiters.set(
         name,
-        new RateLimiterRedis({
+        !redis ? inMemory : new RateLimiterRedis({
           storeClient: redis,
           keyPrefix: keys.rateLimit(name),
           points: rule.points,
           duration: rule.seconds,
           // While Redis is not connected, count in memory at once instead of waiting for it.
           rejectIfRedisNotReady: true,
-          insuranceLimiter: new RateLimiterMemory({ points: rule.points, duration: rule.seconds }),
+          insuranceLimiter: inMemory,
         }),
       );
     }

@@ -63,7 +63,7 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
   const crashingQueue = {
     add: async (jobs: unknown[]) => {
       if (jobs.length > 0 && ++adds === 3) throw new Error('simulated crash');
-      await app.services.fanoutQueue.add(jobs as never);
+      await app.services.fanoutQueue!.add(jobs as never);
     },
   };
   // Chunks of 10 followers, made 10 at a time: the 3rd round of 10 is recorded, then "crashes".
@@ -72,7 +72,7 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
   expect(halfway.chunks_total).toBe(30);
   expect(Number(halfway.cursor_user_id)).toBe(followers[299]);
   // Run it again, as BullMQ would retry it: it re-queues the unfinished chunks and goes on.
-  await new FanoutDispatcher(store, app.services.fanoutQueue, 10).dispatch(taskId);
+  await new FanoutDispatcher(store, app.services.fanoutQueue!, 10).dispatch(taskId);
   await waitFor('the resumed task', async () => (await store.task(taskId))?.status === 'done');
   const chunks = await app.db.query('SELECT after_user_id a, through_user_id t, runs FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [taskId]);
   expect(chunks).toHaveLength(73);

@@ -1,0 +1,61 @@
+/**
+ * Opening the configured stores, for every entry point (server, worker, seed, tests):
+ * - with DATABASE_URL / REDIS_URL / REDIS_CLUSTER_NODES: MySQL (created and migrated when
+ *   needed) and Redis;
+ * - with none of them: the embedded mode, a SQLite file (created and migrated the same way)
+ *   and no Redis at all.
+ */
+import { resolve } from 'node:path';
+import { DataSource } from 'typeorm';
+import { Config, ConfigError } from './config';
+import { openDatabase, openEmbeddedDatabase, SqlStatementLog } from './db/data-source';
+import { createRedis, RedisClient } from './redis/redis.client';
+
+export interface Stores {
+  db: DataSource;
+  /** null in the embedded mode. */
+  redis: RedisClient | null;
+  /** Closes both. */
+  close(): Promise<void>;
+}
+
+export async function openStores(config: Config, sqlLog?: SqlStatementLog): Promise<Stores> {
+  if (config.embedded) {
+    const db = await openEmbeddedDatabase(config.embeddedDbFile, sqlLog).catch((error: unknown) => {
+      throw new ConfigError(`cannot open the embedded database EMBEDDED_DB_FILE (${resolve(config.embeddedDbFile)}): ${String(error)}`);
+    });
+    return { db, redis: null, close: () => db.destroy() };
+  }
+  const db = await openDatabase(config.databaseUrl, sqlLog).catch((error: unknown) => {
+    throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
+  });
+  const redis = createRedis(config);
+  return {
+    db,
+    redis,
+    async close() {
+      await Promise.allSettled([db.destroy(), redis.quit()]);
+    },
+  };
+}
+
+/** What the process runs on, in one line (the first line the server logs). */
+export function describeStores(config: Config): string {
+  if (config.embedded) {
+    return (
+      `embedded mode: SQLite at ${resolve(config.embeddedDbFile)}, FEED_MODEL=pull, rate limits in process memory, ` +
+      'no Redis (set DATABASE_URL and REDIS_URL to run on MySQL and Redis)'
+    );
+  }
+  const redis = config.redisClusterNodes
+    ? `Redis Cluster ${config.redisClusterNodes.map((node) => `${node.host}:${node.port}`).join(',')}`
+    : `Redis ${redactUrl(config.redisUrl)}`;
+  return `MySQL ${redactUrl(config.databaseUrl)}, ${redis}, FEED_MODEL=${config.feedModel}`;
+}
+
+/** The URL without its password, for messages. */
+function redactUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = '***';
+  return parsed.toString();
+}
