@@ -41,7 +41,7 @@ afterAll(async () => {
 // Helpers.
 
 async function count(table: 'tb_user' | 'tb_blog', target: TestApp = app): Promise<number> {
-  const [row] = await target.db.query(`SELECT COUNT(*) AS n FROM ${table}`);
+  const [row] = await target.query(`SELECT COUNT(*) AS n FROM ${table}`);
   return Number(row.n);
 }
 
@@ -104,14 +104,14 @@ describe('signUp and viewer', () => {
   it('stores the password as a scrypt hash, never the password itself', async () => {
     const password = 'hash-me-please-123';
     const user = await signUp(app, 'hashed', password);
-    const rows = await app.db.query('SELECT password FROM tb_user WHERE id = ?', [dbIdOf(user.id)]);
+    const rows = await app.query('SELECT password FROM tb_user WHERE id = ?', [dbIdOf(user.id)]);
     expect(rows).toHaveLength(1);
     const stored: string = rows[0].password;
     expect(stored.startsWith('scrypt$')).toBe(true);
     expect(stored).not.toContain(password);
     // Two users with the same password get different hashes (a random salt each).
     const twin = await signUp(app, 'hashed-twin', password);
-    const [twinRow] = await app.db.query('SELECT password FROM tb_user WHERE id = ?', [dbIdOf(twin.id)]);
+    const [twinRow] = await app.query('SELECT password FROM tb_user WHERE id = ?', [dbIdOf(twin.id)]);
     expect(twinRow.password).not.toBe(stored);
   });
 
@@ -202,7 +202,7 @@ describe('signUp input rules', () => {
     const response = await app.gql(SIGN_UP, { n: `pw-${password.length}`, p: password });
     expectError(response, 'BAD_USER_INPUT', 'password');
     expect(await count('tb_user')).toBe(before);
-    const [row] = await app.db.query('SELECT COUNT(*) AS n FROM tb_user WHERE nick_name = ?', [`pw-${password.length}`]);
+    const [row] = await app.query('SELECT COUNT(*) AS n FROM tb_user WHERE nick_name = ?', [`pw-${password.length}`]);
     expect(Number(row.n)).toBe(0);
     await expectServing();
   });
@@ -217,7 +217,7 @@ describe('signUp input rules', () => {
       const { signUp: payload } = ok(await app.gql(SIGN_UP, { n, p }));
       expect(payload.user.nickName).toBe(n);
 
-      const [row] = await app.db.query('SELECT nick_name FROM tb_user WHERE id = ?', [dbIdOf(payload.user.id)]);
+      const [row] = await app.query('SELECT nick_name FROM tb_user WHERE id = ?', [dbIdOf(payload.user.id)]);
       expect(row.nick_name).toBe(n);
 
       const { login } = ok(await app.gql(LOGIN, { n, p }));
@@ -227,7 +227,7 @@ describe('signUp input rules', () => {
       expectError(await app.gql(LOGIN, { n, p: `${p}x` }), 'UNAUTHENTICATED');
     }
     // The tables are still there and still hold everyone.
-    const [row] = await app.db.query('SELECT COUNT(*) AS n FROM tb_user WHERE nick_name IN (?)', [cases.map((c) => c.n)]);
+    const [row] = await app.query('SELECT COUNT(*) AS n FROM tb_user WHERE nick_name IN (?)', [cases.map((c) => c.n)]);
     expect(Number(row.n)).toBe(cases.length);
     await expectServing();
   });
@@ -316,7 +316,7 @@ describe('tokens where a viewer is needed', () => {
       'UNAUTHENTICATED',
     );
     expect(await count('tb_blog')).toBe(before);
-    const [row] = await app.db.query('SELECT COUNT(*) AS n FROM tb_blog WHERE title = ?', ['should not exist']);
+    const [row] = await app.query('SELECT COUNT(*) AS n FROM tb_blog WHERE title = ?', ['should not exist']);
     expect(Number(row.n)).toBe(0);
     await expectServing();
   });

@@ -47,7 +47,7 @@ afterAll(async () => {
 // Helpers.
 
 async function blogCount(where = '1 = 1'): Promise<number> {
-  const [row] = await app.db.query(`SELECT COUNT(*) AS n FROM tb_blog WHERE ${where}`);
+  const [row] = await app.query(`SELECT COUNT(*) AS n FROM tb_blog WHERE ${where}`);
   return Number(row.n);
 }
 
@@ -173,7 +173,7 @@ describe('publishBlog limits', () => {
     expect(blog).toMatchObject(input);
     expect(await readBlog(blog.id)).toMatchObject(input);
     expect(await blogCount()).toBe(before + 1);
-    const [row] = await app.db.query('SELECT title, content FROM tb_blog WHERE title = ? AND content = ?', [
+    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE title = ? AND content = ?', [
       input.title,
       input.content,
     ]);
@@ -196,7 +196,7 @@ describe('publishBlog limits', () => {
     const blog = await publishInput(input);
     expect(blog).toMatchObject(input);
     expect(await readBlog(blog.id)).toMatchObject(input);
-    const [row] = await app.db.query('SELECT title, content FROM tb_blog WHERE id = ?', [
+    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE id = ?', [
       Buffer.from(blog.id, 'base64').toString('utf8').split(':')[1],
     ]);
     expect(row).toEqual({ title: input.title, content: input.content });

@@ -18,8 +18,8 @@ afterAll(() => app.close());
 
 async function counts(id: string): Promise<{ column: number; rows: number }> {
   const dbId = fromGlobalId(id).id;
-  const [blog] = await app.db.query('SELECT liked FROM tb_blog WHERE id = ?', [dbId]);
-  const [likes] = await app.db.query('SELECT COUNT(*) AS n FROM tb_blog_like WHERE blog_id = ?', [dbId]);
+  const [blog] = await app.query('SELECT liked FROM tb_blog WHERE id = ?', [dbId]);
+  const [likes] = await app.query('SELECT COUNT(*) AS n FROM tb_blog_like WHERE blog_id = ?', [dbId]);
   return { column: Number(blog.liked), rows: Number(likes.n) };
 }
 

@@ -5,20 +5,31 @@
  * re-created) and its own Redis key prefix (test:<name>:, emptied), so files run in parallel
  * without touching each other's data. TEST_MYSQL_URL and TEST_REDIS_URL point elsewhere when the
  * servers are not on localhost.
+ *
+ * The embedded pass (TEST_EMBEDDED=on, `npm run test:embedded`) runs the core scenario files
+ * again in the embedded mode: each app on a SQLite file of its own (feed_test_<name>.sqlite in
+ * the temp folder, deleted first), no Redis, the pull model.
  */
 import 'reflect-metadata';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { DataSource } from 'typeorm';
 import { RunningApp, startApp } from '../../src/app';
 import { Config, loadConfig } from '../../src/config';
-import { openDatabase, SqlStatementLog } from '../../src/db/data-source';
+import { SqlStatementLog } from '../../src/db/data-source';
+import { select } from '../../src/db/sql';
 import { INBOX_SENTINEL } from '../../src/feed/inbox';
 import { RedisKeys } from '../../src/redis/keys';
-import { createRedis, isCluster, RedisClient } from '../../src/redis/redis.client';
+import { isCluster, RedisClient } from '../../src/redis/redis.client';
+import { openStores } from '../../src/stores';
 
 export const MYSQL_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 export const TEST_JWT_SECRET = 'test-secret-for-integration-tests';
+/** The embedded pass: apps run on SQLite without Redis. */
+export const EMBEDDED = process.env.TEST_EMBEDDED === 'on';
 
 export interface GqlResponse<T = any> {
   status: number;
@@ -31,9 +42,12 @@ export interface TestApp extends RunningApp {
   /** The environment the app's config came from: hand it to a worker process to share its data. */
   env: Record<string, string>;
   db: DataSource;
+  /** The app's Redis; using it in the embedded pass fails the test (that pass has none). */
   redis: RedisClient;
   keys: RedisKeys;
   sqlLog: SqlStatementLog;
+  /** A SELECT in MySQL's dialect, on whichever database the app runs (see src/db/sql.ts). */
+  query<Row = any>(statement: string, params?: unknown[]): Promise<Row[]>;
   gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string): Promise<GqlResponse<T>>;
   close(): Promise<void>;
 }
@@ -66,16 +80,24 @@ export async function deleteKeys(redis: RedisClient, pattern: string): Promise<v
   } while (cursor !== '0');
 }
 
-export async function startTestApp(name: string, options: TestAppOptions = {}): Promise<TestApp> {
+/** The stores part of a test app's environment: its own database (and key prefix), emptied. */
+async function freshStoresEnv(name: string): Promise<Record<string, string>> {
   const database = `feed_test_${name}`;
+  if (EMBEDDED) {
+    const file = join(tmpdir(), `${database}.sqlite`);
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true });
+    return { EMBEDDED_DB_FILE: file };
+  }
   await dropDatabase(database);
+  return { DATABASE_URL: `${MYSQL_URL}/${database}`, REDIS_URL, REDIS_KEY_PREFIX: `test:${name}:` };
+}
+
+export async function startTestApp(name: string, options: TestAppOptions = {}): Promise<TestApp> {
   const env: Record<string, string> = {
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: '0',
-    DATABASE_URL: `${MYSQL_URL}/${database}`,
-    REDIS_URL,
-    REDIS_KEY_PREFIX: `test:${name}:`,
+    ...(await freshStoresEnv(name)),
     JWT_SECRET: TEST_JWT_SECRET,
     PASSWORD_HASH_COST: '1024',
     // Tests wait for fan-out: look for stranded outbox events often.
@@ -89,13 +111,15 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
   };
   const config = loadConfig(env);
   const sqlLog = new SqlStatementLog();
-  const db = await openDatabase(config.databaseUrl, sqlLog);
-  const redis = createRedis(config);
-  // Start connected: a rate limit counted in memory while the client still connects would
-  // split its count between memory and Redis.
-  if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
+  const stores = await openStores(config, sqlLog);
+  const { db, redis } = stores;
   const keys = new RedisKeys(config.redisKeyPrefix);
-  await deleteKeys(redis, keys.all());
+  if (redis) {
+    // Start connected: a rate limit counted in memory while the client still connects would
+    // split its count between memory and Redis.
+    if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
+    await deleteKeys(redis, keys.all());
+  }
   const app = await startApp({ config, db, redis, now: options.now });
 
   const gql = async (query: string, variables?: Record<string, unknown>, token?: string) => {
@@ -112,13 +136,17 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     config,
     env,
     db,
-    redis,
+    get redis(): RedisClient {
+      if (!redis) throw new Error(`the app of "${name}" runs in the embedded mode, without Redis`);
+      return redis;
+    },
     keys,
     sqlLog,
+    query: (statement, params = []) => select(db, statement, params),
     gql,
     async close() {
       await app.stop();
-      await Promise.allSettled([db.destroy(), redis.quit()]);
+      await stores.close();
     },
   };
 }
@@ -204,7 +232,7 @@ export async function inboxScores(app: TestApp, readerIds: readonly number[], bl
 
 /** The reader's feed as MySQL, the truth, says it must be: live blogs of followees, canonical order. */
 export async function feedTruth(app: TestApp, readerDbId: number): Promise<string[]> {
-  const rows: Array<{ id: string }> = await app.db.query(
+  const rows = await app.query<{ id: string }>(
     `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id
      WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC`,
     [readerDbId],
