@@ -2,6 +2,8 @@
 
 # ---- build: install every dependency, compile, then drop the dev dependencies ----
 FROM node:20-bookworm-slim AS build
+# better-sqlite3 (the embedded mode) compiles its native module when no prebuilt one downloads.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -16,6 +18,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The embedded mode (no DATABASE_URL/REDIS_URL) keeps its SQLite file here: mount a volume on it.
+RUN mkdir -p /app/data && chown node /app/data
 USER node
 EXPOSE 4000
 # NODE_ENV=production: JWT_SECRET must be set (the process refuses to start without it).
