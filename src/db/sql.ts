@@ -51,7 +51,7 @@ function driverErrorCode(error: unknown): string | undefined {
   return driverError?.code ?? (error as { code?: string })?.code;
 }
 
-/** Errors that mean "MySQL cannot be reached right now", not "this statement is wrong". */
+/** Errors that mean "the database cannot be used right now", not "this statement is wrong". */
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -60,6 +60,8 @@ const UNAVAILABLE_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST',
   'ER_CON_COUNT_ERROR',
   'ER_SERVER_SHUTDOWN',
+  // The embedded SQLite file stayed locked by another process past the busy timeout.
+  'SQLITE_BUSY',
 ]);
 
 export function isDatabaseUnavailable(error: unknown): boolean {
