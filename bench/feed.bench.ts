@@ -8,6 +8,7 @@
  *   - the GraphQL API in the push, pull and hybrid models (the hybrid model merging the 5 big
  *     authors' blogs in at read time);
  *   - the push model deep in the scroll, past the inbox (the cold path, served by MySQL);
+ *   - the embedded mode (SQLite file, pull model, no Redis) with the same data;
  *   - a plain Node HTTP handler (no framework, no GraphQL) that serves the same page with the
  *     same Redis and SQL work (the same feed service and loaders): the baseline.
  * Then Redis memory per inbox entry: MEMORY USAGE of 100 inboxes of 800 entries over 80,000,
@@ -15,7 +16,7 @@
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,7 +24,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RunningApp, startApp, warn } from '../src/app';
 import { loadConfig } from '../src/config';
-import { openDatabase } from '../src/db/data-source';
+import { openDatabase, openEmbeddedDatabase } from '../src/db/data-source';
+import { insertRows, select, Sql } from '../src/db/sql';
 import { cursorsForPage, encodeCursor, START } from '../src/feed/cursor';
 import { FeedStore } from '../src/feed/feed.store';
 import { Inbox } from '../src/feed/inbox';
@@ -77,31 +79,21 @@ async function main(): Promise<void> {
   await deleteByPrefix(redis, config.redisKeyPrefix);
   console.log(`feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`);
 
-  // Seed, straight into MySQL.
+  // Seed MySQL, and the same rows into an embedded SQLite file.
   const now = Date.now();
   const authorIds = Array.from({ length: AUTHORS + BIG_AUTHORS }, (_, i) => FIRST_ID + i);
   const bigIds = authorIds.slice(AUTHORS);
   const readerIds = Array.from({ length: READERS }, (_, i) => FIRST_ID + 10_000 + i);
-  await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at, has_pulled_blogs, follower_count) VALUES ?', [
-    [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
-  ]);
-  const blogs = authorIds.flatMap((author, a) =>
-    Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [author, `blog ${a}.${i}`, 'Some content of a typical length for a post in a feed.', '[]', new Date(now - 3_600_000 + Math.floor((a * BLOGS_PER_AUTHOR + i) / 3) * 7), !bigIds.includes(author)]),
-  );
-  await db.query('INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', [blogs]);
-  const follows: unknown[][] = [];
-  readerIds.forEach((reader, r) => {
-    for (let k = 0; k < FOLLOWS_PER_READER; k += 1) follows.push([reader, authorIds[(r * 7 + k * 13) % AUTHORS], new Date(now)]);
-    for (const big of bigIds) follows.push([reader, big, new Date(now)]);
-  });
-  await db.query('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [follows]);
-  const blogIds: Array<{ id: string }> = await db.query('SELECT id FROM tb_blog');
-  const likes = readerIds.flatMap((reader, r) => blogIds.filter((_, i) => (i + r) % 9 === 0).map((b) => [Number(b.id), reader, new Date(now)]));
-  await db.query('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', [likes]);
+  await seed(db, now, authorIds, bigIds, readerIds);
+  const embeddedFile = join(mkdtempSync(join(tmpdir(), 'feed-bench-')), 'feed.sqlite');
+  const embeddedDb = await openEmbeddedDatabase(embeddedFile);
+  await seed(embeddedDb, now, authorIds, bigIds, readerIds);
 
-  // Servers: the API in each model, and the plain handler.
+  // Servers: the API in each model, the embedded mode, and the plain handler.
   const apps: Record<string, RunningApp> = {};
   for (const model of ['push', 'pull', 'hybrid']) apps[model] = await startApp({ config: loadConfig(env(model)), db, redis });
+  const embeddedConfig = loadConfig({ PORT: '0', HOST: '127.0.0.1', NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, RATE_LIMITS: 'off', EMBEDDED_DB_FILE: embeddedFile });
+  apps.embedded = await startApp({ config: embeddedConfig, db: embeddedDb, redis: null });
   const plain = await startPlainHandler(apps.push);
   const tokens = readerIds.map((id) => apps.push.services.tokens.issue(id));
 
@@ -125,7 +117,7 @@ async function main(): Promise<void> {
     if (data.followFeed.edges.length !== 20) throw new Error(`${name} answered ${data.followFeed.edges.length} edges`);
   }
   const same = JSON.stringify((await graphql(apps.push.url, QUERY, {}, tokens[1])).followFeed);
-  for (const model of ['pull', 'hybrid']) {
+  for (const model of ['pull', 'hybrid', 'embedded']) {
     if (JSON.stringify((await graphql(apps[model].url, QUERY, {}, tokens[1])).followFeed) !== same) throw new Error(`${model} page differs from push`);
   }
 
@@ -141,6 +133,7 @@ async function main(): Promise<void> {
     pull: await run(apps.pull.url, firstBodies),
     hybrid: await run(apps.hybrid.url, firstBodies),
     cold: await run(apps.push.url, deepBodies),
+    embedded: await run(apps.embedded.url, firstBodies),
   };
 
   console.log('');
@@ -151,11 +144,13 @@ async function main(): Promise<void> {
   line('GraphQL followFeed(first: 20), pull', results.pull);
   line(`GraphQL followFeed(first: 20), hybrid (${BIG_AUTHORS} big)`, results.hybrid);
   line('GraphQL, push, past the inbox (cold path)', results.cold);
+  line('GraphQL, embedded mode (SQLite, pull, no Redis)', results.embedded);
   const ratio = (a: LoadResult, b: LoadResult) => (a.requestsPerSecond / b.requestsPerSecond).toFixed(2);
   console.log(`  GraphQL push / plain baseline: ${ratio(results.push, results.plain)}x  (target >= 0.5x, goal 1.0x)`);
   console.log(`  hybrid / push:                 ${ratio(results.hybrid, results.push)}x  (target >= 0.7x)`);
   console.log(`  cold path / inbox path:        ${ratio(results.cold, results.push)}x  (target >= 0.5x)`);
   console.log(`  pull / push:                   ${ratio(results.pull, results.push)}x`);
+  console.log(`  embedded (SQLite) / pull on MySQL: ${ratio(results.embedded, results.pull)}x`);
 
   for (const [label, args] of [['default settings', []], ['zset-max-listpack-entries 1024', ['--zset-max-listpack-entries', '1024']]] as const) {
     const bytes = await memoryPerEntry(config.feedMaxItems, [...args]);
@@ -165,7 +160,33 @@ async function main(): Promise<void> {
   await plain.close();
   for (const app of Object.values(apps)) await app.stop();
   await deleteByPrefix(redis, config.redisKeyPrefix);
-  await Promise.allSettled([db.destroy(), redis.quit()]);
+  await Promise.allSettled([db.destroy(), redis.quit(), embeddedDb.destroy()]);
+  rmSync(embeddedFile.replace(/feed\.sqlite$/, ''), { recursive: true, force: true });
+}
+
+/**
+ * The benchmark's data, through the dialect helpers so it seeds MySQL and SQLite alike (same
+ * insert order, so blog ids and pages are the same in both).
+ */
+async function seed(db: Sql, now: number, authorIds: number[], bigIds: number[], readerIds: number[]): Promise<void> {
+  await insertRows(
+    db,
+    'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at, has_pulled_blogs, follower_count) VALUES ?',
+    [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
+  );
+  const blogs = authorIds.flatMap((author, a) =>
+    Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [author, `blog ${a}.${i}`, 'Some content of a typical length for a post in a feed.', '[]', new Date(now - 3_600_000 + Math.floor((a * BLOGS_PER_AUTHOR + i) / 3) * 7), !bigIds.includes(author)]),
+  );
+  await insertRows(db, 'INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', blogs);
+  const follows: unknown[][] = [];
+  readerIds.forEach((reader, r) => {
+    for (let k = 0; k < FOLLOWS_PER_READER; k += 1) follows.push([reader, authorIds[(r * 7 + k * 13) % AUTHORS], new Date(now)]);
+    for (const big of bigIds) follows.push([reader, big, new Date(now)]);
+  });
+  await insertRows(db, 'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', follows);
+  const blogIds = await select<{ id: string }>(db, 'SELECT id FROM tb_blog ORDER BY id', []);
+  const likes = readerIds.flatMap((reader, r) => blogIds.filter((_, i) => (i + r) % 9 === 0).map((b) => [Number(b.id), reader, new Date(now)]));
+  await insertRows(db, 'INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', likes);
 }
 
 /** The baseline: node:http, no framework, the same services and loaders, a hand-built JSON. */

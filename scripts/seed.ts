@@ -8,7 +8,7 @@
 import 'reflect-metadata';
 import { PasswordHasher } from '../src/auth/auth.passwords';
 import { loadConfig } from '../src/config';
-import { select, Sql, write } from '../src/db/sql';
+import { insertRows, select, write } from '../src/db/sql';
 import { START } from '../src/feed/cursor';
 import { FeedStore } from '../src/feed/feed.store';
 import { Inbox } from '../src/feed/inbox';
@@ -25,19 +25,6 @@ function flag(name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number (got "${raw}")`);
   return value;
-}
-
-/**
- * Rows per multi-row INSERT: few statements, and well under SQLite's 32,766 bound values and
- * MySQL's max_allowed_packet.
- */
-const ROWS_PER_INSERT = 2000;
-
-/** `INSERT ... VALUES ?` for many rows, in statements of ROWS_PER_INSERT rows. */
-async function insertRows(db: Sql, statement: string, rows: unknown[][]): Promise<void> {
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    await write(db, statement, [rows.slice(start, start + ROWS_PER_INSERT)]);
-  }
 }
 
 /** A progress bar on a terminal, a line per tenth elsewhere. */

@@ -39,6 +39,19 @@ export async function write(sql: Sql, statement: string, params: unknown[]): Pro
   return inOpenTransaction(sql) ? run() : writeLock(dataSource).runExclusive(run);
 }
 
+/**
+ * Rows per multi-row INSERT of insertRows: few statements, and well under SQLite's 32,766 bound
+ * values and MySQL's max_allowed_packet for rows of a few columns.
+ */
+const ROWS_PER_INSERT = 2000;
+
+/** `INSERT ... VALUES ?` for many rows (seeding, benchmarks), in statements of ROWS_PER_INSERT rows. */
+export async function insertRows(sql: Sql, statement: string, rows: readonly unknown[][]): Promise<void> {
+  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
+    await write(sql, statement, [rows.slice(start, start + ROWS_PER_INSERT)]);
+  }
+}
+
 export async function select<Row>(sql: Sql, statement: string, params: unknown[]): Promise<Row[]> {
   if (!isSqliteDataSource(dataSourceOf(sql))) return (await sql.query(statement, params)) as Row[];
   const rewritten = toSqlite(statement, params);
