@@ -9,11 +9,10 @@ import {
   errorCode,
   FEED_PAGE,
   feedTruth,
-  follow,
   ok,
   publish,
+  readerOfThree,
   scrollFeed,
-  signUp,
   startTestApp,
   TestApp,
   TestUser,
@@ -26,10 +25,7 @@ let authors: TestUser[];
 
 beforeAll(async () => {
   app = await startTestApp('feed', { now: clock.now, env: { FEED_MAX_ITEMS: '800' } });
-  reader = await signUp(app, 'reader');
-  authors = [];
-  for (const name of ['ann', 'ben', 'cat']) authors.push(await signUp(app, name));
-  for (const author of authors) await follow(app, reader, author);
+  ({ reader, authors } = await readerOfThree(app));
 });
 
 afterAll(() => app.close());

@@ -1,6 +1,6 @@
 /** follow: idempotent, exact counts under concurrency, and the feed follows at once (inboxes: inbox.test.ts). */
 import { fromGlobalId } from '../../src/graphql/global-id';
-import { errorCode, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import { errorCode, follow, ok, publish, publishInTurns, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 import { TestClock } from '../support/clock';
 
 const FOLLOW = `mutation($u: ID!, $f: Boolean!) {
@@ -61,14 +61,7 @@ it("brings the followee's blogs into the feed at once, and takes them out on unf
   const reader = await signUp(app, 'reader');
   const kept = await signUp(app, 'kept');
   const dropped = await signUp(app, 'dropped');
-  const keptIds: string[] = [];
-  const droppedIds: string[] = [];
-  for (let i = 0; i < 8; i += 1) {
-    clock.tick();
-    keptIds.unshift(await publish(app, kept, `kept ${i}`));
-    clock.tick();
-    droppedIds.unshift(await publish(app, dropped, `dropped ${i}`));
-  }
+  const [keptIds, droppedIds] = await publishInTurns(app, clock, [kept, dropped], 8);
   await app.services.fanout.idle();
   await follow(app, reader, kept);
   expect(await scrollFeed(app, reader, 3)).toEqual(keptIds);

@@ -192,6 +192,30 @@ export async function publish(app: TestApp, author: TestUser, title = 'a title',
   return data.publishBlog.id;
 }
 
+/** A reader who follows three authors (ann, ben, cat): the setting of the feed tests. */
+export async function readerOfThree(app: TestApp): Promise<{ reader: TestUser; authors: TestUser[] }> {
+  const reader = await signUp(app, 'reader');
+  const authors: TestUser[] = [];
+  for (const name of ['ann', 'ben', 'cat']) authors.push(await signUp(app, name));
+  for (const author of authors) await follow(app, reader, author);
+  return { reader, authors };
+}
+
+/**
+ * `rounds` rounds in which each author publishes one blog, each a clock tick after the last.
+ * Returns each author's blog ids, newest first.
+ */
+export async function publishInTurns(app: TestApp, clock: { tick(): void }, authors: TestUser[], rounds: number): Promise<string[][]> {
+  const ids: string[][] = authors.map(() => []);
+  for (let round = 0; round < rounds; round += 1) {
+    for (const [i, author] of authors.entries()) {
+      clock.tick();
+      ids[i].unshift(await publish(app, author, `${author.nickName} ${round}`));
+    }
+  }
+  return ids;
+}
+
 /**
  * Adds `count` active followers to an author in bulk: users with ids from `firstId` on, their
  * (empty, valid) inboxes, and the follows. `lastActiveAt` makes them inactive when old enough.
