@@ -25,7 +25,7 @@ import { PasswordHasher } from './auth/auth.passwords';
 import { AuthService } from './auth/auth.service';
 import { TokenService } from './auth/auth.tokens';
 import { BlogService } from './blog/blog.service';
-import { Config } from './config';
+import { Config, ConfigError } from './config';
 import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutService } from './fanout/fanout.service';
 import { FanoutStore } from './fanout/fanout.store';
@@ -223,7 +223,7 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
 
   app.use('/graphql', rejectUnreadableBody);
 
-  await new Promise<void>((resolve) => httpServer.listen(config.port, config.host, resolve));
+  await listen(httpServer, config);
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' ? 'localhost' : config.host;
   return {
@@ -236,6 +236,20 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       await services.fanoutQueue?.close();
     },
   };
+}
+
+/** Starts listening; a taken or forbidden port is a configuration error that names PORT. */
+async function listen(httpServer: http.Server, config: Config): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(config.port, config.host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  }).catch((error: NodeJS.ErrnoException) => {
+    const why = error.code === 'EADDRINUSE' ? 'it is in use (is another server running?)' : error.message;
+    throw new ConfigError(`cannot listen on ${config.host}:${config.port} (PORT, HOST): ${why}`);
+  });
 }
 
 /** One log line and one latency observation per GraphQL request. */

@@ -106,7 +106,10 @@ it('keeps everything across a restart', async () => {
   expect(ok(await gql('{ viewer { nickName } }', {}, readerToken)).viewer.nickName).toBe('reader');
 });
 
-it('refuses FEED_MODEL=push without Redis, a worker, and an unusable file, naming why', async () => {
+it('refuses FEED_MODEL=push without Redis, a worker, an unusable file and a taken port, naming why', async () => {
+  const second = startNodeProcess('server.js', embeddedEnv()); // the running server has this PORT
+  expect(await second.exited).toBe(1);
+  expect(second.output()).toContain(`cannot listen on 127.0.0.1:${port} (PORT, HOST): it is in use`);
   const push = startNodeProcess('server.js', { ...embeddedEnv(), PORT: '0', FEED_MODEL: 'push' });
   expect(await push.exited).toBe(1);
   expect(push.output()).toContain('FEED_MODEL=push keeps inboxes in Redis, but no REDIS_URL or REDIS_CLUSTER_NODES is set');
