@@ -39,6 +39,7 @@ import { Context, Services } from './graphql/context';
 import { isDatabaseUnavailable } from './db/sql';
 import { ErrorCode } from './graphql/errors';
 import { queryLimitsPlugin } from './graphql/limits';
+import { graphqlPostHandler, isGraphQLPost } from './graphql/http';
 import { createLoaders } from './graphql/loaders';
 import { RateLimits } from './graphql/rate-limits';
 import { buildFeedSchema } from './graphql/schema';
@@ -144,7 +145,9 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const workers = redis && services.fanoutQueue ? new FanoutWorkers({ ...deps, redis, queue: services.fanoutQueue, warn, metrics: services.metrics }) : null;
   workers?.start(config.fanoutWorkers);
   const app = express();
-  const httpServer = http.createServer(app);
+  // POST /graphql, nearly all the traffic, skips Express (see graphql/http.ts).
+  let handleGraphQLPost: (req: http.IncomingMessage, res: http.ServerResponse) => void = (req, res) => app(req, res);
+  const httpServer = http.createServer((req, res) => (isGraphQLPost(req) ? handleGraphQLPost(req, res) : app(req, res)));
   const schema = buildFeedSchema();
   const apollo = new ApolloServer<Context>({
     schema,
@@ -195,30 +198,31 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     const results = Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([name, result]) => [name, await result])));
     res.status(Object.values(results).every((result) => result === 'ok') ? 200 : 503).json(results);
   });
+  // Browsers may call the API only from the configured origins (CORS_ORIGINS). Apollo's CSRF
+  // prevention stays on: a request without a JSON content type or an Apollo header is refused.
+  const corsCheck = cors({ origin: config.corsOrigins, credentials: false });
+  const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
+    const auth = services.tokens.check(req.headers.authorization);
+    const viewerId = auth.kind === 'viewer' ? auth.userId : null;
+    if (viewerId !== null) {
+      services.feed.recordActivity(viewerId).catch((error: unknown) => warn(`recording activity of user ${viewerId} failed`, error));
+    }
+    const ip = req.socket.remoteAddress ?? 'unknown';
+    return { auth, ip, requestId, services, loaders: createLoaders(services, viewerId) };
+  };
+  handleGraphQLPost = graphqlPostHandler({ apollo, cors: corsCheck, maxBodyBytes: MAX_BODY_BYTES, requestIdOf, contextOf });
+  // The other methods on /graphql (GET queries, CORS preflights) go through Express.
   app.use(
     '/graphql',
-    // Browsers may call the API only from the configured origins (CORS_ORIGINS). Apollo's CSRF
-    // prevention stays on: a request without a JSON content type or an Apollo header is refused.
-    cors({ origin: config.corsOrigins, credentials: false }),
+    corsCheck,
     (req, res, next) => {
-      // The caller's request id (a proxy's), or a new one; echoed so that logs can be matched.
-      const requestId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 100) : randomUUID();
+      const requestId = requestIdOf(req);
       res.setHeader('x-request-id', requestId);
       res.locals.requestId = requestId;
       next();
     },
     express.json({ limit: MAX_BODY_BYTES }),
-    expressMiddleware(apollo, {
-      context: async ({ req, res }) => {
-        const auth = services.tokens.check(req.headers.authorization);
-        const viewerId = auth.kind === 'viewer' ? auth.userId : null;
-        if (viewerId !== null) {
-          services.feed.recordActivity(viewerId).catch((error: unknown) => warn(`recording activity of user ${viewerId} failed`, error));
-        }
-        const ip = req.socket.remoteAddress ?? 'unknown';
-        return { auth, ip, requestId: String(res.locals.requestId), services, loaders: createLoaders(services, viewerId) };
-      },
-    }),
+    expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, String(res.locals.requestId)) }),
   );
 
   app.use('/graphql', rejectUnreadableBody);
@@ -236,6 +240,12 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       await services.fanoutQueue?.close();
     },
   };
+}
+
+/** The caller's request id (a proxy's), or a new one; echoed so that logs can be matched. */
+function requestIdOf(req: http.IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && given !== '' ? given.slice(0, 100) : randomUUID();
 }
 
 /** Starts listening; a taken or forbidden port is a configuration error that names PORT. */

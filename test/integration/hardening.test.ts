@@ -66,6 +66,24 @@ describe('query limits', () => {
     expect(batch.status).toBe(400);
     const big = await app.gql('{ viewer { id } }', { pad: 'x'.repeat(150_000) });
     expect(big.status).toBe(413);
+    // Streamed without a Content-Length: counted as it arrives, and refused the same way.
+    const chunks = [JSON.stringify({ query: '{ viewer { id } }', variables: { pad: '' } }).slice(0, -3), 'x'.repeat(120_000), '"}}'];
+    const streamed = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: new ReadableStream({ start(controller) { for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk)); controller.close(); } }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(streamed.status).toBe(413);
+    expect(((await streamed.json()) as any).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
+    // ...and the server answers the next request normally.
+    expect(ok(await app.gql('{ __typename }')).__typename).toBe('Query');
+  });
+
+  it('refuse a POST that is not JSON (CSRF prevention), naming why', async () => {
+    const form = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{ viewer { id } }' });
+    expect(form.status).toBe(400);
+    expect(await form.text()).toMatch(/CSRF|preflight/i);
   });
 
   it('keep CSRF prevention on: a simple GET without a preflight-forcing header is refused', async () => {
@@ -126,6 +144,11 @@ describe('rate limits', () => {
       fetch(app.url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
     expect((await preflight('https://app.example')).headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect((await preflight('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
+    // The POST itself carries the same answer.
+    const post = (origin: string) =>
+      fetch(app.url, { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }) });
+    expect((await post('https://app.example')).headers.get('access-control-allow-origin')).toBe('https://app.example');
+    expect((await post('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
   });
 });
 
