@@ -55,6 +55,8 @@ interface LoadResult {
   non2xx: number;
   errors: number;
   timeouts: number;
+  /** CPU time of this process (the servers; the load generator is another) per request. */
+  cpuMicrosPerRequest?: number;
 }
 
 async function main(): Promise<void> {
@@ -121,7 +123,12 @@ async function main(): Promise<void> {
     if (JSON.stringify((await graphql(apps[model].url, QUERY, {}, tokens[1])).followFeed) !== same) throw new Error(`${model} page differs from push`);
   }
 
-  const run = (url: string, bodies: string[]) => load({ url, bodies, tokens, connections: CONNECTIONS, durationSeconds: DURATION });
+  const run = async (url: string, bodies: string[]): Promise<LoadResult> => {
+    const cpuBefore = process.cpuUsage();
+    const result = await load({ url, bodies, tokens, connections: CONNECTIONS, durationSeconds: DURATION });
+    const cpu = process.cpuUsage(cpuBefore);
+    return { ...result, cpuMicrosPerRequest: (cpu.user + cpu.system) / (result.requestsPerSecond * DURATION) };
+  };
   const results = {
     plain: await run(plain.url, firstBodies),
     push: await (async () => {
@@ -138,7 +145,10 @@ async function main(): Promise<void> {
 
   console.log('');
   const line = (name: string, r: LoadResult) =>
-    console.log(`${name.padEnd(44)} ${rate(r.requestsPerSecond).padStart(9)}  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}  errors ${r.errors + r.non2xx + r.timeouts}`);
+    console.log(
+      `${name.padEnd(48)} ${rate(r.requestsPerSecond).padStart(9)}  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}  ` +
+        `server CPU ${Math.round(r.cpuMicrosPerRequest ?? 0)} µs/request  errors ${r.errors + r.non2xx + r.timeouts}`,
+    );
   line('plain Node handler, same Redis + SQL work', results.plain);
   line('GraphQL followFeed(first: 20), push', results.push);
   line('GraphQL followFeed(first: 20), pull', results.pull);
