@@ -9,12 +9,16 @@
  * /healthz, /readyz, /metrics), and both routes share the context and the request id.
  *
  * What Express's middleware did here is done here, with the same answers: CORS headers (the
- * same `cors` middleware), the request id, a body limit (413 PAYLOAD_TOO_LARGE) and JSON that
- * does not parse (400 BAD_REQUEST), both as GraphQL-shaped JSON errors.
+ * same `cors` middleware), the request id, gzip/deflate/br request bodies, a body limit (413
+ * PAYLOAD_TOO_LARGE, counted after decompression), an unknown Content-Encoding (415
+ * UNSUPPORTED_MEDIA_TYPE) and JSON that does not parse (400 BAD_REQUEST), all as GraphQL-shaped
+ * JSON errors.
  */
 import type { ApolloServer, HTTPGraphQLRequest } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Context } from './context';
 import { ErrorCode } from './errors';
 
@@ -43,15 +47,28 @@ export function graphqlPostHandler(options: GraphQLPostOptions): (req: IncomingM
       if (error) return sendError(res, 500, ErrorCode.INTERNAL_SERVER_ERROR, 'CORS check failed');
       const requestId = options.requestIdOf(req);
       res.setHeader('x-request-id', requestId);
-      readBody(req, options.maxBodyBytes).then(
-        (body) => (body.kind === 'ok' ? execute(options, req, res, requestId, body.value) : rejectBody(res, body, options.maxBodyBytes)),
-        () => sendError(res, 400, 'BAD_REQUEST', 'the request body could not be read'),
+      void readBody(req, options.maxBodyBytes).then((body) =>
+        body.kind === 'ok' ? execute(options, req, res, requestId, body.value) : rejectBody(res, body, options.maxBodyBytes),
       );
     });
   };
 }
 
-type Body = { kind: 'ok'; value: unknown } | { kind: 'too-large' } | { kind: 'unreadable'; reason: string };
+type Body =
+  | { kind: 'ok'; value: unknown }
+  | { kind: 'too-large' }
+  | { kind: 'unreadable'; reason: string }
+  | { kind: 'unsupported-encoding'; encoding: string };
+
+/** The decompressor the body needs: none (plain body), one, or 'unsupported'. */
+function inflaterFor(req: IncomingMessage): Transform | null | 'unsupported' {
+  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding === 'identity' || encoding === '') return null;
+  if (encoding === 'gzip' || encoding === 'x-gzip') return createGunzip();
+  if (encoding === 'deflate') return createInflate();
+  if (encoding === 'br') return createBrotliDecompress();
+  return 'unsupported';
+}
 
 /** JSON bodies only (as express.json): any other content type leaves the body to Apollo's checks. */
 function isJson(req: IncomingMessage): boolean {
@@ -59,35 +76,53 @@ function isJson(req: IncomingMessage): boolean {
   return type === 'application/json';
 }
 
+/** Reads the rest of the request without keeping it, then answers `body`: the client gets its answer. */
+function dropRest(req: IncomingMessage, body: Body, resolve: (body: Body) => void): void {
+  if (req.readableEnded) return resolve(body);
+  req.on('end', () => resolve(body)).resume();
+}
+
 function readBody(req: IncomingMessage, maxBytes: number): Promise<Body> {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
+    const inflater = inflaterFor(req);
+    if (inflater === 'unsupported') {
+      return dropRest(req, { kind: 'unsupported-encoding', encoding: String(req.headers['content-encoding']) }, resolve);
+    }
     const declared = Number(req.headers['content-length']);
-    let tooLarge = Number.isFinite(declared) && declared > maxBytes;
+    if (Number.isFinite(declared) && declared > maxBytes) return dropRest(req, { kind: 'too-large' }, resolve);
+    const stream = inflater ? req.pipe(inflater) : req;
     const chunks: Buffer[] = [];
     let size = 0;
-    // A body over the limit is read to its end and dropped, so the client gets its 413.
-    req.on('data', (chunk: Buffer) => {
+    // Over the limit, the rest is read and dropped; a compressed body stops being decompressed
+    // there, so a zip bomb costs no more than the limit.
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > maxBytes) tooLarge = true;
-      if (!tooLarge) chunks.push(chunk);
-    });
-    req.on('error', reject);
-    req.on('end', () => {
-      if (tooLarge) return resolve({ kind: 'too-large' });
+      if (size <= maxBytes) return void chunks.push(chunk);
+      stream.off('data', onData).off('end', onEnd);
+      if (inflater) {
+        req.unpipe(inflater);
+        inflater.destroy();
+      }
+      dropRest(req, { kind: 'too-large' }, resolve);
+    };
+    const onEnd = () => {
       if (!isJson(req)) return resolve({ kind: 'ok', value: undefined });
-      const text = Buffer.concat(chunks).toString('utf8');
       try {
-        resolve({ kind: 'ok', value: JSON.parse(text) });
+        resolve({ kind: 'ok', value: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
       } catch (error) {
         resolve({ kind: 'unreadable', reason: (error as Error).message });
       }
-    });
+    };
+    stream.on('data', onData).on('end', onEnd);
+    stream.on('error', (error: Error) => dropRest(req, { kind: 'unreadable', reason: error.message }, resolve));
   });
 }
 
 function rejectBody(res: ServerResponse, body: Exclude<Body, { kind: 'ok' }>, maxBodyBytes: number): void {
   if (body.kind === 'too-large') sendError(res, 413, 'PAYLOAD_TOO_LARGE', `request body over ${maxBodyBytes} bytes`);
-  else sendError(res, 400, 'BAD_REQUEST', `unreadable request body: ${body.reason}`);
+  else if (body.kind === 'unsupported-encoding') {
+    sendError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Encoding "${body.encoding}" is not supported (gzip, deflate, br or none)`);
+  } else sendError(res, 400, 'BAD_REQUEST', `unreadable request body: ${body.reason}`);
 }
 
 async function execute(options: GraphQLPostOptions, req: IncomingMessage, res: ServerResponse, requestId: string, body: unknown): Promise<void> {

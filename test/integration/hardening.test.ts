@@ -3,6 +3,7 @@
  * living through Redis and MySQL outages (a redis-server of the test's own, stopped; MySQL
  * behind a TCP proxy that the test cuts).
  */
+import { gzipSync } from 'node:zlib';
 import { getIntrospectionQuery } from 'graphql';
 import { fromGlobalId } from '../../src/graphql/global-id';
 import { errorCode, FEED_PAGE, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
@@ -78,6 +79,23 @@ describe('query limits', () => {
     expect(((await streamed.json()) as any).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
     // ...and the server answers the next request normally.
     expect(ok(await app.gql('{ __typename }')).__typename).toBe('Query');
+  });
+
+  it('read gzip bodies, and refuse unknown encodings and corrupt ones', async () => {
+    const post = (body: Uint8Array, encoding: string) =>
+      fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body });
+    const query = Buffer.from(JSON.stringify({ query: '{ __typename }' }));
+    const zipped = await post(gzipSync(query), 'gzip');
+    expect(await zipped.json()).toEqual({ data: { __typename: 'Query' } });
+    const unknown = await post(query, 'compress');
+    expect(unknown.status).toBe(415);
+    expect(((await unknown.json()) as any).errors[0].extensions.code).toBe('UNSUPPORTED_MEDIA_TYPE');
+    const corrupt = await post(query, 'gzip');
+    expect(corrupt.status).toBe(400);
+    expect(((await corrupt.json()) as any).errors[0].extensions.code).toBe('BAD_REQUEST');
+    // A zip bomb is counted after decompression: 1 MB of spaces is a few kB compressed.
+    const bomb = await post(gzipSync(Buffer.concat([query.subarray(0, -1), Buffer.alloc(1_000_000, ' '), Buffer.from('}')])), 'gzip');
+    expect(bomb.status).toBe(413);
   });
 
   it('refuse a POST that is not JSON (CSRF prevention), naming why', async () => {
