@@ -32,7 +32,7 @@ export async function write(sql: Sql, statement: string, params: unknown[]): Pro
   const run = async (): Promise<WriteResult> => {
     const rewritten = toSqlite(statement, params);
     // The structured result: the plain one of TypeORM's SQLite driver drops the changed-row count.
-    const runner = sql instanceof DataSource ? sql.createQueryRunner() : sql.queryRunner!;
+    const runner = sql instanceof DataSource || !sql.queryRunner ? dataSource.createQueryRunner() : sql.queryRunner;
     const result = await runner.query(rewritten.statement, rewritten.params, true);
     return { affectedRows: result.affected ?? 0, insertId: Number(result.raw) };
   };
