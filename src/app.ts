@@ -14,7 +14,6 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import { expressMiddleware } from '@as-integrations/express5';
 import cors from 'cors';
 import express from 'express';
 import { GraphQLError, GraphQLFormattedError } from 'graphql';
@@ -39,7 +38,7 @@ import { Context, Services } from './graphql/context';
 import { isDatabaseUnavailable } from './db/sql';
 import { ErrorCode } from './graphql/errors';
 import { queryLimitsPlugin } from './graphql/limits';
-import { graphqlPostHandler, isGraphQLPost } from './graphql/http';
+import { graphqlHandler, isGraphQLPost } from './graphql/http';
 import { createLoaders } from './graphql/loaders';
 import { RateLimits } from './graphql/rate-limits';
 import { buildFeedSchema } from './graphql/schema';
@@ -145,9 +144,9 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const workers = redis && services.fanoutQueue ? new FanoutWorkers({ ...deps, redis, queue: services.fanoutQueue, warn, metrics: services.metrics }) : null;
   workers?.start(config.fanoutWorkers);
   const app = express();
-  // POST /graphql, nearly all the traffic, skips Express (see graphql/http.ts).
-  let handleGraphQLPost: (req: http.IncomingMessage, res: http.ServerResponse) => void = (req, res) => app(req, res);
-  const httpServer = http.createServer((req, res) => (isGraphQLPost(req) ? handleGraphQLPost(req, res) : app(req, res)));
+  // POST /graphql, nearly all the traffic, skips Express (see graphql/http.ts). handleGraphQL is
+  // made below, once Apollo has started; no request arrives before the server listens.
+  const httpServer = http.createServer((req, res) => (isGraphQLPost(req) ? handleGraphQL(req, res) : app(req, res)));
   const schema = buildFeedSchema();
   const apollo = new ApolloServer<Context>({
     schema,
@@ -192,15 +191,13 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   app.get('/readyz', async (_req, res) => {
     const check = (name: string, probe: Promise<unknown>) =>
       withTimeout(probe, READY_TIMEOUT_MS, name).then(() => 'ok', (error: unknown) => String(error));
-    const checks: Record<string, Promise<string>> = config.embedded
-      ? { sqlite: check('SQLite', deps.db.query('SELECT 1')) }
-      : { mysql: check('MySQL', deps.db.query('SELECT 1')), redis: check('Redis', redis ? redis.ping() : Promise.reject(new Error('no client'))) };
+    const checks: Record<string, Promise<string>> = {
+      [config.embedded ? 'sqlite' : 'mysql']: check(config.embedded ? 'SQLite' : 'MySQL', deps.db.query('SELECT 1')),
+      ...(redis ? { redis: check('Redis', redis.ping()) } : {}),
+    };
     const results = Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([name, result]) => [name, await result])));
     res.status(Object.values(results).every((result) => result === 'ok') ? 200 : 503).json(results);
   });
-  // Browsers may call the API only from the configured origins (CORS_ORIGINS). Apollo's CSRF
-  // prevention stays on: a request without a JSON content type or an Apollo header is refused.
-  const corsCheck = cors({ origin: config.corsOrigins, credentials: false });
   const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
     const auth = services.tokens.check(req.headers.authorization);
     const viewerId = auth.kind === 'viewer' ? auth.userId : null;
@@ -210,22 +207,18 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     const ip = req.socket.remoteAddress ?? 'unknown';
     return { auth, ip, requestId, services, loaders: createLoaders(services, viewerId) };
   };
-  handleGraphQLPost = graphqlPostHandler({ apollo, cors: corsCheck, maxBodyBytes: MAX_BODY_BYTES, requestIdOf, contextOf });
-  // The other methods on /graphql (GET queries, CORS preflights) go through Express.
-  app.use(
-    '/graphql',
-    corsCheck,
-    (req, res, next) => {
-      const requestId = requestIdOf(req);
-      res.setHeader('x-request-id', requestId);
-      res.locals.requestId = requestId;
-      next();
-    },
-    express.json({ limit: MAX_BODY_BYTES }),
-    expressMiddleware(apollo, { context: async ({ req, res }) => contextOf(req, String(res.locals.requestId)) }),
-  );
-
-  app.use('/graphql', rejectUnreadableBody);
+  const handleGraphQL = graphqlHandler({
+    apollo,
+    // Browsers may call the API only from the configured origins (CORS_ORIGINS). Apollo's CSRF
+    // prevention stays on: a request without a JSON content type or an Apollo header is refused.
+    cors: cors({ origin: config.corsOrigins, credentials: false }),
+    maxBodyBytes: MAX_BODY_BYTES,
+    requestIdOf,
+    contextOf,
+  });
+  // The rest of /graphql (GET queries, CORS preflights, other methods) reaches the same handler
+  // through Express, after the GraphiQL route above.
+  app.use('/graphql', (req, res) => handleGraphQL(req, res));
 
   await listen(httpServer, config);
   const { port } = httpServer.address() as AddressInfo;
@@ -285,26 +278,6 @@ function requestLogPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
       };
     },
   };
-}
-
-/**
- * A body that is not JSON, or too large, never reaches Apollo: answer it as GraphQL clients
- * expect (JSON with `errors[].extensions.code`), not with Express's HTML error page.
- */
-function rejectUnreadableBody(error: unknown, _req: express.Request, res: express.Response, next: express.NextFunction): void {
-  const status = (error as { status?: number })?.status;
-  const type = (error as { type?: string })?.type;
-  if (status === 413 || type === 'entity.too.large') {
-    res.status(413).json({
-      errors: [{ message: `request body over ${MAX_BODY_BYTES} bytes`, extensions: { code: 'PAYLOAD_TOO_LARGE' } }],
-    });
-  } else if (status !== undefined && status >= 400 && status < 500) {
-    res.status(400).json({
-      errors: [{ message: `unreadable request body: ${(error as Error).message}`, extensions: { code: 'BAD_REQUEST' } }],
-    });
-  } else {
-    next(error);
-  }
 }
 
 /**

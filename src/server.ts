@@ -4,7 +4,8 @@
  */
 import 'reflect-metadata';
 import { logger, startApp } from './app';
-import { ConfigError, loadConfig } from './config';
+import { loadConfig } from './config';
+import { runEntryPoint, stopOnSignals } from './lifecycle';
 import { checkInboxEncoding } from './redis/redis.client';
 import { describeStores, openStores } from './stores';
 
@@ -23,21 +24,10 @@ async function main(): Promise<void> {
   const app = await startApp({ config, db: stores.db, redis: stores.redis });
   const workers = config.embedded ? 'no fan-out' : `FANOUT_WORKERS=${config.fanoutWorkers}`;
   logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers})`);
-
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info(`${signal}: finishing in-flight requests, then exiting`);
+  stopOnSignals('finishing in-flight requests', async () => {
     await app.stop();
     await stores.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
-main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? `configuration error: ${error.message}` : error);
-  process.exit(1);
-});
+runEntryPoint(main);

@@ -5,6 +5,7 @@
 import 'reflect-metadata';
 import { logger, warn } from './app';
 import { ConfigError, loadConfig } from './config';
+import { runEntryPoint, stopOnSignals } from './lifecycle';
 import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutWorkers } from './fanout/fanout.worker';
 import { Metrics } from './observability';
@@ -27,22 +28,11 @@ async function main(): Promise<void> {
   const count = Math.max(1, config.fanoutWorkers);
   workers.start(count);
   logger.info(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid})`);
-
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info(`${signal}: finishing running fan-out jobs, then exiting`);
+  stopOnSignals('finishing running fan-out jobs', async () => {
     await workers.stop();
     await queue.close();
     await stores.close();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
-main().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? `configuration error: ${error.message}` : error);
-  process.exit(1);
-});
+runEntryPoint(main);

@@ -1,18 +1,19 @@
 /**
- * POST /graphql on plain node:http: Apollo Server's integration interface
- * (`executeHTTPGraphQLRequest`) fed directly, without Express.
+ * The GraphQL endpoint on plain node:http: Apollo Server's integration interface
+ * (`executeHTTPGraphQLRequest`) fed directly, without an Express integration.
  *
  * Why: nearly every request of the API is a POST to /graphql, and Express's router, body
  * parser and `res.send` cost more than Apollo itself. Measured on this project's machine with
  * `{ __typename }`: Apollo behind Express 8,000 requests/s, the same Apollo behind this handler
- * 25,000/s. Express still serves everything else (GraphiQL, GET queries, CORS preflights,
- * /healthz, /readyz, /metrics), and both routes share the context and the request id.
+ * 25,000/s. So the server hands POST /graphql straight to this handler; the rest of /graphql
+ * (GET queries, CORS preflights) reaches it through Express, which also serves GraphiQL,
+ * /healthz, /readyz and /metrics.
  *
- * What Express's middleware did here is done here, with the same answers: CORS headers (the
- * same `cors` middleware), the request id, gzip/deflate/br request bodies, a body limit (413
- * PAYLOAD_TOO_LARGE, counted after decompression), an unknown Content-Encoding (415
- * UNSUPPORTED_MEDIA_TYPE) and JSON that does not parse (400 BAD_REQUEST), all as GraphQL-shaped
- * JSON errors.
+ * What an Express integration's middleware would do is done here: CORS headers (the `cors`
+ * middleware, which answers preflights itself), the request id, gzip/deflate/br request
+ * bodies, a body limit (413 PAYLOAD_TOO_LARGE, counted after decompression), an unknown
+ * Content-Encoding (415 UNSUPPORTED_MEDIA_TYPE) and JSON that does not parse (400
+ * BAD_REQUEST), all as GraphQL-shaped JSON errors.
  */
 import type { ApolloServer, HTTPGraphQLRequest } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
@@ -24,9 +25,9 @@ import { ErrorCode } from './errors';
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 
-export interface GraphQLPostOptions {
+export interface GraphQLHandlerOptions {
   apollo: ApolloServer<Context>;
-  /** The CORS middleware of the Express routes, so both answer browsers alike. */
+  /** CORS (the `cors` package's middleware): headers for browsers, and the preflight answers. */
   cors: Middleware;
   /** Largest body accepted. */
   maxBodyBytes: number;
@@ -34,20 +35,23 @@ export interface GraphQLPostOptions {
   contextOf(req: IncomingMessage, requestId: string): Promise<Context>;
 }
 
-/** Whether a request is for this handler: POST /graphql (with or without a query string). */
+/** Whether a request is POST /graphql (with or without a query string): the server's fast path. */
 export function isGraphQLPost(req: IncomingMessage): boolean {
   if (req.method !== 'POST' || !req.url) return false;
   const path = req.url.split('?', 1)[0];
   return path === '/graphql' || path === '/graphql/';
 }
 
-export function graphqlPostHandler(options: GraphQLPostOptions): (req: IncomingMessage, res: ServerResponse) => void {
+/** The handler of every request to /graphql but GraphiQL's page. */
+export function graphqlHandler(options: GraphQLHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     options.cors(req, res, (error?: unknown) => {
       if (error) return sendError(res, 500, ErrorCode.INTERNAL_SERVER_ERROR, 'CORS check failed');
       const requestId = options.requestIdOf(req);
       res.setHeader('x-request-id', requestId);
-      void readBody(req, options.maxBodyBytes).then((body) =>
+      // Only POST carries a body (Apollo refuses other methods but GET).
+      const reading: Promise<Body> = req.method === 'POST' ? readBody(req, options.maxBodyBytes) : Promise.resolve({ kind: 'ok', value: undefined });
+      void reading.then((body) =>
         body.kind === 'ok' ? execute(options, req, res, requestId, body.value) : rejectBody(res, body, options.maxBodyBytes),
       );
     });
@@ -125,13 +129,13 @@ function rejectBody(res: ServerResponse, body: Exclude<Body, { kind: 'ok' }>, ma
   } else sendError(res, 400, 'BAD_REQUEST', `unreadable request body: ${body.reason}`);
 }
 
-async function execute(options: GraphQLPostOptions, req: IncomingMessage, res: ServerResponse, requestId: string, body: unknown): Promise<void> {
+async function execute(options: GraphQLHandlerOptions, req: IncomingMessage, res: ServerResponse, requestId: string, body: unknown): Promise<void> {
   const headers = new HeaderMap();
   for (const [key, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
   }
   const queryAt = req.url!.indexOf('?');
-  const httpGraphQLRequest: HTTPGraphQLRequest = { method: 'POST', headers, search: queryAt >= 0 ? req.url!.slice(queryAt) : '', body };
+  const httpGraphQLRequest: HTTPGraphQLRequest = { method: req.method!.toUpperCase(), headers, search: queryAt >= 0 ? req.url!.slice(queryAt) : '', body };
   try {
     const response = await options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: () => options.contextOf(req, requestId) });
     for (const [key, value] of response.headers) res.setHeader(key, value);

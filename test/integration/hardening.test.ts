@@ -107,6 +107,10 @@ describe('query limits', () => {
   it('keep CSRF prevention on: a simple GET without a preflight-forcing header is refused', async () => {
     const response = await fetch(`${app.url}?query=${encodeURIComponent('{ viewer { id } }')}`);
     expect(response.status).toBe(400);
+    // The same GET with the header a browser cannot send without a preflight is served.
+    const allowed = await fetch(`${app.url}?query=${encodeURIComponent('{ __typename }')}`, { headers: { 'apollo-require-preflight': 'true' } });
+    expect(await allowed.json()).toEqual({ data: { __typename: 'Query' } });
+    expect(allowed.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
 
