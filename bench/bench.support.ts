@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
-import { loadConfig } from '../src/config';
+import { Config, loadConfig } from '../src/config';
 
 /** `--name=value` or `--name value` from the command line, else the fallback. */
 export function flag(name: string, fallback: number): number {
@@ -78,7 +78,18 @@ export async function startProfiler(): Promise<{ stop(file: string): Promise<str
 
 
 /** The JWT secret of the benchmarks' own servers. */
-export const BENCH_JWT_SECRET = 'bench-secret-bench-secret';
+const BENCH_JWT_SECRET = 'bench-secret-bench-secret';
+
+/**
+ * A benchmark server's configuration: `settings` over `base` (by default the environment, for
+ * DATABASE_URL and REDIS_URL), on a free local port, in production mode, without rate limits.
+ * A Redis Cluster is refused: the figures are those of one standalone Redis.
+ */
+export function benchConfig(settings: Record<string, string>, base: Record<string, string | undefined> = process.env): Config {
+  const config = loadConfig({ ...base, PORT: '0', HOST: '127.0.0.1', NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, RATE_LIMITS: 'off', ...settings });
+  if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
+  return config;
+}
 
 /**
  * A fresh database for a benchmark, on the server of DATABASE_URL: dropped if it exists (the

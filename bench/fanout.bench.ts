@@ -21,14 +21,13 @@
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
 import { startApp, warn } from '../src/app';
-import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { FanoutWorkers } from '../src/fanout/fanout.worker';
 import { fromGlobalId } from '../src/graphql/global-id';
 import { inboxMember } from '../src/redis/keys';
 import { INBOX_SENTINEL } from '../src/feed/inbox';
 import { createRedis } from '../src/redis/redis.client';
-import { BENCH_JWT_SECRET, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
+import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
 
 const FOLLOWERS = flag('followers', 100_000);
 const PUBLISHES = flag('publishes', 60);
@@ -38,10 +37,8 @@ const FIRST_FOLLOWER_ID = 10_000_000;
 
 async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench');
-  const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', PORT: '0', HOST: '127.0.0.1', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024', NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, RATE_LIMITS: 'off' };
-  const config = loadConfig(env);
+  const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024' });
   const db = await openDatabase(config.databaseUrl);
-  if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
   const redis = createRedis(config) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   const app = await startApp({ config, db, redis });

@@ -22,8 +22,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { RunningApp, startApp, warn } from '../src/app';
-import { loadConfig } from '../src/config';
+import { RunningApp, startApp } from '../src/app';
 import { openDatabase, openEmbeddedDatabase } from '../src/db/data-source';
 import { insertRows, select, Sql } from '../src/db/sql';
 import { cursorsForPage, encodeCursor, START } from '../src/feed/cursor';
@@ -33,7 +32,7 @@ import { readPageArgs } from '../src/graphql/connection';
 import { createLoaders } from '../src/graphql/loaders';
 import { RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
-import { BENCH_JWT_SECRET, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, rate, startProfiler } from './bench.support';
+import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, rate, startProfiler } from './bench.support';
 
 const DURATION = flag('duration', 8);
 const CONNECTIONS = flag('connections', 32);
@@ -61,22 +60,10 @@ interface LoadResult {
 
 async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench_feed');
-  const env = (model: string) => ({
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    REDIS_KEY_PREFIX: 'bench:feed:',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    FANOUT_WORKERS: '0',
-    NODE_ENV: 'production',
-    JWT_SECRET: BENCH_JWT_SECRET,
-    FEED_MODEL: model,
-    BIG_V_FOLLOWERS: '100',
-    RATE_LIMITS: 'off',
-  });
-  const config = loadConfig(env('push'));
+  const configOf = (model: string) =>
+    benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:feed:', FANOUT_WORKERS: '0', FEED_MODEL: model, BIG_V_FOLLOWERS: '100' });
+  const config = configOf('push');
   const db = await openDatabase(config.databaseUrl);
-  if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
   const redis = createRedis(config) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   console.log(`feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`);
@@ -87,14 +74,16 @@ async function main(): Promise<void> {
   const bigIds = authorIds.slice(AUTHORS);
   const readerIds = Array.from({ length: READERS }, (_, i) => FIRST_ID + 10_000 + i);
   await seed(db, now, authorIds, bigIds, readerIds);
-  const embeddedFile = join(mkdtempSync(join(tmpdir(), 'feed-bench-')), 'feed.sqlite');
+  const embeddedDir = mkdtempSync(join(tmpdir(), 'feed-bench-'));
+  const embeddedFile = join(embeddedDir, 'feed.sqlite');
   const embeddedDb = await openEmbeddedDatabase(embeddedFile);
   await seed(embeddedDb, now, authorIds, bigIds, readerIds);
 
   // Servers: the API in each model, the embedded mode, and the plain handler.
   const apps: Record<string, RunningApp> = {};
-  for (const model of ['push', 'pull', 'hybrid']) apps[model] = await startApp({ config: loadConfig(env(model)), db, redis });
-  const embeddedConfig = loadConfig({ PORT: '0', HOST: '127.0.0.1', NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, RATE_LIMITS: 'off', EMBEDDED_DB_FILE: embeddedFile });
+  for (const model of ['push', 'pull', 'hybrid']) apps[model] = await startApp({ config: configOf(model), db, redis });
+  // No environment underneath: the embedded mode is the one without DATABASE_URL and REDIS_URL.
+  const embeddedConfig = benchConfig({ EMBEDDED_DB_FILE: embeddedFile }, {});
   apps.embedded = await startApp({ config: embeddedConfig, db: embeddedDb, redis: null });
   const plain = await startPlainHandler(apps.push);
   const tokens = readerIds.map((id) => apps.push.services.tokens.issue(id));
@@ -171,7 +160,7 @@ async function main(): Promise<void> {
   for (const app of Object.values(apps)) await app.stop();
   await deleteByPrefix(redis, config.redisKeyPrefix);
   await Promise.allSettled([db.destroy(), redis.quit(), embeddedDb.destroy()]);
-  rmSync(embeddedFile.replace(/feed\.sqlite$/, ''), { recursive: true, force: true });
+  rmSync(embeddedDir, { recursive: true, force: true });
 }
 
 /**

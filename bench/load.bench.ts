@@ -12,7 +12,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp, warn } from '../src/app';
-import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/data-source';
 import { START } from '../src/feed/cursor';
 import { FeedStore } from '../src/feed/feed.store';
@@ -20,7 +19,7 @@ import { Inbox } from '../src/feed/inbox';
 import { toGlobalId } from '../src/graphql/global-id';
 import { RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
-import { BENCH_JWT_SECRET, flag, freshBenchDatabase, ms, rate } from './bench.support';
+import { benchConfig, flag, freshBenchDatabase, ms, rate } from './bench.support';
 
 const DURATION = flag('duration', 60);
 const CLIENTS = flag('clients', 64);
@@ -31,18 +30,8 @@ const FIRST_ID = 2_000_000;
 
 async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench_load');
-  const config = loadConfig({
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    REDIS_KEY_PREFIX: 'bench:load:',
-    PORT: '0',
-    HOST: '127.0.0.1',
-    NODE_ENV: 'production',
-    JWT_SECRET: BENCH_JWT_SECRET,
-    RATE_LIMITS: 'off',
-  });
+  const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:load:' });
   const db = await openDatabase(config.databaseUrl);
-  if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
   const redis = createRedis(config) as Redis;
   const now = Date.now();
   const authors = Array.from({ length: AUTHORS }, (_, i) => FIRST_ID + i);
