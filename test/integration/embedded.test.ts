@@ -8,7 +8,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { errorCode, FEED_PAGE, GqlResponse, ok } from '../support/harness';
+import { errorCode, FEED_PAGE, ok, postGraphQL } from '../support/harness';
 import { freePort, startNodeProcess, waitFor, WorkerProcess } from '../support/processes';
 
 const dir = mkdtempSync(join(tmpdir(), 'feed-embedded-'));
@@ -34,14 +34,7 @@ async function startServer(): Promise<WorkerProcess> {
   return started;
 }
 
-async function gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string): Promise<GqlResponse<T>> {
-  const response = await fetch(`http://127.0.0.1:${port}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ query, variables }),
-  });
-  return { status: response.status, ...((await response.json()) as object) };
-}
+const gql = (query: string, variables?: Record<string, unknown>, token?: string) => postGraphQL(`http://127.0.0.1:${port}/graphql`, query, variables, token);
 
 const SIGN_UP = 'mutation($n: String!) { signUp(nickName: $n, password: "password-123") { token user { id } } }';
 const LOGIN = 'mutation($n: String!, $p: String!) { login(nickName: $n, password: $p) { token } }';

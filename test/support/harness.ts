@@ -92,6 +92,16 @@ async function freshStoresEnv(name: string): Promise<Record<string, string>> {
   return { DATABASE_URL: `${MYSQL_URL}/${database}`, REDIS_URL, REDIS_KEY_PREFIX: `test:${name}:` };
 }
 
+/** POSTs one operation to a GraphQL endpoint, with a bearer token when given. */
+export async function postGraphQL<T = any>(url: string, query: string, variables?: Record<string, unknown>, token?: string): Promise<GqlResponse<T>> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: response.status, ...((await response.json()) as object) };
+}
+
 export async function startTestApp(name: string, options: TestAppOptions = {}): Promise<TestApp> {
   const env: Record<string, string> = {
     NODE_ENV: 'test',
@@ -122,14 +132,7 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
   }
   const app = await startApp({ config, db, redis, now: options.now });
 
-  const gql = async (query: string, variables?: Record<string, unknown>, token?: string) => {
-    const response = await fetch(app.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: JSON.stringify({ query, variables }),
-    });
-    return { status: response.status, ...((await response.json()) as object) };
-  };
+  const gql = <T>(query: string, variables?: Record<string, unknown>, token?: string) => postGraphQL<T>(app.url, query, variables, token);
 
   return {
     ...app,
