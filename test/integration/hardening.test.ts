@@ -6,7 +6,7 @@
 import { gzipSync } from 'node:zlib';
 import { getIntrospectionQuery } from 'graphql';
 import { fromGlobalId } from '../../src/graphql/global-id';
-import { errorCode, FEED_PAGE, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
+import { errorCode, FEED_PAGE, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp, testDatabase } from '../support/harness';
 import { freePort, PrivateRedis, TcpProxy } from '../support/processes';
 
 const FULL_PAGE = `{ followFeed(first: 100) { edges { cursor node {
@@ -217,7 +217,7 @@ describe('MySQL unreachable while serving', () => {
     await proxy.start();
     const behindProxy = new URL(MYSQL_URL);
     behindProxy.port = String(proxy.port);
-    app = await startTestApp('mysql_down', { env: { DATABASE_URL: `${behindProxy.toString().replace(/\/$/, '')}/feed_test_mysql_down` } });
+    app = await startTestApp('mysql_down', { env: { DATABASE_URL: `${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('mysql_down')}` } });
   });
   afterAll(async () => {
     await app.close();

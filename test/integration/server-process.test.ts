@@ -5,10 +5,11 @@
  */
 import { createConnection } from 'mysql2/promise';
 import { Redis } from 'ioredis';
-import { deleteKeys, dropDatabase, MYSQL_URL, REDIS_URL, TEST_JWT_SECRET } from '../support/harness';
+import { deleteKeys, dropDatabase, MYSQL_URL, REDIS_URL, TEST_JWT_SECRET, testDatabase, testKeyPrefix } from '../support/harness';
 import { freePort, startNodeProcess, waitFor, WorkerProcess } from '../support/processes';
 
-const DATABASE = 'feed_test_server_process';
+const DATABASE = testDatabase('server_process');
+const KEY_PREFIX = testKeyPrefix('server_process');
 let port: number;
 let server: WorkerProcess;
 let url: string;
@@ -17,7 +18,7 @@ beforeAll(async () => {
   await dropDatabase(DATABASE);
   // Its own key prefix, emptied: rate-limit counters of an earlier run must not carry over.
   const redis = new Redis(REDIS_URL);
-  await deleteKeys(redis, 'test:server_process:*');
+  await deleteKeys(redis, `${KEY_PREFIX}*`);
   redis.disconnect();
   port = await freePort();
   url = `http://127.0.0.1:${port}/graphql`;
@@ -26,7 +27,7 @@ beforeAll(async () => {
     HOST: '127.0.0.1',
     DATABASE_URL: `${MYSQL_URL}/${DATABASE}`,
     REDIS_URL,
-    REDIS_KEY_PREFIX: 'test:server_process:',
+    REDIS_KEY_PREFIX: KEY_PREFIX,
     JWT_SECRET: TEST_JWT_SECRET,
     PASSWORD_HASH_COST: '1024',
     NODE_ENV: 'production',

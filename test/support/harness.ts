@@ -80,16 +80,27 @@ export async function deleteKeys(redis: RedisClient, pattern: string): Promise<v
   } while (cursor !== '0');
 }
 
+/**
+ * TEST_NAMESPACE (optional) goes into every database name and key prefix, so that two checkouts
+ * can run the suite against the same MariaDB and Redis at once.
+ */
+const NAMESPACE = process.env.TEST_NAMESPACE ?? '';
+
+/** The database a test file named `name` owns. */
+export const testDatabase = (name: string): string => `feed_test_${NAMESPACE}${name}`;
+/** The Redis key prefix a test file named `name` owns. */
+export const testKeyPrefix = (name: string): string => `test:${NAMESPACE}${name}:`;
+
 /** The stores part of a test app's environment: its own database (and key prefix), emptied. */
 async function freshStoresEnv(name: string): Promise<Record<string, string>> {
-  const database = `feed_test_${name}`;
+  const database = testDatabase(name);
   if (EMBEDDED) {
     const file = join(tmpdir(), `${database}.sqlite`);
     for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true });
     return { EMBEDDED_DB_FILE: file };
   }
   await dropDatabase(database);
-  return { DATABASE_URL: `${MYSQL_URL}/${database}`, REDIS_URL, REDIS_KEY_PREFIX: `test:${name}:` };
+  return { DATABASE_URL: `${MYSQL_URL}/${database}`, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(name) };
 }
 
 /** POSTs one operation to a GraphQL endpoint, with a bearer token when given. */
