@@ -24,8 +24,8 @@ import { startApp, warn } from '../src/app';
 import { openDatabase } from '../src/db/data-source';
 import { FanoutWorkers } from '../src/fanout/fanout.worker';
 import { fromGlobalId } from '../src/graphql/global-id';
-import { inboxMember } from '../src/redis/keys';
-import { INBOX_SENTINEL } from '../src/feed/inbox';
+import { inboxMember, RedisKeys } from '../src/redis/keys';
+import { RedisInbox } from '../src/feed/inbox.redis';
 import { createRedis } from '../src/redis/redis.client';
 import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
 
@@ -52,6 +52,8 @@ async function main(): Promise<void> {
   const bigId = fromGlobalId(big.user.id).id;
   const smallId = fromGlobalId(small.user.id).id;
   const followerIds = Array.from({ length: FOLLOWERS }, (_, i) => FIRST_FOLLOWER_ID + i);
+  const keys = new RedisKeys(config.redisKeyPrefix);
+  const inbox = new RedisInbox(redis, keys, config.feedMaxItems, config.activeDays * 86_400);
   const seeded = progress('seeding followers', FOLLOWERS);
   const seedStart = performance.now();
   for (let start = 0; start < FOLLOWERS; start += 10_000) {
@@ -61,9 +63,7 @@ async function main(): Promise<void> {
       batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), new Date()]),
     ]);
     await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [batch.map((id) => [id, bigId, new Date()])]);
-    const inboxes = redis.pipeline();
-    for (const id of batch) inboxes.zadd(`${config.redisKeyPrefix}feed:${id}`, -1, INBOX_SENTINEL);
-    await inboxes.exec();
+    await Promise.all(batch.map((id) => inbox.create(id, 0)));
     seeded(Math.min(FOLLOWERS, start + 10_000));
   }
   await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [FIRST_FOLLOWER_ID, smallId, new Date()]);
@@ -103,7 +103,7 @@ async function main(): Promise<void> {
   const redisCpu = (await redisCpuSeconds(redis)) - redisCpuBefore;
   if (profiler) console.log(`CPU profile of the delivery written to ${await profiler.stop('fanout-delivery.cpuprofile')}`);
   await workers.stop();
-  const holding = await countHolding(redis, followerIds.map((id) => `${config.redisKeyPrefix}feed:${id}`), inboxMember(blogId));
+  const holding = await countHolding(redis, followerIds.map((id) => keys.feed(id)), inboxMember(blogId));
   if (holding !== FOLLOWERS) throw new Error(`only ${holding} of ${FOLLOWERS} inboxes hold the blog`);
 
   // 4. Baselines on the same Redis, from a plain client (the app's client auto-pipelines, which

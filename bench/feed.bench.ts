@@ -27,7 +27,7 @@ import { openDatabase, openEmbeddedDatabase } from '../src/db/data-source';
 import { insertRows, select, Sql } from '../src/db/sql';
 import { cursorsForPage, encodeCursor, START } from '../src/feed/cursor';
 import { FeedStore } from '../src/feed/feed.store';
-import { Inbox } from '../src/feed/inbox';
+import { RedisInbox } from '../src/feed/inbox.redis';
 import { readPageArgs } from '../src/graphql/connection';
 import { createLoaders } from '../src/graphql/loaders';
 import { RedisKeys } from '../src/redis/keys';
@@ -90,8 +90,8 @@ async function main(): Promise<void> {
 
   // Inboxes: the newest FEED_MAX_ITEMS of each reader's feed (push and hybrid share them).
   const store = new FeedStore(db);
-  const inbox = new Inbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, 7 * 86_400);
-  for (const reader of readerIds) await inbox.rebuild(reader, await store.feedPage(reader, START, config.feedMaxItems));
+  for (const reader of readerIds) await apps.push.services.feed.rebuildInbox(reader);
+  await apps.push.services.feed.syncWatermark();
 
   // Cursors past the inbox (900th entry) for the cold path.
   const deepBodies: string[] = [];
@@ -244,14 +244,19 @@ async function memoryPerEntry(entries: number, args: string[]): Promise<number> 
   const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 20 });
   try {
     await client.ping();
-    const inbox = new Inbox(client, new RedisKeys('mem:'), entries, 86_400);
+    const keys = new RedisKeys('mem:');
+    const inbox = new RedisInbox(client, keys, entries, 86_400);
     const readers = 100;
     for (let reader = 0; reader < readers; reader += 1) {
       const items = Array.from({ length: entries }, (_, i) => ({ id: 5_000_000 + reader * entries + i, score: 1_796_000_000_000 + i * 1000 }));
-      await inbox.rebuild(reader, items);
+      await inbox.create(reader, 0);
+      await inbox.applyFollow(reader, { version: 1, authorId: 1 }, items, null);
     }
+    // The entries' sorted set and the inbox's small hash (floor, versions) together.
     let bytes = 0;
-    for (let reader = 0; reader < readers; reader += 1) bytes += Number(await client.call('MEMORY', 'USAGE', `mem:feed:${reader}`, 'SAMPLES', '0'));
+    for (let reader = 0; reader < readers; reader += 1) {
+      for (const key of [keys.feed(reader), keys.feedMeta(reader)]) bytes += Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+    }
     return bytes / (readers * entries);
   } finally {
     client.disconnect();

@@ -13,11 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp, warn } from '../src/app';
 import { openDatabase } from '../src/db/data-source';
-import { START } from '../src/feed/cursor';
-import { FeedStore } from '../src/feed/feed.store';
-import { Inbox } from '../src/feed/inbox';
 import { toGlobalId } from '../src/graphql/global-id';
-import { RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
 import { benchConfig, flag, freshBenchDatabase, ms, rate } from './bench.support';
 
@@ -45,12 +41,11 @@ async function main(): Promise<void> {
   const follows = readers.flatMap((reader, r) => Array.from({ length: 30 }, (_, k) => [reader, authors[(r * 3 + k * 7) % AUTHORS], new Date(now)]));
   await db.query('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [follows]);
   await db.query('UPDATE tb_user u SET follower_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.follow_user_id = u.id), following_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.user_id = u.id)');
-  const store = new FeedStore(db);
-  const inbox = new Inbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, config.activeDays * 86_400);
-  for (const reader of readers) await inbox.rebuild(reader, await store.feedPage(reader, START, config.feedMaxItems));
   const blogIds: Array<{ id: string }> = await db.query('SELECT id FROM tb_blog ORDER BY RAND() LIMIT 2000');
 
   const app = await startApp({ config, db, redis });
+  for (const reader of readers) await app.services.feed.rebuildInbox(reader);
+  await app.services.feed.syncWatermark();
   console.log(`mixed load: ${CLIENTS} clients for ${DURATION} s against ${app.url} (hybrid, 1 fan-out worker)`);
   const file = join(mkdtempSync(join(tmpdir(), 'feed-mixed-')), 'spec.json');
   writeFileSync(

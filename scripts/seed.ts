@@ -9,10 +9,8 @@ import 'reflect-metadata';
 import { PasswordHasher } from '../src/auth/auth.passwords';
 import { loadConfig } from '../src/config';
 import { insertRows, select, write } from '../src/db/sql';
-import { START } from '../src/feed/cursor';
-import { FeedStore } from '../src/feed/feed.store';
-import { Inbox } from '../src/feed/inbox';
-import { RedisKeys } from '../src/redis/keys';
+import { FanoutStore } from '../src/fanout/fanout.store';
+import { createFeedService } from '../src/feed/feed.setup';
 import { describeStores, openStores } from '../src/stores';
 import { nickNameKey } from '../src/user/user.service';
 
@@ -123,12 +121,12 @@ async function main(): Promise<void> {
 
   if (redis && config.feedModel !== 'pull') {
     const inboxBar = progress('inboxes', users);
-    const store = new FeedStore(db);
-    const inbox = new Inbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, config.activeDays * 24 * 3600);
+    const feed = createFeedService(config, db, redis, { warn: (message) => console.warn(message), inFlight: new FanoutStore(db, () => new Date()) });
     for (let u = 0; u < users; u += 1) {
-      await inbox.rebuild(ids[u], await store.feedPage(ids[u], START, config.feedMaxItems));
+      await feed.rebuildInbox(ids[u]);
       inboxBar(u + 1);
     }
+    await feed.syncWatermark();
   }
 
   console.log(`\nSeeded ${users} users, ${followsPerUser} follows each, ${blogsPerUser} blogs each, ${likes} likes.`);

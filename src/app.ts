@@ -29,10 +29,8 @@ import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutService } from './fanout/fanout.service';
 import { FanoutStore } from './fanout/fanout.store';
 import { FanoutWorkers } from './fanout/fanout.worker';
-import { FeedService } from './feed/feed.service';
-import { FeedStore } from './feed/feed.store';
+import { createFeedService } from './feed/feed.setup';
 import { createLogger, Metrics } from './observability';
-import { Inbox } from './feed/inbox';
 import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
 import { isDatabaseUnavailable } from './db/sql';
@@ -102,25 +100,13 @@ export function createServices({ config, db, redis, now = () => new Date() }: Ap
   const keys = new RedisKeys(config.redisKeyPrefix);
   const fanoutQueue = redis ? new FanoutQueue(config) : null;
   const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed') : undefined);
-  // The pull model keeps no inboxes; the others keep them in Redis.
-  let inbox: Inbox | null = null;
-  if (config.feedModel !== 'pull') {
-    if (!redis) throw new Error(`FEED_MODEL=${config.feedModel} needs Redis`);
-    inbox = new Inbox(redis, keys, config.feedMaxItems, config.activeDays * 24 * 3600);
-  }
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(db, now);
-  const feed = new FeedService(
-    new FeedStore(db),
-    inbox,
-    { model: config.feedModel, maxItems: config.feedMaxItems, backfillItems: config.followBackfillItems },
-    now,
-    warn,
-    metrics,
-  );
+  const fanoutStore = new FanoutStore(db, now);
+  const feed = createFeedService(config, db, redis, { now, warn, metrics, inFlight: fanoutStore });
   const follows = new FollowService(db, users, feed, now);
-  const fanout = new FanoutService(new FanoutStore(db, now), fanoutQueue, warn);
-  const blogs = new BlogService(db, fanout, now, config.feedModel, config.bigAuthorFollowers);
+  const fanout = new FanoutService(fanoutStore, fanoutQueue, warn);
+  const blogs = new BlogService(db, fanout, feed, now);
   const likes = new LikeService(db, blogs, now);
   const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, (id) => feed.openInbox(id));
   const rateLimits = new RateLimits(redis, keys, config.rateLimits);
@@ -141,7 +127,10 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const { config } = deps;
   const services = createServices(deps);
   const { redis } = deps;
-  const workers = redis && services.fanoutQueue ? new FanoutWorkers({ ...deps, redis, queue: services.fanoutQueue, warn, metrics: services.metrics }) : null;
+  const workers =
+    redis && services.fanoutQueue
+      ? new FanoutWorkers({ ...deps, redis, queue: services.fanoutQueue, warn, metrics: services.metrics, feed: services.feed })
+      : null;
   workers?.start(config.fanoutWorkers);
   const app = express();
   // POST /graphql, nearly all the traffic, skips Express (see graphql/http.ts). handleGraphQL is

@@ -113,7 +113,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: parseUrlVar(env, 'DATABASE_URL', 'mysql://root@127.0.0.1:3306/feed', ['mysql:']),
     redisUrl: parseUrlVar(env, 'REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
     redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
-    redisKeyPrefix: env.REDIS_KEY_PREFIX ?? '',
+    redisKeyPrefix: parseKeyPrefix(env.REDIS_KEY_PREFIX),
     jwtSecret: jwtSecret ?? DEV_JWT_SECRET,
     jwtSecretIsDefault: jwtSecret === undefined,
     jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
@@ -143,6 +143,14 @@ export function loadConfig(env: Env = process.env): Config {
       .map((origin) => origin.trim())
       .filter((origin) => origin !== ''),
   };
+}
+
+/** Braces would turn into a Redis Cluster hash tag and put every key into one slot. */
+function parseKeyPrefix(value: string | undefined): string {
+  if (value !== undefined && /[{}]/.test(value)) {
+    throw new ConfigError(`REDIS_KEY_PREFIX must not contain { or } (got "${value}")`);
+  }
+  return value ?? '';
 }
 
 function parseNodeEnv(value: string | undefined): NodeEnv {

@@ -2,8 +2,9 @@
 import { DataSource } from 'typeorm';
 import { inTransaction, select, Sql, write } from '../db/sql';
 import { ScoredId } from '../feed/cursor';
+import { positionSql } from '../feed/feed.store';
 import { fetchSize, PageRequest } from '../feed/page';
-import type { FeedModel } from '../config';
+import type { FeedService } from '../feed/feed.service';
 import { FanoutService } from '../fanout/fanout.service';
 import { badUserInput, forbidden, notFound } from '../graphql/errors';
 import { checkText } from '../validation';
@@ -37,11 +38,9 @@ export class BlogService {
   constructor(
     private readonly db: DataSource,
     private readonly fanout: FanoutService,
+    /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
+    private readonly feed: Pick<FeedService, 'decidePush' | 'deliveryStarted'>,
     private readonly now: () => Date,
-    /** Which blogs are fanned out: all (push), none (pull), or those of small authors (hybrid). */
-    private readonly model: FeedModel,
-    /** BIG_V_FOLLOWERS: in the hybrid model, an author with this many followers is not fanned out. */
-    private readonly bigAuthorFollowers: number,
   ) {}
 
   /**
@@ -52,7 +51,7 @@ export class BlogService {
   async publish(authorId: number, input: PublishBlogInput): Promise<Blog> {
     validatePublishInput(input);
     const { blog, taskId } = await inTransaction(this.db, async (sql) => {
-      const pushed = await this.fansOut(sql, authorId);
+      const pushed = await this.feed.decidePush(sql, authorId);
       const row: Omit<BlogRow, 'id'> = {
         user_id: authorId,
         title: input.title,
@@ -69,25 +68,15 @@ export class BlogService {
         [row.user_id, row.title, row.content, row.images, row.liked, row.created_at, row.pushed],
       );
       const blog = Blog.fromRow({ ...row, id: result.insertId });
-      if (!pushed) {
-        if (this.model === 'hybrid') await write(sql, 'UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
-        return { blog, taskId: null };
-      }
-      return { blog, taskId: await this.fanout.recordDeliver(sql, blog) };
+      if (!pushed) return { blog, taskId: null };
+      const recorded = await this.fanout.recordDeliver(sql, blog);
+      // The last step before the commit: from the moment the blog is visible in MySQL, readers
+      // know that its delivery is in flight (the fan-out watermark).
+      await this.feed.deliveryStarted(recorded, blog.score);
+      return { blog, taskId: recorded };
     });
     if (taskId !== null) this.fanout.enqueue(taskId);
     return blog;
-  }
-
-  /**
-   * Whether a new blog of this author goes into inboxes. Decided per blog and stored with it
-   * (tb_blog.pushed), so an author crossing the threshold either way loses nothing: readers
-   * merge in exactly the blogs that were not fanned out.
-   */
-  private async fansOut(sql: Sql, authorId: number): Promise<boolean> {
-    if (this.model !== 'hybrid') return this.model === 'push';
-    const [row] = await select<{ follower_count: number }>(sql, 'SELECT follower_count FROM tb_user WHERE id = ?', [authorId]);
-    return Number(row?.follower_count ?? 0) < this.bigAuthorFollowers;
   }
 
   /** Soft-deletes the viewer's own blog with its retract event; it leaves every inbox right after. */
@@ -127,15 +116,13 @@ export class BlogService {
    * statement on the (user_id, created_at, id) index.
    */
   async pageOfAuthor(authorId: number, request: PageRequest): Promise<BlogItem[]> {
-    const { maxScore, offset } = request.from;
+    const position = positionSql(request.from);
     const rows = await select<BlogRow>(
       this.db,
       `SELECT ${BLOG_COLUMNS} FROM tb_blog
-       WHERE user_id = ? AND deleted_at IS NULL ${maxScore === null ? '' : 'AND created_at <= ?'}
+       WHERE user_id = ? AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?, ?`,
-      maxScore === null
-        ? [authorId, offset, fetchSize(request)]
-        : [authorId, new Date(maxScore), offset, fetchSize(request)],
+      [authorId, ...position.params, position.skip, fetchSize(request)],
     );
     return rows.map((row) => {
       const blog = Blog.fromRow(row);

@@ -53,6 +53,10 @@ export class UserEntity {
   /** The user has blogs that were not fanned out (hybrid model): readers merge them in. */
   @Column({ name: 'has_pulled_blogs', type: 'boolean', default: false })
   hasPulledBlogs!: boolean;
+
+  /** Counts the user's follow changes, in commit order: the versions of feed/inbox.ts. */
+  @Column({ name: 'feed_version', type: 'bigint', default: 0, transformer: bigintNumber })
+  feedVersion!: number;
 }
 
 @Entity({ name: 'tb_blog' })

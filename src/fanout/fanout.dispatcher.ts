@@ -10,7 +10,7 @@
  *   2. continues from the cursor, so no follower page is walked twice.
  */
 import { chunkJob, FanoutQueue } from './fanout.queue';
-import { FanoutChunkRange, FanoutStore, FanoutTask } from './fanout.store';
+import { FanoutChunkRange, FanoutCompletion, FanoutStore, FanoutTask } from './fanout.store';
 
 /**
  * Chunks made per round: one keyset read of CHUNKS_PER_ROUND * chunkSize follower ids, one
@@ -35,8 +35,10 @@ export class FanoutDispatcher {
     private readonly store: FanoutStore,
     private readonly queue: Pick<FanoutQueue, 'add'>,
     private readonly chunkSize: number,
-    /** Told the task's lag when the dispatcher is the one that completes it (its chunks finished first). */
-    private readonly onComplete?: (lagSeconds: number) => void,
+    /** The database's clock (ms), read after each follower read: the chunks' `readAt`. */
+    private readonly databaseNow: () => Promise<number>,
+    /** Told when the dispatcher is the one that completes a task (its chunks can finish first). */
+    private readonly onComplete?: FanoutCompletion,
   ) {}
 
   async dispatch(taskId: number): Promise<void> {
@@ -51,11 +53,12 @@ export class FanoutDispatcher {
         // A deleted blog needs no further delivery: its retract task takes it out of every inbox.
         if (task.kind === 'deliver' && (await this.store.isBlogDeleted(task.blogId))) break;
         const followerIds = await this.store.followerIdsAfter(task.authorId, cursor, pageSize);
+        const readAt = await this.databaseNow();
         const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
         if (chunks.length === 0) break;
         await this.store.addChunks(task.id, chunks);
         await this.queue.add(
-          chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize))),
+          chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize), readAt)),
         );
         cursor = chunks[chunks.length - 1].throughUserId;
         seq = chunks[chunks.length - 1].seq;
@@ -64,17 +67,19 @@ export class FanoutDispatcher {
       await this.store.markDispatched(task.id);
     }
     const lag = await this.store.completeIfDone(task.id);
-    if (lag !== null) this.onComplete?.(lag);
+    if (lag !== null) this.onComplete?.(task.id, lag);
   }
 
   /** After a crash: chunks recorded but not finished get their jobs again (no-op if queued). */
   private async requeueUnfinishedChunks(task: FanoutTask): Promise<void> {
     for (const chunk of await this.store.unfinishedChunks(task.id)) {
-      await this.queue.add([jobOf(task, chunk, await this.store.followerIdsIn(task.authorId, chunk))]);
+      const followerIds = await this.store.followerIdsIn(task.authorId, chunk);
+      await this.queue.add([jobOf(task, chunk, followerIds, await this.databaseNow())]);
     }
   }
 }
 
-function jobOf(task: FanoutTask, chunk: FanoutChunkRange, followerIds: number[]) {
-  return chunkJob({ taskId: task.id, seq: chunk.seq, kind: task.kind, blogId: task.blogId, score: task.score, followerIds });
+function jobOf(task: FanoutTask, chunk: FanoutChunkRange, followerIds: number[], readAt: number) {
+  const { id: taskId, kind, blogId, authorId, score } = task;
+  return chunkJob({ taskId, seq: chunk.seq, kind, blogId, authorId, score, followerIds, readAt });
 }

@@ -2,10 +2,9 @@
  * The executor: writes one chunk of inboxes.
  *
  * The job carries the chunk's follower ids, read by the dispatcher a moment before; they are
- * written with one script call per 1000 inboxes (Inbox.deliver / Inbox.retract). Writes are
- * idempotent, so a chunk that is run again after a crash does no harm. (A follower who
- * unfollowed in between may get the entry; the feed never shows a blog of an author the viewer
- * does not follow, see FeedService.)
+ * written with one script call per 1000 inboxes (FeedService.deliver / retract). Writes are
+ * idempotent, so a chunk that is run again after a crash does no harm. A follower who
+ * unfollowed since the chunk was made gets the blog taken back at once (FeedService.deliver).
  *
  * A blog deleted while its delivery is in flight must end in no inbox. The retract task walks
  * every follower after the delete committed, and a delivering chunk checks for the delete *after*
@@ -14,34 +13,36 @@
  * later still, and the retract task's pass over these followers follows the writes. Either way
  * the last write to each inbox removes the blog.
  */
-import { Inbox } from '../feed/inbox';
+import type { FeedService } from '../feed/feed.service';
 import type { Metrics } from '../observability';
 import { ChunkJob } from './fanout.queue';
-import { FanoutStore } from './fanout.store';
+import { FanoutCompletion, FanoutStore } from './fanout.store';
 
 export class FanoutExecutor {
-  private readonly finished: (lagSeconds: number) => void;
-
   constructor(
     private readonly store: FanoutStore,
-    private readonly inbox: Inbox,
-    private readonly metrics?: Pick<Metrics, 'inboxesWritten' | 'fanoutFinished'>,
-  ) {
-    this.finished = (lag) => this.metrics?.fanoutFinished(lag);
-  }
+    /** Owns what enters an inbox: the executor only says which blog goes to which readers. */
+    private readonly feed: Pick<FeedService, 'deliver' | 'retract'>,
+    private readonly onComplete: FanoutCompletion,
+    private readonly metrics?: Pick<Metrics, 'inboxesWritten'>,
+  ) {}
 
   async runChunk(job: ChunkJob): Promise<void> {
     if (!(await this.store.startChunk(job.taskId, job.seq))) return;
     if (job.kind === 'retract') {
-      await this.inbox.retract(job.followerIds, job.blogId);
-      await this.store.finishChunk(job.taskId, job.seq, false, this.finished);
+      await this.feed.retract(job.followerIds, job.blogId);
+      await this.store.finishChunk(job.taskId, job.seq, false, this.onComplete);
       return;
     }
-    await this.inbox.deliver(job.followerIds, { id: job.blogId, score: job.score });
+    // Jobs queued before chunks carried their author and read time: the task has the author,
+    // and a read time of 0 is older than every rebuild (see Deliveries in feed/inbox.ts).
+    const authorId = job.authorId ?? (await this.store.task(job.taskId))?.authorId ?? 0;
+    const delivery = { entry: { id: job.blogId, score: job.score }, authorId, readAt: job.readAt ?? 0 };
+    await this.feed.deliver(job.followerIds, delivery);
     this.metrics?.inboxesWritten(job.followerIds.length);
     // Usually one statement: finish unless the blog was deleted meanwhile.
-    if (await this.store.finishChunk(job.taskId, job.seq, true, this.finished)) return;
-    if (await this.store.isBlogDeleted(job.blogId)) await this.inbox.retract(job.followerIds, job.blogId);
-    await this.store.finishChunk(job.taskId, job.seq, false, this.finished);
+    if (await this.store.finishChunk(job.taskId, job.seq, true, this.onComplete)) return;
+    if (await this.store.isBlogDeleted(job.blogId)) await this.feed.retract(job.followerIds, job.blogId);
+    await this.store.finishChunk(job.taskId, job.seq, false, this.onComplete);
   }
 }

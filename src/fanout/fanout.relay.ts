@@ -1,9 +1,11 @@
 /**
  * The outbox relay: queues the events that could not be queued when they were recorded (Redis
- * was down, or the process died between commit and enqueue), and re-queues events whose jobs
- * Redis lost (a restart without persistence). Every worker process runs one; several relays may
+ * was down, or the process died between commit and enqueue), re-queues events whose jobs
+ * Redis lost (a restart without persistence), and keeps the fan-out watermark in step with the
+ * outbox (rebuilt when Redis lost it; tasks that finished without leaving it are dropped). Every worker process runs one; several relays may
  * pick the same event, which is harmless (same job id, idempotent writes).
  */
+import type { FeedService } from '../feed/feed.service';
 import { dispatchJob, FanoutQueue } from './fanout.queue';
 import { FanoutStore } from './fanout.store';
 import type { FanoutLog } from './fanout.service';
@@ -25,6 +27,8 @@ export class OutboxRelay {
     /** FANOUT_REDRIVE_AFTER_MS: a queued event not done after this long has its job re-added. */
     private readonly redriveAfterMs: number,
     private readonly warn: FanoutLog,
+    /** Keeps the fan-out watermark in step with the outbox (FeedService.maintainWatermark). */
+    private readonly feed?: Pick<FeedService, 'maintainWatermark'>,
   ) {}
 
   start(): void {
@@ -52,6 +56,7 @@ export class OutboxRelay {
         await this.queue.add(stale.map(dispatchJob));
         await this.store.touchQueued(stale);
       }
+      await this.feed?.maintainWatermark();
       if (this.failing) this.warn('outbox relay recovered: pending fan-out tasks are queued again');
       this.failing = false;
     } catch (error) {

@@ -11,6 +11,9 @@ import { select, Sql, write } from '../db/sql';
 
 export type TaskKind = 'deliver' | 'retract';
 
+/** Told when a call completed a task: which, and how long it took from its event (seconds). */
+export type FanoutCompletion = (taskId: number, lagSeconds: number) => void;
+
 export interface FanoutTask {
   id: number;
   kind: TaskKind;
@@ -178,7 +181,7 @@ export class FanoutStore {
    * time, then marks the task done when it was the last one. With `unlessBlogDeleted` it does
    * nothing when the blog has been deleted, and says so by returning false.
    */
-  async finishChunk(taskId: number, seq: number, unlessBlogDeleted = false, onComplete?: (lagSeconds: number) => void): Promise<boolean> {
+  async finishChunk(taskId: number, seq: number, unlessBlogDeleted = false, onComplete?: FanoutCompletion): Promise<boolean> {
     const finished = await write(
       this.db,
       `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id JOIN tb_blog b ON b.id = t.blog_id
@@ -188,7 +191,7 @@ export class FanoutStore {
     );
     if (finished.affectedRows === 0) return false;
     const lag = await this.completeIfDone(taskId);
-    if (lag !== null) onComplete?.(lag);
+    if (lag !== null) onComplete?.(taskId, lag);
     return true;
   }
 
@@ -232,6 +235,27 @@ export class FanoutStore {
       [authorId, chunk.afterUserId, chunk.throughUserId],
     );
     return rows.map((row) => Number(row.user_id));
+  }
+
+  /** Deliver tasks not finished yet, with their blogs' scores (the fan-out watermark's truth). */
+  async unfinishedDeliveries(): Promise<Array<{ taskId: number; score: number }>> {
+    const rows = await select<{ id: string; score: string }>(
+      this.db,
+      "SELECT id, score FROM tb_fanout_task WHERE status IN ('pending', 'queued') AND kind = 'deliver'",
+      [],
+    );
+    return rows.map((row) => ({ taskId: Number(row.id), score: Number(row.score) }));
+  }
+
+  /** Of these task ids, those that are done, and those that do not exist. */
+  async finishedAmong(taskIds: readonly number[]): Promise<{ done: number[]; missing: number[] }> {
+    if (taskIds.length === 0) return { done: [], missing: [] };
+    const rows = await select<{ id: string; status: string }>(this.db, 'SELECT id, status FROM tb_fanout_task WHERE id IN (?)', [taskIds]);
+    const status = new Map(rows.map((row) => [Number(row.id), row.status]));
+    return {
+      done: taskIds.filter((id) => status.get(id) === 'done'),
+      missing: taskIds.filter((id) => !status.has(id)),
+    };
   }
 
   async isBlogDeleted(blogId: number): Promise<boolean> {

@@ -6,9 +6,9 @@
 import { Job, Worker } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { Config } from '../config';
-import { Inbox } from '../feed/inbox';
+import type { FeedService } from '../feed/feed.service';
+import { createFeedService } from '../feed/feed.setup';
 import type { Metrics } from '../observability';
-import { RedisKeys } from '../redis/keys';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';
@@ -26,6 +26,8 @@ export interface FanoutWorkerDeps {
   now?: () => Date;
   warn: FanoutLog;
   metrics?: Metrics;
+  /** The feed rules; built from the configuration when not given (a worker process). */
+  feed?: FeedService;
 }
 
 export class FanoutWorkers {
@@ -37,10 +39,15 @@ export class FanoutWorkers {
 
   constructor(private readonly deps: FanoutWorkerDeps) {
     const store = new FanoutStore(deps.db, deps.now ?? (() => new Date()));
-    this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn);
-    this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize, (lag) => deps.metrics?.fanoutFinished(lag));
-    const inbox = new Inbox(deps.redis, new RedisKeys(deps.config.redisKeyPrefix), deps.config.feedMaxItems, deps.config.activeDays * 24 * 3600);
-    this.executor = new FanoutExecutor(store, inbox, deps.metrics);
+    const feed = deps.feed ?? createFeedService(deps.config, deps.db, deps.redis, { now: deps.now, warn: deps.warn, inFlight: store });
+    this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn, feed);
+    // A finished deliver task leaves the watermark: readers trust inboxes at its score again.
+    const completed = (taskId: number, lagSeconds: number) => {
+      deps.metrics?.fanoutFinished(lagSeconds);
+      feed.deliveryFinished([taskId]).catch((error: unknown) => deps.warn(`fan-out task ${taskId} stays in the watermark until the relay's next pass`, error));
+    };
+    this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize, () => feed.databaseNow(), completed);
+    this.executor = new FanoutExecutor(store, feed, completed, deps.metrics);
   }
 
   /** Starts `count` workers and the relay. */

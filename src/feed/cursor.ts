@@ -3,33 +3,44 @@
  *
  * Pure: no I/O, so it can be read and tested on its own (test/unit/cursor.test.ts).
  *
- * A position is the seed's `(minTime, offset)` pair, named here `(maxScore, offset)`:
+ * A position is the seed's `(minTime, offset)` pair, named here `(maxScore, offset)`, plus the
+ * id of the blog it comes after:
  *
- *     "continue with the items whose score <= maxScore, skipping the first `offset` of them
- *      in canonical order"
+ *     "continue with the items after (maxScore, afterId) in canonical order"
  *
- * Why not "the last id seen"? Because the list lives in a Redis sorted set, and
- * ZRANGE ... BYSCORE REV LIMIT offset count answers exactly this question in one command. The
- * same question is one indexed SQL statement for the MySQL pull path (`created_at <= ?` with
- * `LIMIT offset, count`). Items newer than maxScore that arrive between two pages do not shift
- * the position, which page numbers would.
+ * Why the id? A position that only counts ("skip `offset` items of score maxScore") moves when
+ * the list changes between two pages: a blog deleted or unfollowed above it makes the next page
+ * skip one, and a late blog inside the same millisecond makes it repeat one. The id names the
+ * edge's blog, so the position is a keyset point that no insert or removal can shift. MySQL uses
+ * it directly (`created_at < t OR (created_at = t AND id < afterId)`).
  *
- * Why the offset? Several blogs can share a millisecond. The offset counts the items of score
- * maxScore that were already returned, so a tie group split across pages is neither repeated
- * nor skipped. The seed's code reset the offset on every page; when a whole page lies inside
- * the previous page's tie group the offset must *accumulate* (see `cursorsForPage`), otherwise
- * the next page starts over at the top of the group and the scroll loops.
+ * Why keep the offset then? Because the list also lives in a Redis sorted set, and
+ * ZRANGE ... BYSCORE REV LIMIT offset count answers "the items after this one" in one command
+ * when the offset still points at the cursor's blog. The inbox read checks that it does, and
+ * recounts the tie group from the id when it does not (src/feed/inbox.redis.ts).
  *
- * On the wire a cursor is base64url("<maxScore>:<offset>"). It is opaque to clients; it is not
- * a secret and not signed: a tampered cursor can only point at another position of the viewer's
- * own feed, and every decoded value is range-checked before use.
+ * The offset counts the items of score maxScore up to and including the edge's blog. The seed's
+ * code reset it on every page; when a whole page lies inside the previous page's tie group it
+ * must *accumulate* (see `cursorsForPage`), otherwise the next page restarts at the top of the
+ * group and the scroll loops.
+ *
+ * On the wire a cursor is base64url("<maxScore>:<offset>:<afterId>"). Cursors issued before the
+ * id existed ("<maxScore>:<offset>") keep working with their old meaning (skip `offset`). A
+ * cursor is opaque to clients; it is not a secret and not signed: a tampered cursor can only
+ * point at another position of the viewer's own feed, and every decoded value is range-checked.
  */
 
 export interface FeedPosition {
   /** Only items with score <= maxScore; null means "from the newest item" (the first page). */
   maxScore: number | null;
-  /** How many items of score exactly maxScore (in canonical order) to skip. */
+  /** How many items of score exactly maxScore (in canonical order) come at or before the position. */
   offset: number;
+  /**
+   * The blog the position comes after: with it, the position is the keyset point
+   * (maxScore, afterId) and `offset` is only a hint. null in the first position and in cursors
+   * issued before ids were added, which mean "skip `offset` items of score maxScore".
+   */
+  afterId: number | null;
 }
 
 /** One item of an ordered feed: a blog id and its score (the blog's created_at in epoch ms). */
@@ -39,7 +50,7 @@ export interface ScoredId {
 }
 
 /** The position of the first page. */
-export const START: FeedPosition = Object.freeze({ maxScore: null, offset: 0 });
+export const START: FeedPosition = Object.freeze({ maxScore: null, offset: 0, afterId: null });
 
 /**
  * Largest offset a cursor may carry. An offset only counts items of one millisecond, and even a
@@ -62,7 +73,8 @@ export function encodeCursor(position: FeedPosition): string {
   if (position.maxScore === null) {
     throw new Error('the start position has no cursor; pass no `after` for the first page');
   }
-  return Buffer.from(`${position.maxScore}:${position.offset}`, 'utf8').toString('base64url');
+  const id = position.afterId === null ? '' : `:${position.afterId}`;
+  return Buffer.from(`${position.maxScore}:${position.offset}${id}`, 'utf8').toString('base64url');
 }
 
 /** Decodes and validates a client's cursor; throws InvalidCursorError naming what was wrong. */
@@ -72,7 +84,7 @@ export function decodeCursor(cursor: string): FeedPosition {
     throw new InvalidCursorError(`cursor "${shown}" is not a cursor this API returned`);
   }
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const match = /^(\d{1,16}):(\d{1,9})$/.exec(text);
+  const match = /^(\d{1,16}):(\d{1,9})(?::(\d{1,16}))?$/.exec(text);
   if (!match) {
     throw new InvalidCursorError(`cursor "${shown}" is not a cursor this API returned`);
   }
@@ -86,7 +98,11 @@ export function decodeCursor(cursor: string): FeedPosition {
       `cursor "${shown}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`,
     );
   }
-  return { maxScore, offset };
+  const afterId = match[3] === undefined ? null : Number(match[3]);
+  if (afterId !== null && (afterId < 1 || afterId > Number.MAX_SAFE_INTEGER)) {
+    throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range blog id (${afterId})`);
+  }
+  return { maxScore, offset, afterId };
 }
 
 /** Decodes an optional `after` argument: no cursor means the first page. */
@@ -97,6 +113,7 @@ export function positionAfter(after: string | null | undefined): FeedPosition {
 /**
  * The position just after `items[i]`, for every i: the cursor of each edge.
  *
+ * The keyset part is simply (items[i].score, items[i].id). The offset is the hint for Redis:
  * `items` are what the source returned for `from`, in canonical order. For the prefix ending at
  * item i with score s, let n be the number of items of score s in that prefix (they are its
  * tail, since the order is by score). The next position is (s, n), plus `from.offset` when s is
@@ -115,7 +132,7 @@ export function cursorsForPage(from: FeedPosition, items: readonly ScoredId[]): 
       runLength = 1;
     }
     const carried = from.maxScore === item.score ? from.offset : 0;
-    positions.push({ maxScore: item.score, offset: carried + runLength });
+    positions.push({ maxScore: item.score, offset: carried + runLength, afterId: item.id });
   }
   return positions;
 }
@@ -123,4 +140,12 @@ export function cursorsForPage(from: FeedPosition, items: readonly ScoredId[]): 
 /** The canonical feed order: newest first, and within one millisecond the larger blog id first. */
 export function compareCanonical(a: ScoredId, b: ScoredId): number {
   return b.score - a.score || b.id - a.id;
+}
+
+/** Whether `item` comes strictly after `position` in canonical order (is on a later page). */
+export function isAfter(item: ScoredId, position: FeedPosition): boolean {
+  if (position.maxScore === null) return true;
+  if (item.score !== position.maxScore) return item.score < position.maxScore;
+  // A legacy position cannot say which items of its tie group it covered: the caller skips them.
+  return position.afterId === null || item.id < position.afterId;
 }

@@ -1,35 +1,37 @@
 /**
- * The follow feed: reading a page in each feed model, and keeping inboxes right when follows
- * change or readers come back.
+ * The follow feed: every rule of what enters an inbox, when an inbox is trusted and down to
+ * where, and how a page is read, in one place (the shape of Mastodon's FeedManager). The inbox
+ * itself, its invariant and the mechanisms that keep it (floor, versions, watermark) are
+ * described in inbox.ts; this file applies them.
  *
  * followFeed(V) = every live blog whose author V follows now, in canonical order
- * (created_at DESC, id DESC). Whatever the model, a page is the same list sliced at the same
- * (maxScore, offset) position, so push, pull and hybrid return identical pages:
+ * (created_at DESC, id DESC). Whatever the model, a page is the same list cut after the same
+ * position, so push, pull and hybrid return identical pages:
  *
  * - pull: one MySQL (or embedded SQLite) query over V's followees (FeedStore.feedPage). No
  *   inboxes, no Redis.
- * - push: V's inbox. An inbox is complete above its lowest entry (see inbox.ts), so when a page
- *   runs past the bottom of the inbox (it was trimmed to FEED_MAX_ITEMS, or a backfill was cut)
- *   the rest of the page comes from MySQL, continuing at the position after the last inbox
- *   entry: the cold path. A missing inbox (Redis lost it, it expired while V was inactive) is
- *   served from MySQL at once and rebuilt in the background.
+ * - push: V's inbox, trusted at or above its floor and, for blogs whose fan-out is still in
+ *   flight, merged with MySQL above the fan-out watermark. Past the floor the page continues
+ *   from MySQL after its last item: the cold path. A missing inbox (Redis lost it, it expired
+ *   while V was inactive) is served from MySQL at once and rebuilt in the background.
  * - hybrid: push, plus the blogs of big authors that were not fanned out, merged in at read
- *   time. Merging needs each source read from the top of the position's tie group (the offset
- *   counts items of the merged list), so both are read with offset 0 and `offset + n` items,
- *   merged, and the offset skipped after.
+ *   time.
  *
- * Every path costs a constant number of round trips whatever `first` is: at most one Redis
- * round trip, one query for the big followees, one for their blogs, one cold-path query, and
- * the four loader statements of the hydration.
+ * Round trips of a page: one to Redis (the inbox and the watermark together), the big followees
+ * (hybrid), their blogs, the span above the watermark only while a fan-out is in flight, the
+ * cold path only past the floor, then the four loader statements of the hydration. None
+ * depends on `first`.
  */
+import { hostname } from 'node:os';
 import { Blog } from '../blog/blog.types';
 import type { FeedModel } from '../config';
 import { Connection, toConnection } from '../graphql/connection';
-import { cursorsForPage, FeedPosition, ScoredId, START } from './cursor';
+import type { Sql } from '../db/sql';
 import type { Metrics } from '../observability';
+import { FeedPosition, ScoredId } from './cursor';
 import { FeedStore } from './feed.store';
-import { Inbox } from './inbox';
-import { atOrAbove, mergeCanonical } from './merge';
+import { buildToken, Delivery, FollowChange, Inbox } from './inbox';
+import { certainMerge, keysetAfter, SourceReading, sourceRead } from './merge';
 import { fetchSize, PageRequest, slicePage } from './page';
 
 /** What a feed page needs from the request's loaders (src/graphql/loaders.ts). */
@@ -40,10 +42,37 @@ export interface FeedLookups {
 
 export interface FeedSettings {
   model: FeedModel;
-  /** FEED_MAX_ITEMS: what a rebuild puts into an inbox. */
+  /** FEED_MAX_ITEMS: the most entries an inbox keeps. */
   maxItems: number;
   /** FOLLOW_BACKFILL_ITEMS: how many of a new followee's newest blogs enter the inbox at once. */
   backfillItems: number;
+  /** BIG_V_FOLLOWERS: in the hybrid model, an author with this many followers is not fanned out. */
+  bigAuthorFollowers: number;
+}
+
+/** The reads of the truth the rules need (FeedStore on MySQL; an in-memory one in the model test). */
+export type FeedTruth = Pick<
+  FeedStore,
+  | 'feedPage'
+  | 'snapshot'
+  | 'now'
+  | 'pulledFolloweeIds'
+  | 'pulledBlogs'
+  | 'hasFewerFollowers'
+  | 'markHasPulledBlogs'
+  | 'newestOfAuthor'
+  | 'idsOfAuthorAmong'
+  | 'followersAmong'
+  | 'followStates'
+  | 'markActive'
+>;
+
+/** The fan-out's bookkeeping, as far as the watermark needs it (FanoutStore). */
+export interface InFlightSource {
+  /** Deliver tasks not finished, with their blogs' scores. */
+  unfinishedDeliveries(): Promise<Array<{ taskId: number; score: number }>>;
+  /** Of these task ids, those that are finished, and those that do not exist (yet, or rolled back). */
+  finishedAmong(taskIds: readonly number[]): Promise<{ done: number[]; missing: number[] }>;
 }
 
 /**
@@ -52,33 +81,49 @@ export interface FeedSettings {
  */
 export const ACTIVITY_WRITE_INTERVAL_MS = 5 * 60 * 1000;
 
-/**
- * A rebuild copies a snapshot of the feed; blogs committed around the snapshot may have missed
- * both it and their fan-out (the inbox did not exist yet). The rebuild then adds every blog
- * created this long before the snapshot or later, which covers any transaction in flight.
- */
-const REBUILD_CATCH_UP_MS = 60_000;
-
 /** Attempts (one a second) to drop an inbox that a failed write left in an unknown state. */
 const DROP_ATTEMPTS = 600;
+
+/** Rebuilds tried in a row when a follow change keeps racing them (then MySQL serves). */
+const REBUILD_ATTEMPTS = 3;
+
+/**
+ * A watermark sync reads the unfinished tasks twice, this far apart, before it says the set is
+ * complete: a publish adds its task just before its transaction commits, so a commit that the
+ * first read missed lands within this time (a publish transaction takes milliseconds).
+ */
+export const WATERMARK_SETTLE_MS = 1000;
+
+/** A task in the watermark that MySQL does not know (its publish rolled back) is dropped after this. */
+const WATERMARK_ORPHAN_MS = 60_000;
+
+let buildCounter = 0;
 
 export class FeedService {
   private readonly rebuilding = new Map<number, Promise<void>>();
   private readonly activityWrittenAt = new Map<number, number>();
+  private syncing: Promise<void> | null = null;
+  /** Watermark members that MySQL did not know, with when that was first seen. */
+  private readonly orphansSeenAt = new Map<number, number>();
+  private readonly owner = `${hostname()}:${process.pid}`;
 
   constructor(
-    private readonly store: FeedStore,
-    /** The inboxes in Redis; null in the pull model, which keeps none. */
+    private readonly store: FeedTruth,
+    /** The inboxes; null in the pull model, which keeps none. */
     private readonly inbox: Inbox | null,
     private readonly settings: FeedSettings,
     private readonly now: () => Date,
     private readonly warn: (message: string, error?: unknown) => void,
     private readonly metrics?: Pick<Metrics, 'pageRead'>,
+    private readonly inFlight?: InFlightSource,
   ) {
     if ((settings.model === 'pull') !== (inbox === null)) {
       throw new Error(`FEED_MODEL=${settings.model} ${inbox ? 'keeps no inboxes' : 'needs inboxes (Redis)'}`);
     }
   }
+
+  // ---------------------------------------------------------------------------------------
+  // Reading
 
   async followFeed(viewerId: number, request: PageRequest, lookups: FeedLookups): Promise<Connection<Blog>> {
     const page = slicePage(request, await this.entries(viewerId, request.from, fetchSize(request)));
@@ -89,15 +134,15 @@ export class FeedService {
     const followed = await lookups.followedByViewer.loadMany(authorIds);
     const followedAuthors = new Set(authorIds.filter((_, i) => followed[i] === true));
     // An entry can outlive its reason to be there for a moment (a delete or an unfollow whose
-    // inbox cleanup is still in flight, a chunk delivered just after an unfollow): such an
-    // entry is hidden, never shown. It still counts for the position, so cursors stay stable.
+    // inbox cleanup is still in flight): such an entry is hidden, never shown. Cursors name
+    // their blog, so hiding one shifts no later page.
     return toConnection(page, (item) => {
       const blog = live.get(item.id);
       return blog && followedAuthors.has(blog.authorId) ? blog : null;
     });
   }
 
-  /** The first `n` feed entries of the viewer at `from`, in canonical order. */
+  /** The first `n` feed entries of the viewer after `from`, in canonical order. */
   async entries(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     const { inbox } = this;
     if (!inbox) return this.pullPage(viewerId, from, n); // the pull model
@@ -116,70 +161,124 @@ export class FeedService {
   }
 
   private async entriesFromInbox(inbox: Inbox, viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
+    const read = sourceRead(from, n);
     const bigAuthors = this.settings.model === 'hybrid' ? await this.store.pulledFolloweeIds(viewerId) : [];
-    const merging = bigAuthors.length > 0;
-    const want = merging ? from.offset + n : n;
-    const [inboxEntries, pulled] = await Promise.all([
-      inbox.read(viewerId, merging ? { maxScore: from.maxScore, offset: 0 } : from, want),
-      this.store.pulledBlogs(bigAuthors, from.maxScore, want),
+    const [{ view, watermark }, pulled] = await Promise.all([
+      inbox.read(viewerId, read.from, read.limit),
+      this.store.pulledBlogs(bigAuthors, read.from, read.limit),
     ]);
-    if (inboxEntries === null) {
-      this.rebuildInBackground(inbox, viewerId);
-      return this.pullPage(viewerId, from, n);
+    if (view.state === 'missing') this.rebuildInBackground(inbox, viewerId);
+    // Redis lost the watermark: no inbox can be trusted until it is rebuilt from the outbox.
+    if (!watermark.synced) this.syncInBackground();
+    if (view.state !== 'valid' || !watermark.synced) return this.pullPage(viewerId, from, n);
+    const sources: Array<SourceReading<ScoredId>> = [{ items: view.entries, limit: read.limit, floor: view.floor }];
+    if (bigAuthors.length > 0) sources.push({ items: pulled, limit: read.limit, floor: null });
+    const inFlight = watermark.oldest;
+    if (inFlight !== null && (read.from.maxScore === null || inFlight <= read.from.maxScore)) {
+      // Blogs at or above the watermark may still be on their way to this inbox: MySQL has them.
+      sources.push({ items: await this.store.feedPage(viewerId, read.from, read.limit, inFlight), limit: read.limit, floor: null });
     }
-    const candidates = merging ? mergeCanonical([inboxEntries, pulled]).slice(from.offset) : inboxEntries;
-    const lowest = inboxEntries[inboxEntries.length - 1];
-    if (inboxEntries.length === want) {
-      // The inbox goes on below what was read: only what lies above its last read entry is sure.
+    const certain = certainMerge(sources);
+    const covered = certain.slice(read.skip, read.skip + n);
+    if (covered.length === n) {
       this.metrics?.pageRead('inbox');
-      return atOrAbove(candidates, lowest).slice(0, n);
+      return covered;
     }
-    // The inbox ends here. Above its lowest entry it is complete; below, MySQL continues.
-    const covered = lowest ? atOrAbove(candidates, lowest).slice(0, n) : [];
-    this.metrics?.pageRead(covered.length === n ? 'inbox' : 'cold');
-    if (covered.length === n) return covered;
-    const next = covered.length === 0 ? from : cursorsForPage(from, covered)[covered.length - 1];
+    // Below what the sources are sure of (the inbox's floor), MySQL continues: the cold path.
+    this.metrics?.pageRead('cold');
+    const consumed = certain.slice(0, read.skip + covered.length);
+    const next = consumed.length === 0 || certain.length < read.skip ? from : keysetAfter(consumed[consumed.length - 1]);
     return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length));
   }
 
-  /** A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. */
-  async openInbox(userId: number): Promise<void> {
-    await this.inbox?.rebuild(userId, []);
+  // ---------------------------------------------------------------------------------------
+  // Publishing and fan-out
+
+  /**
+   * Whether a new blog of this author goes into inboxes: all (push), none (pull), or those of
+   * authors with fewer than BIG_V_FOLLOWERS followers (hybrid). Decided per blog inside the
+   * publishing transaction and stored with it (tb_blog.pushed), so an author crossing the
+   * threshold either way loses nothing: readers merge in exactly the blogs that were not fanned
+   * out.
+   */
+  async decidePush(sql: Sql, authorId: number): Promise<boolean> {
+    if (this.settings.model !== 'hybrid') return this.settings.model === 'push';
+    if (await this.store.hasFewerFollowers(sql, authorId, this.settings.bigAuthorFollowers)) return true;
+    await this.store.markHasPulledBlogs(sql, authorId);
+    return false;
   }
 
   /**
-   * Records that a signed-in user is active, at most once per ACTIVITY_WRITE_INTERVAL_MS per
-   * process: fan-out skips followers inactive for ACTIVE_DAYS, and their inbox expires then.
+   * A deliver task is about to commit: readers stop trusting inboxes at its score until it is
+   * delivered. Never fails the publish: with Redis away, the watermark is rebuilt from the
+   * outbox when Redis is back (and until then pages come from MySQL).
    */
-  async recordActivity(userId: number): Promise<void> {
-    const now = this.now();
-    const last = this.activityWrittenAt.get(userId);
-    if (last !== undefined && now.getTime() - last < ACTIVITY_WRITE_INTERVAL_MS) return;
-    if (this.activityWrittenAt.size > 100_000) this.activityWrittenAt.clear();
-    this.activityWrittenAt.set(userId, now.getTime());
-    await this.store.markActive(userId, now);
-    if (this.inbox?.available()) await this.inbox.touch(userId);
+  async deliveryStarted(taskId: number, score: number): Promise<void> {
+    if (!this.inbox) return;
+    if (!this.inbox.available()) {
+      this.warn(`fan-out task ${taskId} is not in the watermark: Redis is away (the relay adds it when Redis is back)`);
+      return;
+    }
+    await this.inbox.markInFlight(taskId, score).catch((error: unknown) => this.warn(`fan-out task ${taskId} is not in the watermark`, error));
   }
 
-  /** A new follow: the followee's newest blogs enter the follower's inbox at once. */
-  async backfill(readerId: number, authorId: number): Promise<void> {
-    const { inbox } = this;
-    if (!inbox) return;
-    const newest = await this.store.newestOfAuthor(authorId, this.settings.backfillItems + 1);
-    const copied = newest.slice(0, this.settings.backfillItems);
-    // If the followee has older blogs than those copied, they are missing from the inbox below
-    // the last copied one: cut the inbox there, and the cold path serves what lies below.
-    const cutBelow = newest.length > copied.length ? (copied[copied.length - 1] ?? newest[0]) : undefined;
-    await this.updateInbox(inbox, readerId, () => inbox.addEntries(readerId, copied, cutBelow));
+  /** Every chunk of these deliver tasks is written. */
+  async deliveryFinished(taskIds: readonly number[]): Promise<void> {
+    await this.inbox?.clearInFlight(taskIds);
   }
 
-  /** An unfollow: the followee's blogs leave the follower's inbox at once. */
-  async removeAuthor(readerId: number, authorId: number): Promise<void> {
+  /**
+   * Writes a chunk of a blog's fan-out, then asks MySQL who of these readers still follows the
+   * author and takes the blog back from the others: the chunk was made from the follow graph
+   * as it was a moment ago (see Deliveries in inbox.ts).
+   */
+  async deliver(readerIds: readonly number[], delivery: Delivery): Promise<void> {
+    const inbox = this.requireInbox();
+    await inbox.deliver(readerIds, delivery);
+    const following = await this.store.followersAmong(delivery.authorId, readerIds);
+    const gone = readerIds.filter((id) => !following.has(id));
+    if (gone.length === 0) return;
+    for (const state of await this.store.followStates(delivery.authorId, gone)) {
+      if (state.follows) continue;
+      await inbox.retractUnfollowed(state.readerId, delivery.entry.id, { version: state.version, authorId: delivery.authorId }, delivery.readAt);
+    }
+  }
+
+  /** Takes a deleted blog out of these readers' inboxes. */
+  async retract(readerIds: readonly number[], blogId: number): Promise<void> {
+    await this.requireInbox().retract(readerIds, blogId);
+  }
+
+  /** The database's clock (ms): a fan-out chunk records it right after reading its followers. */
+  databaseNow(): Promise<number> {
+    return this.store.now();
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Follows
+
+  /** A follow (committed with `change.version`): the followee's newest blogs enter the inbox at once. */
+  async followed(readerId: number, change: FollowChange): Promise<void> {
     const { inbox } = this;
     if (!inbox) return;
     await this.updateInbox(inbox, readerId, async () => {
-      const inInbox = await inbox.blogIds(readerId);
-      await inbox.removeEntries(readerId, await this.store.idsOfAuthorAmong(authorId, inInbox));
+      const newest = await this.store.newestOfAuthor(change.authorId, this.settings.backfillItems + 1);
+      const copied = newest.slice(0, this.settings.backfillItems);
+      // If the followee has older blogs than those copied, the inbox cannot be complete below
+      // the last copied one: the floor rises above it, and the cold path serves what lies below.
+      const cut = newest.length > copied.length ? copied[copied.length - 1].score : null;
+      await inbox.applyFollow(readerId, change, copied, cut);
+    });
+  }
+
+  /** An unfollow (committed with `change.version`): the followee's blogs leave the inbox at once. */
+  async unfollowed(readerId: number, change: FollowChange): Promise<void> {
+    const { inbox } = this;
+    if (!inbox) return;
+    await this.updateInbox(inbox, readerId, async () => {
+      const inInbox = await inbox.markUnfollow(readerId, change);
+      if (inInbox === null) return; // stale (a newer change of the pair came first), or no inbox
+      await inbox.removeUnfollowed(readerId, change, await this.store.idsOfAuthorAmong(change.authorId, inInbox));
     });
   }
 
@@ -204,6 +303,28 @@ export class FeedService {
     });
   }
 
+  // ---------------------------------------------------------------------------------------
+  // Inbox lifecycle
+
+  /** A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. */
+  async openInbox(userId: number): Promise<void> {
+    await this.inbox?.create(userId, 0);
+  }
+
+  /**
+   * Records that a signed-in user is active, at most once per ACTIVITY_WRITE_INTERVAL_MS per
+   * process; their inbox then lives ACTIVE_DAYS from now (fan-out skips expired inboxes).
+   */
+  async recordActivity(userId: number): Promise<void> {
+    const now = this.now();
+    const last = this.activityWrittenAt.get(userId);
+    if (last !== undefined && now.getTime() - last < ACTIVITY_WRITE_INTERVAL_MS) return;
+    if (this.activityWrittenAt.size > 100_000) this.activityWrittenAt.clear();
+    this.activityWrittenAt.set(userId, now.getTime());
+    await this.store.markActive(userId, now);
+    if (this.inbox?.available()) await this.inbox.touch(userId);
+  }
+
   /** Rebuilds a missing inbox from MySQL, once at a time per reader, without blocking the request. */
   private rebuildInBackground(inbox: Inbox, readerId: number): void {
     if (this.rebuilding.has(readerId)) return;
@@ -213,18 +334,81 @@ export class FeedService {
     this.rebuilding.set(readerId, work);
   }
 
-  /** Resolves when the rebuilds started so far are done (tests). */
-  async idle(): Promise<void> {
-    await Promise.allSettled([...this.rebuilding.values()]);
+  /** Builds a reader's inbox now, if it is missing (seed script, benchmarks, tests). */
+  async rebuildInbox(readerId: number): Promise<void> {
+    await this.rebuild(this.requireInbox(), readerId);
   }
 
+  /** Resolves when the rebuilds and syncs started so far are done (tests). */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.rebuilding.values(), this.syncing]);
+  }
+
+  /** begin -> snapshot -> finish (see Rebuild in inbox.ts), again when a follow change raced it. */
   private async rebuild(inbox: Inbox, readerId: number): Promise<void> {
-    const snapshotAt = this.now();
-    // Active first: fan-out must reach the inbox from the moment it exists.
-    await this.store.markActive(readerId, snapshotAt);
-    this.activityWrittenAt.set(readerId, snapshotAt.getTime());
-    await inbox.rebuild(readerId, await this.store.feedPage(readerId, START, this.settings.maxItems));
-    const since = new Date(snapshotAt.getTime() - REBUILD_CATCH_UP_MS);
-    await inbox.addEntries(readerId, await this.store.feedSince(readerId, since, this.settings.maxItems));
+    for (let attempt = 0; attempt < REBUILD_ATTEMPTS; attempt += 1) {
+      buildCounter += 1;
+      const token = buildToken(`${this.owner}:${buildCounter}`, Date.now());
+      // MySQL's time before the snapshot: chunks made before it are in the snapshot already.
+      const since = await this.store.now();
+      if (!(await inbox.beginBuild(readerId, token, since))) return; // valid, or another rebuild runs
+      try {
+        const snapshot = await this.store.snapshot(readerId, this.settings.maxItems);
+        if ((await inbox.finishBuild(readerId, token, snapshot)) !== 'raced') return;
+      } catch (error) {
+        await inbox.drop(readerId).catch(() => {});
+        throw error;
+      }
+    }
+    this.warn(`the inbox of user ${readerId} was not rebuilt: follow changes kept racing it; pages come from MySQL`);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // The fan-out watermark
+
+  private syncInBackground(): void {
+    if (this.syncing || !this.inFlight) return;
+    this.syncing = this.syncWatermark()
+      .catch((error: unknown) => this.warn('rebuilding the fan-out watermark failed', error))
+      .finally(() => {
+        this.syncing = null;
+      });
+  }
+
+  /** Rebuilds a lost watermark from the unfinished tasks in MySQL, then says it is complete. */
+  async syncWatermark(): Promise<void> {
+    const { inbox, inFlight } = this;
+    if (!inbox || !inFlight || (await inbox.inFlight()).synced) return;
+    await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), false);
+    await new Promise((resolve) => setTimeout(resolve, WATERMARK_SETTLE_MS));
+    await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), true);
+  }
+
+  /**
+   * The relay's pass over the watermark: sync it if it was lost, and drop tasks that finished
+   * without clearing themselves (a Redis error at that moment) or whose publish rolled back.
+   */
+  async maintainWatermark(): Promise<void> {
+    const { inbox, inFlight } = this;
+    if (!inbox || !inFlight) return;
+    const { synced, tasks } = await inbox.inFlight();
+    if (!synced) return this.syncWatermark();
+    // A publish that could not add its task (a Redis error at that moment) is added now.
+    await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), false);
+    if (tasks.length === 0) return;
+    const { done, missing } = await inFlight.finishedAmong(tasks.map((task) => task.taskId));
+    const now = Date.now();
+    const orphans = missing.filter((id) => {
+      const seen = this.orphansSeenAt.get(id) ?? now;
+      this.orphansSeenAt.set(id, seen);
+      return now - seen >= WATERMARK_ORPHAN_MS;
+    });
+    for (const id of [...done, ...orphans]) this.orphansSeenAt.delete(id);
+    await inbox.clearInFlight([...done, ...orphans]);
+  }
+
+  private requireInbox(): Inbox {
+    if (!this.inbox) throw new Error(`FEED_MODEL=${this.settings.model} keeps no inboxes`);
+    return this.inbox;
   }
 }

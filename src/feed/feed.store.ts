@@ -1,47 +1,93 @@
 /**
- * The feed's reads of the database (MySQL, or the embedded SQLite), the truth that inboxes cache. Every query answers in canonical
- * order (created_at DESC, id DESC) with the same (maxScore, offset) positions as an inbox, so a
- * page can come from either, or start in one and continue in the other.
+ * The feed's reads of the database (MySQL, or the embedded SQLite), the truth that inboxes
+ * cache. Every page query answers in canonical order (created_at DESC, id DESC) after the same
+ * positions as an inbox, so a page can come from either, or start in one and continue in the
+ * other.
  */
 import { DataSource } from 'typeorm';
-import { select, write } from '../db/sql';
+import { select, Sql, write } from '../db/sql';
+import { isSqliteDataSource } from '../db/sqlite';
 import { FeedPosition, ScoredId } from './cursor';
+import type { FeedSnapshot } from './inbox';
 
 type Row = { id: string; created_at: Date };
 const entryOf = (row: Row): ScoredId => ({ id: Number(row.id), score: row.created_at.getTime() });
+
+/**
+ * The SQL form of a position, for a table aliased `alias` with created_at and id: a keyset
+ * condition when the position names its blog (no OFFSET: a delete or a late arrival cannot shift
+ * it), else the legacy `created_at <= ?` with `skip` rows to pass over.
+ */
+export function positionSql(from: FeedPosition, alias = ''): { where: string; params: unknown[]; skip: number } {
+  const column = (name: string) => (alias ? `${alias}.${name}` : name);
+  if (from.maxScore === null) return { where: '', params: [], skip: from.offset };
+  const at = new Date(from.maxScore);
+  if (from.afterId !== null) {
+    return {
+      where: `AND (${column('created_at')} < ? OR (${column('created_at')} = ? AND ${column('id')} < ?))`,
+      params: [at, at, from.afterId],
+      skip: 0,
+    };
+  }
+  return { where: `AND ${column('created_at')} <= ?`, params: [at], skip: from.offset };
+}
 
 export class FeedStore {
   constructor(private readonly db: DataSource) {}
 
   /**
-   * The pull model and the cold path: the first `limit` live blogs at `from` among the blogs
-   * of everyone the reader follows now. One statement: tb_follow by (user_id, ...) joined to
-   * tb_blog by (user_id, created_at, id).
+   * The pull model and the cold path: the first `limit` live blogs after `from` among the
+   * blogs of everyone the reader follows now, with a score of at least `minScore` when given
+   * (the span above the fan-out watermark). One statement: tb_follow by (user_id, ...) joined
+   * to tb_blog by (user_id, created_at, id).
    */
-  async feedPage(readerId: number, from: FeedPosition, limit: number): Promise<ScoredId[]> {
+  async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null): Promise<ScoredId[]> {
     if (limit === 0) return [];
+    const position = positionSql(from, 'b');
     const rows = await select<Row>(
       this.db,
       `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
-       WHERE f.user_id = ? AND b.deleted_at IS NULL ${from.maxScore === null ? '' : 'AND b.created_at <= ?'}
+       WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
        ORDER BY b.created_at DESC, b.id DESC LIMIT ?, ?`,
-      from.maxScore === null
-        ? [readerId, from.offset, limit]
-        : [readerId, new Date(from.maxScore), from.offset, limit],
+      [readerId, ...position.params, ...(minScore === null ? [] : [new Date(minScore)]), position.skip, limit],
     );
     return rows.map(entryOf);
   }
 
-  /** The reader's feed entries created at or after `since` (a rebuild's catch-up). */
-  async feedSince(readerId: number, since: Date, limit: number): Promise<ScoredId[]> {
-    const rows = await select<Row>(
-      this.db,
-      `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
-       WHERE f.user_id = ? AND b.deleted_at IS NULL AND b.created_at >= ?
-       ORDER BY b.created_at DESC, b.id DESC LIMIT ?`,
-      [readerId, since, limit],
-    );
-    return rows.map(entryOf);
+  /**
+   * What a rebuild copies, as one consistent view (a REPEATABLE READ transaction: all three
+   * reads see the same commits): the reader's feed_version, followees and newest feed entries.
+   */
+  async snapshot(readerId: number, maxItems: number): Promise<FeedSnapshot> {
+    return this.db.transaction('REPEATABLE READ', async (sql) => {
+      const [user] = await select<{ feed_version: string }>(sql, 'SELECT feed_version FROM tb_user WHERE id = ?', [readerId]);
+      const followees = await select<{ follow_user_id: string }>(sql, 'SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
+      const rows = await select<Row>(
+        sql,
+        `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
+         WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC LIMIT ?`,
+        [readerId, maxItems + 1],
+      );
+      return {
+        version: Number(user?.feed_version ?? 0),
+        followeeIds: followees.map((row) => Number(row.follow_user_id)),
+        entries: rows.slice(0, maxItems).map(entryOf),
+        complete: rows.length <= maxItems,
+      };
+    });
+  }
+
+  /** The database's clock in epoch ms: the one clock that rebuilds and fan-out chunks compare. */
+  async now(): Promise<number> {
+    if (isSqliteDataSource(this.db)) return Date.now();
+    const [row] = await select<{ ms: string }>(this.db, 'SELECT ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS ms', []);
+    return Number(row.ms);
+  }
+
+  /** A user's feed_version (the version of their newest follow change). */
+  async feedVersion(userId: number): Promise<number> {
+    const [row] = await select<{ feed_version: string }>(this.db, 'SELECT feed_version FROM tb_user WHERE id = ?', [userId]);
+    return Number(row?.feed_version ?? 0);
   }
 
   /** Followees with blogs that were not fanned out (big authors, hybrid model). */
@@ -56,18 +102,30 @@ export class FeedStore {
   }
 
   /**
-   * The first `limit` not-fanned-out blogs of these authors with score <= maxScore. One
-   * statement: a UNION ALL of one index range scan per author, each stopping after `limit`
-   * rows, instead of sorting every blog of every big author.
+   * The first `limit` not-fanned-out blogs of these authors after `from`. One statement: a
+   * UNION ALL of one index range scan per author, each stopping after `limit` rows, instead of
+   * sorting every blog of every big author.
    */
-  async pulledBlogs(authorIds: readonly number[], maxScore: number | null, limit: number): Promise<ScoredId[]> {
+  async pulledBlogs(authorIds: readonly number[], from: FeedPosition, limit: number): Promise<ScoredId[]> {
     if (authorIds.length === 0 || limit === 0) return [];
+    const position = positionSql({ ...from, offset: 0 });
     const branch = `(SELECT id, created_at FROM tb_blog
-       WHERE user_id = ? AND NOT pushed AND deleted_at IS NULL ${maxScore === null ? '' : 'AND created_at <= ?'}
+       WHERE user_id = ? AND NOT pushed AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?)`;
-    const params = authorIds.flatMap((id) => (maxScore === null ? [id, limit] : [id, new Date(maxScore), limit]));
+    const params = authorIds.flatMap((id) => [id, ...position.params, limit]);
     const rows = await select<Row>(this.db, authorIds.map(() => branch).join(' UNION ALL '), params);
     return rows.map(entryOf);
+  }
+
+  /** Whether an author's new blogs go into inboxes in the hybrid model (fewer than `bigAuthorFollowers` followers). */
+  async hasFewerFollowers(sql: Sql, authorId: number, bigAuthorFollowers: number): Promise<boolean> {
+    const [row] = await select<{ follower_count: number }>(sql, 'SELECT follower_count FROM tb_user WHERE id = ?', [authorId]);
+    return Number(row?.follower_count ?? 0) < bigAuthorFollowers;
+  }
+
+  /** Records that an author has blogs readers must pull (hybrid). */
+  async markHasPulledBlogs(sql: Sql, authorId: number): Promise<void> {
+    await write(sql, 'UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
   }
 
   /** An author's newest live blogs (a follow's backfill). */
@@ -89,6 +147,33 @@ export class FeedStore {
       blogIds,
     ]);
     return rows.map((row) => Number(row.id));
+  }
+
+  /** Which of `readerIds` follow `authorId` now (a delivered chunk's check). */
+  async followersAmong(authorId: number, readerIds: readonly number[]): Promise<Set<number>> {
+    if (readerIds.length === 0) return new Set();
+    const rows = await select<{ user_id: string }>(
+      this.db,
+      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id IN (?)',
+      [authorId, readerIds],
+    );
+    return new Set(rows.map((row) => Number(row.user_id)));
+  }
+
+  /**
+   * For readers who seem not to follow `authorId`: whether they do, with their feed_version,
+   * read in one statement so that the two agree.
+   */
+  async followStates(authorId: number, readerIds: readonly number[]): Promise<Array<{ readerId: number; follows: boolean; version: number }>> {
+    if (readerIds.length === 0) return [];
+    const rows = await select<{ id: string; feed_version: string; follows: number | string }>(
+      this.db,
+      `SELECT u.id, u.feed_version,
+         EXISTS(SELECT 1 FROM tb_follow f WHERE f.user_id = u.id AND f.follow_user_id = ?) AS follows
+       FROM tb_user u WHERE u.id IN (?)`,
+      [authorId, readerIds],
+    );
+    return rows.map((row) => ({ readerId: Number(row.id), follows: Number(row.follows) === 1, version: Number(row.feed_version) }));
   }
 
   /** Records that the user was active now. */

@@ -1,258 +1,155 @@
 /**
- * The inboxes: one Redis sorted set per reader (`feed:{userId}`, see src/redis/keys.ts).
+ * The inbox: what a reader's cached feed is, and every operation on it, as one interface with
+ * two implementations of exactly the same semantics:
+ * - RedisInbox (inbox.redis.ts): Lua scripts over a sorted set and a hash per reader, used by
+ *   the service;
+ * - MemoryInbox (inbox.memory.ts): the same operations on plain maps, the specification the
+ *   scripts are tested against (test/unit/inbox-conformance.test.ts) and the inbox of the model
+ *   test of the feed rules (test/unit/feed-model.test.ts).
+ * Nothing but feed/ and the fan-out executor (through FeedService) writes to an inbox.
  *
- * This module owns every read and write of inboxes and their rules, the way Mastodon's
- * FeedManager owns its timelines: nothing else touches a feed key.
+ * ## What an inbox holds
+ * - entries: blog ids with their score (the blog's created_at in epoch ms, from the database row,
+ *   never the time of the fan-out), read in canonical order (score DESC, id DESC);
+ * - floor: the inbox holds *every* pushed blog of the reader's feed whose score is at least
+ *   `floor`, except blogs whose fan-out is still in flight (see the watermark below). Below the
+ *   floor it knows nothing, holds nothing, and no writer ever adds anything there; pages
+ *   continue below it from MySQL (the cold path). A rebuild sets the floor (0 when the snapshot
+ *   held the whole feed); trimming to FEED_MAX_ITEMS and a follow's backfill cut raise it. Trust
+ *   is this explicit number, never inferred from the lowest entry;
+ * - the follow state per followee it has seen changes of (a signed version, below);
+ * - building: a rebuild from a MySQL snapshot is under way; readers do not trust it yet.
  *
- * - member: the blog id, zero-padded (inboxMember) so that Redis's same-score lexicographic
- *   order is the numeric order: ZRANGE ... REV then gives the canonical (score DESC, id DESC).
- * - score: the blog's created_at in epoch ms, from the database row. Never the time of the
- *   fan-out (the seed used the fan-out time, so one blog had different scores in different
- *   inboxes, and a late fan-out jumped to the top).
- * - validity: an inbox is a cache of the top of the reader's feed, and the feed service trusts
- *   it only while it is *complete above its lowest entry*: every fanned-out blog that belongs
- *   above that entry is in it. An inbox that exists always holds the sentinel member
- *   (INBOX_SENTINEL, score -1, below every blog; reads start at score 0 so never see it). Writes
- *   only ever go to an inbox that exists: a delivery to a missing inbox (Redis lost it, it
- *   expired, the reader was inactive and skipped by fan-out) would create a partial one that
- *   looks valid. A missing inbox is served from MySQL and rebuilt (FeedService).
- * - trimming: an inbox keeps its newest `maxItems` entries (removing the lowest keeps it
- *   complete above its new lowest entry); the seed never trimmed, so inboxes grew forever.
- * - expiry: an inbox expires ACTIVE_DAYS after its reader was last active (`touch`). Since
- *   deliveries go only to inboxes that exist, that is how fan-out skips inactive followers:
- *   inside the script, with no lookup of each follower's activity in MySQL.
- * - idempotence: ZADD of the same member with the same score changes nothing, so a delivery
- *   that is repeated (a retried chunk) is harmless.
- * - batching: a write to many inboxes is one Lua script call per `SCRIPT_BATCH` inboxes, which
- *   adds and trims every one of them inside Redis. The seed awaited one ZADD per follower (about
- *   17,000 a second here); a pipeline of ZADD + ZREMRANGEBYRANK pairs reaches about 60,000 a
- *   second, bound by the client encoding two commands per inbox; the script reaches about
- *   500,000 a second in isolation (bench/fanout.bench.ts measures the end-to-end figures).
+ * ## Ordering per reader: versions
+ * Every follow or unfollow of reader V increments tb_user.feed_version of V in the same
+ * transaction, under V's row lock, so V's changes carry versions in commit order. Redis may see
+ * them in another order (two devices, a double click, a slow request). Each change is applied
+ * with its version, and an inbox records, per followee, the version of the last change it
+ * applied (+v followed, -v unfollowed) and, as `base`, the version its rebuild snapshot saw.
+ * A change whose version is not newer than both is stale and changes no entry: a fast unfollow
+ * then follow cannot end with the follow undone. An unfollow first records itself (which also
+ * stops deliveries of that followee), then reads the entries, asks MySQL which are the
+ * followee's, and removes them only if no newer change of the pair came in between.
+ *
+ * ## Deliveries: the fan-out's chunks
+ * A chunk is made from the follow graph as MySQL showed it at `readAt` (MySQL's clock). It is
+ * written only to inboxes that exist (a missing inbox is rebuilt from MySQL when read), at or
+ * above their floor, not to readers whose inbox says they unfollowed the author, and not to an
+ * inbox whose snapshot is newer than the chunk (`since` > readAt: the snapshot has the blog
+ * already if it belongs there). After writing, the executor asks MySQL who still follows the
+ * author and takes the blog back from the others, unless the inbox saw a newer follow of the
+ * pair (FeedService.deliver).
+ *
+ * ## Rebuild
+ * begin (marks the inbox building, remembers `since`, a MySQL time taken just before) ->
+ * snapshot (one consistent MySQL read: V's feed_version, followees and newest feed entries) ->
+ * finish. Deliveries and retractions that come during the build are recorded; the finish adds the
+ * snapshot, drops deliveries of authors the snapshot does not have V follow, keeps retracted
+ * blogs out, and sets floor and base. A follow change newer than the snapshot that arrived during
+ * the build makes the finish give up (the inbox is dropped; the next read starts again).
+ *
+ * ## Fan-out watermark
+ * Beside the inboxes, one set of the deliver tasks in flight with their blogs' scores. Publishing
+ * adds the task before its transaction commits; the fan-out removes it once every chunk is
+ * written. Readers get its lowest score with the inbox read (same round trip) and read the span
+ * above it from MySQL. The set also holds a marker that it is complete: after Redis lost it,
+ * readers trust no inbox until it has been rebuilt from the unfinished tasks in MySQL.
  */
-import { isCluster, RedisClient } from '../redis/redis.client';
-import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
-import { FeedPosition, ScoredId } from './cursor';
+import type { FeedPosition, ScoredId } from './cursor';
 
-/**
- * Inboxes written per script call. Large enough that the per-call cost disappears, small enough
- * that one call keeps Redis busy for only a couple of milliseconds (other clients wait meanwhile).
- */
-export const SCRIPT_BATCH = 1000;
-
-/** The member that marks an inbox as valid; its score (-1) is below every blog's. */
-export const INBOX_SENTINEL = '~';
-
-// Shared by the scripts: keep the sentinel (rank 0) and the newest `max` entries.
-const TRIM = `
-local function trim(key, max)
-  if redis.call('ZCARD', key) > max + 1 then
-    redis.call('ZREMRANGEBYRANK', key, 1, -(max + 1))
-  end
-end
-`;
-
-/** KEYS = inboxes; ARGV = score, member, maxItems. Adds to every inbox that exists, trimming. */
-const DELIVER_SCRIPT = `${TRIM}
-local score, member, max = ARGV[1], ARGV[2], tonumber(ARGV[3])
-for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    redis.call('ZADD', KEYS[i], score, member)
-    trim(KEYS[i], max)
-  end
-end
-return #KEYS`;
-
-/** KEYS = inboxes; ARGV = member. Removes the member from every inbox. */
-const RETRACT_SCRIPT = `
-for i = 1, #KEYS do
-  redis.call('ZREM', KEYS[i], ARGV[1])
-end
-return #KEYS`;
-
-/**
- * KEYS = [inbox]; ARGV = maxItems, cutScore, cutMember, then score/member pairs. When the inbox
- * exists, adds the pairs; with a cut, drops every entry below (cutScore, cutMember) in canonical
- * order, since entries are missing there (a followee's older blogs that were not copied in).
- */
-const ADD_SCRIPT = `${TRIM}
-local key, max, cutScore, cutMember = KEYS[1], tonumber(ARGV[1]), ARGV[2], ARGV[3]
-if redis.call('EXISTS', key) == 0 then return 0 end
-for i = 4, #ARGV, 2 do
-  redis.call('ZADD', key, ARGV[i], ARGV[i + 1])
-end
-if cutScore ~= '' then
-  redis.call('ZREMRANGEBYSCORE', key, 0, '(' .. cutScore)
-  for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, cutScore, cutScore)) do
-    if member < cutMember then redis.call('ZREM', key, member) end
-  end
-end
-trim(key, max)
-return 1`;
-
-/**
- * KEYS = [inbox]; ARGV = maxItems, ttlSeconds, then score/member pairs. Makes the inbox valid
- * with these entries, keeping any it already holds (deliveries that raced the rebuild).
- */
-const REBUILD_SCRIPT = `${TRIM}
-local key, max, ttl = KEYS[1], tonumber(ARGV[1]), ARGV[2]
-redis.call('ZADD', key, -1, '${INBOX_SENTINEL}')
-for i = 3, #ARGV, 2 do
-  redis.call('ZADD', key, ARGV[i], ARGV[i + 1])
-end
-trim(key, max)
-redis.call('EXPIRE', key, ttl)
-return 1`;
-
-type Args = Array<string | number>;
-type ScriptedRedis = RedisClient & {
-  /** Over any number of inboxes: numberOfKeys first. */
-  feedDeliver(numberOfKeys: number, ...args: Args): Promise<number>;
-  feedRetract(numberOfKeys: number, ...args: Args): Promise<number>;
-  /**
-   * Over one inbox: the key first. Declared with one key so that ioredis knows which argument
-   * is the key: on a cluster it routes (and auto-pipelines) each call to the inbox's node.
-   */
-  feedDeliverOne(key: string, ...args: Args): Promise<number>;
-  feedRetractOne(key: string, ...args: Args): Promise<number>;
-  feedAdd(key: string, ...args: Args): Promise<number>;
-  feedRebuild(key: string, ...args: Args): Promise<number>;
-};
-
-/** Registers the inbox scripts on a client (ioredis sends EVALSHA, and EVAL when Redis lost them). */
-function withInboxScripts(redis: RedisClient): ScriptedRedis {
-  const scripted = redis as ScriptedRedis;
-  if (typeof scripted.feedDeliver !== 'function') {
-    redis.defineCommand('feedDeliver', { lua: DELIVER_SCRIPT });
-    redis.defineCommand('feedRetract', { lua: RETRACT_SCRIPT });
-    redis.defineCommand('feedDeliverOne', { lua: DELIVER_SCRIPT, numberOfKeys: 1 });
-    redis.defineCommand('feedRetractOne', { lua: RETRACT_SCRIPT, numberOfKeys: 1 });
-    redis.defineCommand('feedAdd', { lua: ADD_SCRIPT, numberOfKeys: 1 });
-    redis.defineCommand('feedRebuild', { lua: REBUILD_SCRIPT, numberOfKeys: 1 });
-  }
-  return scripted;
+/** A change of the follow graph of one reader, with its version (see above). */
+export interface FollowChange {
+  version: number;
+  authorId: number;
 }
 
-function scoreMemberPairs(entries: readonly ScoredId[]): string[] {
-  return entries.flatMap((entry) => [String(entry.score), inboxMember(entry.id)]);
+/** What a read found. */
+export type InboxView =
+  | { state: 'valid'; floor: number; entries: ScoredId[] }
+  | { state: 'missing' }
+  | { state: 'building' };
+
+/** The fan-out watermark as a reader sees it. */
+export interface Watermark {
+  /** false when Redis lost the set (or never had it): no inbox can be trusted until it is synced. */
+  synced: boolean;
+  /** The lowest score of a blog whose fan-out is in flight; null when none is. */
+  oldest: number | null;
 }
 
-export class Inbox {
-  private readonly redis: ScriptedRedis;
-  /** On a cluster a script may only touch keys of one slot: one call per inbox then. */
-  private readonly perInbox: boolean;
+/** A MySQL snapshot of one reader's feed, for a rebuild. */
+export interface FeedSnapshot {
+  /** tb_user.feed_version of the reader in the snapshot. */
+  version: number;
+  /** Who the reader followed in the snapshot. */
+  followeeIds: number[];
+  /** The newest entries of the feed, at most FEED_MAX_ITEMS. */
+  entries: ScoredId[];
+  /** Whether `entries` is the whole feed (the floor is 0 then). */
+  complete: boolean;
+}
 
-  constructor(
-    redis: RedisClient,
-    private readonly keys: RedisKeys,
-    private readonly maxItems: number,
-    /** ACTIVE_DAYS in seconds: an inbox outlives its reader's last activity by this long. */
-    private readonly ttlSeconds: number,
-  ) {
-    this.redis = withInboxScripts(redis);
-    this.perInbox = isCluster(redis);
-  }
+/** A delivery chunk: one blog for some readers, as the follow graph was at `readAt`. */
+export interface Delivery {
+  entry: ScoredId;
+  authorId: number;
+  /** MySQL's clock (ms) just after the chunk's follower list was read. */
+  readAt: number;
+}
 
-  /** Runs a script over `keys`: in batches of keys, or one inbox per call on a cluster. */
-  private async forInboxes(
-    keys: string[],
-    many: (keys: string[]) => Promise<number>,
-    one: (key: string) => Promise<number>,
-  ): Promise<void> {
-    if (this.perInbox) {
-      await Promise.all(keys.map(one));
-      return;
-    }
-    for (let start = 0; start < keys.length; start += SCRIPT_BATCH) await many(keys.slice(start, start + SCRIPT_BATCH));
-  }
+export type BuildOutcome = 'done' | 'raced' | 'lost';
 
-  /** Puts one blog into the existing inboxes of many readers, trimming each: one call per batch. */
-  async deliver(readerIds: readonly number[], entry: ScoredId): Promise<void> {
-    const member = inboxMember(entry.id);
-    await this.forInboxes(
-      readerIds.map((id) => this.keys.feed(id)),
-      (keys) => this.redis.feedDeliver(keys.length, ...keys, entry.score, member, this.maxItems),
-      (key) => this.redis.feedDeliverOne(key, entry.score, member, this.maxItems),
-    );
-  }
-
-  /** Takes one blog out of the inboxes of many readers: one script call per batch. */
-  async retract(readerIds: readonly number[], blogId: number): Promise<void> {
-    const member = inboxMember(blogId);
-    await this.forInboxes(
-      readerIds.map((id) => this.keys.feed(id)),
-      (keys) => this.redis.feedRetract(keys.length, ...keys, member),
-      (key) => this.redis.feedRetractOne(key, member),
-    );
-  }
-
+export interface Inbox {
   /**
-   * Adds blogs to one reader's inbox if it exists (a follow's backfill). `cutBelow`: the caller
-   * knows blogs are missing below this entry (it copied only the newest N of an author), so the
-   * inbox drops everything below it to stay complete above its lowest entry.
+   * The first `limit` entries after `from` (at or above the floor), and the watermark: one round
+   * trip.
    */
-  async addEntries(readerId: number, entries: readonly ScoredId[], cutBelow?: ScoredId): Promise<void> {
-    if (entries.length === 0 && !cutBelow) return;
-    await this.redis.feedAdd(
-      this.keys.feed(readerId),
-      this.maxItems,
-      cutBelow ? String(cutBelow.score) : '',
-      cutBelow ? inboxMember(cutBelow.id) : '',
-      ...scoreMemberPairs(entries),
-    );
-  }
+  read(readerId: number, from: FeedPosition, limit: number): Promise<{ view: InboxView; watermark: Watermark }>;
 
-  /** Creates (or completes) a valid inbox holding `entries`: a new user's, or a rebuild. */
-  async rebuild(readerId: number, entries: readonly ScoredId[]): Promise<void> {
-    await this.redis.feedRebuild(this.keys.feed(readerId), this.maxItems, this.ttlSeconds, ...scoreMemberPairs(entries));
-  }
+  /** Writes one blog into the inboxes of many readers (see Deliveries). */
+  deliver(readerIds: readonly number[], delivery: Delivery): Promise<void>;
+  /** Takes a blog back from readers who do not follow its author as of `version` (read with it). */
+  retractUnfollowed(readerId: number, blogId: number, change: FollowChange, readAt: number): Promise<void>;
+  /** Takes a deleted blog out of the inboxes of many readers. */
+  retract(readerIds: readonly number[], blogId: number): Promise<void>;
 
-  /** False while the Redis connection is down: callers go to MySQL at once instead of waiting. */
-  available(): boolean {
-    return this.redis.status === 'ready';
-  }
+  /** A follow: adds the followee's newest entries; `cutScore`: older ones exist below it. */
+  applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], cutScore: number | null): Promise<boolean>;
+  /** An unfollow's first step: records it; the inbox's blog ids, or null when stale or missing. */
+  markUnfollow(readerId: number, change: FollowChange): Promise<number[] | null>;
+  /** An unfollow's second step: removes these blogs unless a newer change of the pair came. */
+  removeUnfollowed(readerId: number, change: FollowChange, blogIds: readonly number[]): Promise<void>;
 
-  /** Forgets an inbox whose state is unknown (a write to it failed); the next read rebuilds it. */
-  async drop(readerId: number): Promise<void> {
-    await this.redis.del(this.keys.feed(readerId));
-  }
-
+  /** A new user's inbox: valid and empty. */
+  create(readerId: number, version: number): Promise<void>;
+  /** Starts a rebuild of a missing inbox; false when it exists or another rebuild runs. */
+  beginBuild(readerId: number, token: string, since: number): Promise<boolean>;
+  finishBuild(readerId: number, token: string, snapshot: FeedSnapshot): Promise<BuildOutcome>;
+  /** Forgets an inbox (its state is unknown); the next read rebuilds it. */
+  drop(readerId: number): Promise<void>;
   /** The reader is active: the inbox lives ACTIVE_DAYS from now. */
-  async touch(readerId: number): Promise<void> {
-    await this.redis.expire(this.keys.feed(readerId), this.ttlSeconds);
-  }
+  touch(readerId: number): Promise<void>;
+  /** False while Redis cannot be used: callers go to MySQL at once instead of waiting. */
+  available(): boolean;
 
-  /** Removes some blogs from one reader's inbox (an unfollow). */
-  async removeEntries(readerId: number, blogIds: readonly number[]): Promise<void> {
-    if (blogIds.length === 0) return;
-    await this.redis.zrem(this.keys.feed(readerId), ...blogIds.map(inboxMember));
-  }
-
-  /** Every blog id in a reader's inbox (at most maxItems). */
-  async blogIds(readerId: number): Promise<number[]> {
-    const members = await this.redis.zrangebyscore(this.keys.feed(readerId), 0, '+inf');
-    return members.map(blogIdOfMember);
-  }
-
-  /**
-   * The first `limit` entries at `from`, in canonical order, or null when the inbox does not
-   * exist (and so cannot be trusted): one round trip (EXISTS + ZRANGE in a pipeline).
-   */
-  async read(readerId: number, from: FeedPosition, limit: number): Promise<ScoredId[] | null> {
-    const key = this.keys.feed(readerId);
-    const max = from.maxScore === null ? '+inf' : String(from.maxScore);
-    const results = await this.redis
-      .pipeline()
-      .exists(key)
-      .zrange(key, max, '0', 'BYSCORE', 'REV', 'LIMIT', from.offset, Math.max(limit, 1), 'WITHSCORES')
-      .exec();
-    const [[existsError, exists], [rangeError, reply]] = results as Array<[Error | null, unknown]>;
-    if (existsError || rangeError) throw existsError ?? rangeError;
-    if (exists !== 1) return null;
-    const flat = reply as string[];
-    const entries: ScoredId[] = [];
-    for (let i = 0; i < flat.length && entries.length < limit; i += 2) {
-      entries.push({ id: blogIdOfMember(flat[i]), score: Number(flat[i + 1]) });
-    }
-    return entries;
-  }
+  /** Adds a deliver task to the watermark (inside the publishing transaction, before commit). */
+  markInFlight(taskId: number, score: number): Promise<void>;
+  /** Removes finished tasks from the watermark. */
+  clearInFlight(taskIds: readonly number[]): Promise<void>;
+  /** The watermark's tasks (for reconciliation) and whether it is synced. */
+  inFlight(): Promise<{ synced: boolean; tasks: Array<{ taskId: number; score: number }> }>;
+  /** Adds tasks to the watermark, and marks it synced when `complete`. */
+  syncInFlight(tasks: ReadonlyArray<{ taskId: number; score: number }>, complete: boolean): Promise<void>;
 }
+
+/** The build token's start time (ms), so a rebuild that died can be taken over. */
+export function buildToken(owner: string, startedAtMs: number): string {
+  return `${owner}:${startedAtMs}`;
+}
+
+export function buildStartedAt(token: string): number {
+  return Number(token.slice(token.lastIndexOf(':') + 1));
+}
+
+/** A rebuild that has not finished after this long is taken over by the next reader. */
+export const BUILD_STALE_MS = 30_000;

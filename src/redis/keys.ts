@@ -2,13 +2,18 @@
  * Every Redis key the service uses, in one place.
  *
  * A reader who wants to know what lives in Redis reads this file. Keys are built from a prefix
- * (REDIS_KEY_PREFIX) so several deployments, or several test files, can share one server.
+ * (REDIS_KEY_PREFIX) so several deployments, or several test files, can share one server. The
+ * braces of an inbox's keys are a Redis Cluster hash tag: both keys of one reader live in one
+ * slot, so one script can update them together (the prefix must not contain braces).
  *
  * | key                 | type       | holds                                                      |
  * |---------------------|------------|------------------------------------------------------------|
  * | feed:{userId}       | sorted set | the user's inbox: member = blog id (inboxMember), score = |
- * |                     |            | the blog's created_at in epoch ms; newest FEED_MAX_ITEMS,  |
- * |                     |            | plus the sentinel "~" (score -1) that marks it valid       |
+ * |                     |            | the blog's created_at in epoch ms; newest FEED_MAX_ITEMS   |
+ * | feedmeta:{userId}   | hash       | the inbox's floor, versions and build state; its          |
+ * |                     |            | existence makes the inbox exist (feed/inbox.redis.ts)     |
+ * | fanout:inflight     | sorted set | deliver tasks in flight (member = task id, score = the    |
+ * |                     |            | blog's created_at) and "~synced": the fan-out watermark   |
  * | rl:{limit}:{key}    | string     | a rate-limit counter (graphql/rate-limits.ts)              |
  * | bull:fanout:*       | various    | the fan-out queue (BullMQ's own keys)                      |
  */
@@ -31,9 +36,19 @@ export function blogIdOfMember(member: string): number {
 export class RedisKeys {
   constructor(private readonly prefix: string) {}
 
-  /** The inbox of a user's follow feed. */
+  /** The inbox of a user's follow feed: its entries. */
   feed(userId: number): string {
-    return `${this.prefix}feed:${userId}`;
+    return `${this.prefix}feed:{${userId}}`;
+  }
+
+  /** The inbox of a user's follow feed: its floor, versions and build state. */
+  feedMeta(userId: number): string {
+    return `${this.prefix}feedmeta:{${userId}}`;
+  }
+
+  /** The fan-out watermark: deliver tasks in flight. */
+  fanoutInFlight(): string {
+    return `${this.prefix}fanout:inflight`;
   }
 
   /** The counters of one rate limit (rate-limiter-flexible appends the limited key). */

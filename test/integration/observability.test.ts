@@ -1,5 +1,5 @@
 /** GET /metrics and the request id: what an operator scrapes and greps. */
-import { follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
+import { dropInbox, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
 import { waitFor } from '../support/processes';
 
 let app: TestApp;
@@ -21,7 +21,7 @@ it('counts requests by operation, fan-out, inbox writes and where feed pages cam
   for (let i = 0; i < 12; i += 1) await publish(app, author, `post ${i}`);
   await app.services.fanout.idle();
   expect(await scrollFeed(app, reader, 5)).toHaveLength(12); // 10 from the inbox, then the cold path
-  await app.redis.del(app.keys.feed(Number(Buffer.from(reader.id, 'base64').toString().split(':')[1])));
+  await dropInbox(app, Number(Buffer.from(reader.id, 'base64').toString().split(':')[1]));
   ok(await app.gql('query ReaderFeed { followFeed(first: 3) { edges { cursor } } }', {}, reader.token)); // pull: no inbox
 
   const scrape = () => fetch(app.url.replace('/graphql', '/metrics'));

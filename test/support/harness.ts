@@ -20,7 +20,6 @@ import { RunningApp, startApp } from '../../src/app';
 import { Config, loadConfig } from '../../src/config';
 import { SqlStatementLog } from '../../src/db/data-source';
 import { select } from '../../src/db/sql';
-import { INBOX_SENTINEL } from '../../src/feed/inbox';
 import { RedisKeys } from '../../src/redis/keys';
 import { isCluster, RedisClient } from '../../src/redis/redis.client';
 import { openStores } from '../../src/stores';
@@ -252,10 +251,20 @@ export async function addFollowers(
     await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
       batch.map((id) => [id, authorId, new Date()]),
     ]);
-    // One command per key (a cluster pipelines them per node; auto-pipelining batches them).
-    await Promise.all(batch.map((id) => app.redis.zadd(app.keys.feed(id), -1, INBOX_SENTINEL)));
+    // Valid, empty inboxes: one script call per inbox (auto-pipelined, per node on a cluster).
+    await Promise.all(batch.map((id) => openInbox(app, id)));
   }
   return ids;
+}
+
+/** Opens a valid, empty inbox for a user the test inserted by hand. */
+export async function openInbox(app: TestApp, readerDbId: number): Promise<void> {
+  await app.services.feed.openInbox(readerDbId);
+}
+
+/** Forgets a reader's inbox, as Redis does when it expires: the next read rebuilds it. */
+export async function dropInbox(app: TestApp, readerDbId: number): Promise<void> {
+  await app.redis.del(app.keys.feed(readerDbId), app.keys.feedMeta(readerDbId));
 }
 
 /** Which of `readerIds` have `blogId` (a global id) in their inbox, with which score. */

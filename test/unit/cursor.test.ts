@@ -55,7 +55,9 @@ function expectRejected(cursor: string): void {
 
 const scoreArb = fc.bigInt({ min: 0n, max: BigInt(MAX_CURSOR_SCORE) }).map(Number);
 const offsetArb = fc.integer({ min: 0, max: MAX_CURSOR_OFFSET });
-const positionArb: fc.Arbitrary<FeedPosition> = fc.record({ maxScore: scoreArb, offset: offsetArb });
+const idArb = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
+/** Keyset positions (with the edge's blog id) and, as cursors issued before ids, positions without. */
+const positionArb: fc.Arbitrary<FeedPosition> = fc.record({ maxScore: scoreArb, offset: offsetArb, afterId: fc.option(idArb, { nil: null }) });
 
 describe('encodeCursor / decodeCursor', () => {
   it('round-trips every valid position', () => {
@@ -72,11 +74,13 @@ describe('encodeCursor / decodeCursor', () => {
 
   it('round-trips the extreme positions', () => {
     for (const position of [
-      { maxScore: 0, offset: 0 },
-      { maxScore: MAX_CURSOR_SCORE, offset: MAX_CURSOR_OFFSET },
-      { maxScore: MAX_CURSOR_SCORE, offset: 0 },
-      { maxScore: 0, offset: MAX_CURSOR_OFFSET },
-      { maxScore: 1_700_000_000_123, offset: 1 },
+      { maxScore: 0, offset: 0, afterId: null },
+      { maxScore: MAX_CURSOR_SCORE, offset: MAX_CURSOR_OFFSET, afterId: null },
+      { maxScore: MAX_CURSOR_SCORE, offset: 0, afterId: null },
+      { maxScore: 0, offset: MAX_CURSOR_OFFSET, afterId: null },
+      { maxScore: 1_700_000_000_123, offset: 1, afterId: null },
+      { maxScore: 1_700_000_000_123, offset: 1, afterId: 1 },
+      { maxScore: MAX_CURSOR_SCORE, offset: MAX_CURSOR_OFFSET, afterId: Number.MAX_SAFE_INTEGER },
     ]) {
       expect(decodeCursor(encodeCursor(position))).toEqual(position);
     }
@@ -88,7 +92,7 @@ describe('encodeCursor / decodeCursor', () => {
         const cursor = encodeCursor(position);
         expect(cursor).toMatch(/^[A-Za-z0-9_-]+=*$/);
         expect(Buffer.from(cursor, 'base64url').toString('utf8')).toBe(
-          `${position.maxScore}:${position.offset}`,
+          `${position.maxScore}:${position.offset}${position.afterId === null ? '' : `:${position.afterId}`}`,
         );
       }),
       { numRuns: 100 },
@@ -98,7 +102,7 @@ describe('encodeCursor / decodeCursor', () => {
   it('gives different positions different cursors', () => {
     fc.assert(
       fc.property(positionArb, positionArb, (a, b) => {
-        fc.pre(a.maxScore !== b.maxScore || a.offset !== b.offset);
+        fc.pre(a.maxScore !== b.maxScore || a.offset !== b.offset || a.afterId !== b.afterId);
         expect(encodeCursor(a)).not.toBe(encodeCursor(b));
       }),
       { numRuns: 100 },
@@ -107,7 +111,7 @@ describe('encodeCursor / decodeCursor', () => {
 
   it('refuses to encode the start position', () => {
     expect(() => encodeCursor(START)).toThrow();
-    expect(() => encodeCursor({ maxScore: null, offset: 3 })).toThrow();
+    expect(() => encodeCursor({ maxScore: null, offset: 3, afterId: null })).toThrow();
   });
 });
 
@@ -176,7 +180,11 @@ describe('decodeCursor rejects what this API did not return', () => {
     '1:',
     ':1',
     '1',
-    '1:2:3',
+    '1:2:3:4',
+    '1:2:0', // no blog has id 0
+    '1:2:', // an empty id
+    '1:2:-3',
+    '1:2:99999999999999999', // 17 digits
     '1;2',
     '١:٢', // Arabic-Indic digits are not ASCII digits
     '１:２', // full-width digits
@@ -196,7 +204,7 @@ describe('decodeCursor rejects what this API did not return', () => {
       { numRuns: NUM_RUNS },
     );
     expectRejected(b64url(`1000:${MAX_CURSOR_OFFSET + 1}`));
-    expect(decodeCursor(b64url(`1000:${MAX_CURSOR_OFFSET}`))).toEqual({ maxScore: 1000, offset: MAX_CURSOR_OFFSET });
+    expect(decodeCursor(b64url(`1000:${MAX_CURSOR_OFFSET}`))).toEqual({ maxScore: 1000, offset: MAX_CURSOR_OFFSET, afterId: null });
   });
 
   it('rejects offsets with too many digits', () => {
@@ -217,7 +225,7 @@ describe('decodeCursor rejects what this API did not return', () => {
     );
     expectRejected(b64url(`${BigInt(MAX_CURSOR_SCORE) + 1n}:0`));
     expectRejected(b64url('9999999999999999:0'));
-    expect(decodeCursor(b64url(`${MAX_CURSOR_SCORE}:0`))).toEqual({ maxScore: MAX_CURSOR_SCORE, offset: 0 });
+    expect(decodeCursor(b64url(`${MAX_CURSOR_SCORE}:0`))).toEqual({ maxScore: MAX_CURSOR_SCORE, offset: 0, afterId: null });
   });
 
   it('rejects very long strings, even when they start like a valid cursor', () => {
@@ -250,15 +258,16 @@ describe('decodeCursor rejects what this API did not return', () => {
 
   it('accepts only what it returned in the cases above: a valid cursor still decodes', () => {
     // guards against the rejection tests passing because decodeCursor rejects everything
-    expect(decodeCursor(b64url('1000:0'))).toEqual({ maxScore: 1000, offset: 0 });
-    expect(decodeCursor(b64url('0:100000'))).toEqual({ maxScore: 0, offset: 100_000 });
+    expect(decodeCursor(b64url('1000:0'))).toEqual({ maxScore: 1000, offset: 0, afterId: null });
+    expect(decodeCursor(b64url('0:100000'))).toEqual({ maxScore: 0, offset: 100_000, afterId: null });
+    expect(decodeCursor(b64url('1000:2:77'))).toEqual({ maxScore: 1000, offset: 2, afterId: 77 });
   });
 });
 
 describe('positionAfter', () => {
   it('maps a missing cursor to START', () => {
-    expect(positionAfter(undefined)).toEqual({ maxScore: null, offset: 0 });
-    expect(positionAfter(null)).toEqual({ maxScore: null, offset: 0 });
+    expect(positionAfter(undefined)).toEqual({ maxScore: null, offset: 0, afterId: null });
+    expect(positionAfter(null)).toEqual({ maxScore: null, offset: 0, afterId: null });
     expect(positionAfter(undefined)).toEqual(START);
   });
 
@@ -285,7 +294,12 @@ function canonical(list: readonly ScoredId[]): ScoredId[] {
 }
 
 function modelFetch(list: readonly ScoredId[], position: FeedPosition, limit: number): ScoredId[] {
-  const { maxScore, offset } = position;
+  const { maxScore, offset, afterId } = position;
+  if (maxScore !== null && afterId !== null) {
+    return canonical(list)
+      .filter((item) => item.score < maxScore || (item.score === maxScore && item.id < afterId))
+      .slice(0, limit);
+  }
   return canonical(list)
     .filter((item) => maxScore === null || item.score <= maxScore)
     .slice(offset, offset + limit);
@@ -328,9 +342,9 @@ describe('seed examples', () => {
     const pages = scroll(list, 2);
     expect(pages.map((p) => p.ids)).toEqual([[10, 9], [8, 7], [6]]);
     expect(pages.map((p) => p.hasNextPage)).toEqual([true, true, false]);
-    expect(pages[0]!.endCursor).toEqual({ maxScore: 900, offset: 1 });
-    expect(pages[1]!.endCursor).toEqual({ maxScore: 800, offset: 1 });
-    expect(pages[2]!.endCursor).toEqual({ maxScore: 700, offset: 1 });
+    expect(pages[0]!.endCursor).toEqual({ maxScore: 900, offset: 1, afterId: 9 });
+    expect(pages[1]!.endCursor).toEqual({ maxScore: 800, offset: 1, afterId: 7 });
+    expect(pages[2]!.endCursor).toEqual({ maxScore: 700, offset: 1, afterId: 6 });
   });
 
   it('gives every edge of the example page its own position', () => {
@@ -344,11 +358,11 @@ describe('seed examples', () => {
     const request = pageRequest(5, undefined);
     const page = slicePage(request, modelFetch(list, request.from, fetchSize(request)));
     expect(page.cursors).toEqual([
-      { maxScore: 1000, offset: 1 },
-      { maxScore: 900, offset: 1 },
-      { maxScore: 900, offset: 2 },
-      { maxScore: 800, offset: 1 },
-      { maxScore: 700, offset: 1 },
+      { maxScore: 1000, offset: 1, afterId: 10 },
+      { maxScore: 900, offset: 1, afterId: 9 },
+      { maxScore: 900, offset: 2, afterId: 8 },
+      { maxScore: 800, offset: 1, afterId: 7 },
+      { maxScore: 700, offset: 1, afterId: 6 },
     ]);
     expect(page.hasNextPage).toBe(false);
   });
@@ -360,10 +374,10 @@ describe('seed examples', () => {
     const pages = scroll(list, 2);
     expect(pages.map((p) => p.ids)).toEqual([[7, 6], [5, 4], [3, 2], [1]]);
     expect(pages.map((p) => p.endCursor)).toEqual([
-      { maxScore: 1000, offset: 2 },
-      { maxScore: 1000, offset: 4 },
-      { maxScore: 1000, offset: 6 },
-      { maxScore: 1000, offset: 7 },
+      { maxScore: 1000, offset: 2, afterId: 6 },
+      { maxScore: 1000, offset: 4, afterId: 4 },
+      { maxScore: 1000, offset: 6, afterId: 2 },
+      { maxScore: 1000, offset: 7, afterId: 1 },
     ]);
     expect(pages.map((p) => p.hasNextPage)).toEqual([true, true, true, false]);
   });
@@ -378,11 +392,11 @@ describe('seed examples', () => {
     expect(pages.flatMap((p) => p.ids)).toEqual([100, 17, 16, 15, 14, 13, 12, 11, 1]);
     expect(pages.map((p) => p.ids)).toEqual([[100, 17], [16, 15], [14, 13], [12, 11], [1]]);
     expect(pages.map((p) => p.endCursor)).toEqual([
-      { maxScore: 1000, offset: 1 },
-      { maxScore: 1000, offset: 3 },
-      { maxScore: 1000, offset: 5 },
-      { maxScore: 1000, offset: 7 },
-      { maxScore: 500, offset: 1 },
+      { maxScore: 1000, offset: 1, afterId: 17 },
+      { maxScore: 1000, offset: 3, afterId: 15 },
+      { maxScore: 1000, offset: 5, afterId: 13 },
+      { maxScore: 1000, offset: 7, afterId: 11 },
+      { maxScore: 500, offset: 1, afterId: 1 },
     ]);
   });
 });

@@ -36,7 +36,13 @@ function canonical(list: readonly ScoredId[]): ScoredId[] {
 
 /** The brute-force source: the first `limit` items at `position`. */
 function modelFetch(list: readonly ScoredId[], position: FeedPosition, limit: number): ScoredId[] {
-  const { maxScore, offset } = position;
+  const { maxScore, offset, afterId } = position;
+  if (maxScore !== null && afterId !== null) {
+    // A keyset position: everything after (maxScore, afterId); the offset is only a hint.
+    return canonical(list)
+      .filter((item) => item.score < maxScore || (item.score === maxScore && item.id < afterId))
+      .slice(0, limit);
+  }
   const eligible = canonical(list).filter((item) => maxScore === null || item.score <= maxScore);
   return eligible.slice(offset, offset + limit);
 }
@@ -74,7 +80,7 @@ const pageSizesArb = fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, m
 function validPositionArb(list: readonly ScoredId[]): fc.Arbitrary<FeedPosition> {
   return fc.integer({ min: 0, max: MAX_SCORE + 2 }).chain((maxScore) => {
     const tieGroup = list.filter((item) => item.score === maxScore).length;
-    return fc.integer({ min: 0, max: tieGroup }).map((offset) => ({ maxScore, offset }));
+    return fc.integer({ min: 0, max: tieGroup }).map((offset) => ({ maxScore, offset, afterId: null }));
   });
 }
 
@@ -313,7 +319,7 @@ describe('pageRequest', () => {
   });
 
   it('decodes after into the starting position', () => {
-    const position = { maxScore: 1_700_000_000_000, offset: 3 };
+    const position = { maxScore: 1_700_000_000_000, offset: 3, afterId: null };
     expect(pageRequest(5, encodeCursor(position))).toEqual({ from: position, first: 5 });
     expect(pageRequest(undefined, encodeCursor(position))).toEqual({ from: position, first: 10 });
     expect(() => pageRequest(5, 'garbage!')).toThrow(InvalidCursorError);
@@ -386,7 +392,7 @@ describe('first = 0', () => {
   it('on an empty list and on an exhausted position says there is no next page', () => {
     expect(slicePage(pageRequest(0, undefined), []).hasNextPage).toBe(false);
     const list = [{ id: 1, score: 5 }];
-    const request = pageRequest(0, encodeCursor({ maxScore: 5, offset: 1 }));
+    const request = pageRequest(0, encodeCursor({ maxScore: 5, offset: 1, afterId: 1 }));
     expect(slicePage(request, modelFetch(list, request.from, fetchSize(request))).hasNextPage).toBe(false);
     const start = pageRequest(0, undefined);
     expect(slicePage(start, modelFetch(list, start.from, fetchSize(start))).hasNextPage).toBe(true);

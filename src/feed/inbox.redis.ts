@@ -1,0 +1,473 @@
+/**
+ * The inbox in Redis: the semantics of inbox.ts (specified, operation by operation, by
+ * inbox.memory.ts) as Lua scripts, so that each operation is atomic however many API processes
+ * and fan-out workers write at once.
+ *
+ * Per reader two keys in one cluster slot (the hash tag is the user id, see redis/keys.ts):
+ * - `feed:{id}`, a sorted set: member = the blog id zero-padded to 20 digits, so that Redis's
+ *   same-score order (lexicographic) is the numeric order and ZRANGE ... REV gives the canonical
+ *   (score DESC, id DESC); score = the blog's created_at in epoch ms;
+ * - `feedmeta:{id}`, a hash: floor, base, maxver, since, building, a:<authorId> (signed version
+ *   of the pair's last change), and while building d:<member> (delivered, its author) and
+ *   r:<member> (retracted). The hash's existence is what makes an inbox exist.
+ * Both expire ACTIVE_DAYS after the reader was last active; every script that creates the
+ * sorted set gives it the hash's remaining time, so the two always go together. Expiry is how
+ * fan-out skips inactive followers: deliveries go only to inboxes that exist.
+ *
+ * Plus `fanout:inflight`, a sorted set of the deliver tasks in flight (member = task id, score =
+ * the blog's score) and the member "~synced" at -inf that says the set is complete.
+ *
+ * Batching: a delivery to many inboxes is one script call per SCRIPT_BATCH inboxes (about
+ * 500,000 inboxes a second in isolation; the seed awaited one ZADD per follower, about 17,000).
+ * On a cluster a script may only touch keys of one slot, so there each inbox gets its own call,
+ * which ioredis pipelines per node.
+ */
+import { isCluster, RedisClient } from '../redis/redis.client';
+import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
+import { FeedPosition, ScoredId } from './cursor';
+import { BUILD_STALE_MS, buildStartedAt, BuildOutcome, Delivery, FeedSnapshot, FollowChange, Inbox, InboxView, Watermark } from './inbox';
+import { snapshotFloor } from './inbox.memory';
+
+/**
+ * Inboxes written per script call. Large enough that the per-call cost disappears, small enough
+ * that one call keeps Redis busy for only a couple of milliseconds (other clients wait meanwhile).
+ */
+export const SCRIPT_BATCH = 1000;
+
+/**
+ * After a disconnect from Redis, inboxes are trusted again only once the connection has been
+ * back this long: a publish that could not reach Redis left its task out of the watermark, and
+ * the outbox relay (every OUTBOX_RELAY_INTERVAL_MS, 1 s by default) puts it in.
+ */
+export const REDIS_SETTLE_MS = 2000;
+
+/** The watermark's marker member: present when the set holds every task in flight. */
+const SYNCED_MARKER = '~synced';
+
+// Helpers shared by the scripts. Numbers are formatted with %d: Lua's default tostring would
+// write a 16-digit score in exponent notation.
+const HELPERS = `
+local function fmt(n) return string.format('%d', n) end
+local function syncTtl(inbox, meta)
+  local ttl = redis.call('PTTL', meta)
+  if ttl > 0 and redis.call('PTTL', inbox) == -1 then redis.call('PEXPIRE', inbox, ttl) end
+end
+local function raiseFloor(inbox, meta, to)
+  if to > tonumber(redis.call('HGET', meta, 'floor')) then
+    redis.call('HSET', meta, 'floor', fmt(to))
+    redis.call('ZREMRANGEBYSCORE', inbox, '-inf', '(' .. fmt(to))
+  end
+end
+local function trim(inbox, meta, max)
+  local extra = redis.call('ZCARD', inbox) - max
+  if extra > 0 then
+    local cut = redis.call('ZRANGE', inbox, extra - 1, extra - 1, 'WITHSCORES')
+    raiseFloor(inbox, meta, tonumber(cut[2]) + 1)
+  end
+end
+local function admit(meta, author, version, sign)
+  local m = redis.call('HMGET', meta, 'floor', 'base', 'a:' .. author, 'maxver')
+  if not m[1] then return false end
+  if version <= tonumber(m[2]) then return false end
+  if m[3] and math.abs(tonumber(m[3])) >= version then return false end
+  redis.call('HSET', meta, 'a:' .. author, fmt(sign * version))
+  if version > tonumber(m[4]) then redis.call('HSET', meta, 'maxver', fmt(version)) end
+  return true
+end
+`;
+
+/** KEYS = [inbox, meta]; ARGV = maxScore, offset, afterMember ('' = legacy position), limit. */
+const READ = `
+local inbox, meta = KEYS[1], KEYS[2]
+local m = redis.call('HMGET', meta, 'floor', 'building')
+if not m[1] then return {0} end
+if m[2] then return {2} end
+local floor, maxScore, offset, after, limit = m[1], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local start = offset
+if after ~= '' then
+  -- Fast path: the offset still points at the cursor's own blog. Else the tie group changed
+  -- (a removal, a late arrival): count the members at or before the cursor's blog.
+  start = math.max(offset - 1, 0)
+  local at = redis.call('ZRANGE', inbox, maxScore, floor, 'BYSCORE', 'REV', 'LIMIT', start, 1)
+  if at[1] == after then
+    start = start + 1
+  else
+    start = 0
+    for _, member in ipairs(redis.call('ZRANGE', inbox, maxScore, maxScore, 'BYSCORE', 'REV')) do
+      if member >= after then start = start + 1 else break end
+    end
+  end
+end
+return {1, floor, redis.call('ZRANGE', inbox, maxScore, floor, 'BYSCORE', 'REV', 'LIMIT', start, limit, 'WITHSCORES')}`;
+
+/** KEYS = inbox, meta pairs; ARGV = score, member, authorId, readAt, maxItems. */
+const DELIVER = `${HELPERS}
+local score = tonumber(ARGV[1])
+for i = 1, #KEYS, 2 do
+  local inbox, meta = KEYS[i], KEYS[i + 1]
+  local m = redis.call('HMGET', meta, 'floor', 'since', 'a:' .. ARGV[3], 'building')
+  if m[1] and score >= tonumber(m[1]) and tonumber(m[2]) <= tonumber(ARGV[4]) and not (m[3] and tonumber(m[3]) < 0) then
+    redis.call('ZADD', inbox, ARGV[1], ARGV[2])
+    if m[4] then redis.call('HSET', meta, 'd:' .. ARGV[2], ARGV[3]) end
+    syncTtl(inbox, meta)
+    trim(inbox, meta, tonumber(ARGV[5]))
+  end
+end
+return #KEYS / 2`;
+
+/** KEYS = inbox, meta pairs; ARGV = member. */
+const RETRACT = `
+for i = 1, #KEYS, 2 do
+  redis.call('ZREM', KEYS[i], ARGV[1])
+  if redis.call('HEXISTS', KEYS[i + 1], 'building') == 1 then
+    redis.call('HSET', KEYS[i + 1], 'r:' .. ARGV[1], '1')
+    redis.call('HDEL', KEYS[i + 1], 'd:' .. ARGV[1])
+  end
+end
+return #KEYS / 2`;
+
+/** KEYS = [inbox, meta]; ARGV = member, authorId, version, readAt. */
+const RETRACT_UNFOLLOWED = `
+local m = redis.call('HMGET', KEYS[2], 'floor', 'since', 'a:' .. ARGV[2])
+if not m[1] or tonumber(m[2]) > tonumber(ARGV[4]) then return 0 end
+if m[3] and tonumber(m[3]) > tonumber(ARGV[3]) then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], 'd:' .. ARGV[1])
+return 1`;
+
+/** KEYS = [inbox, meta]; ARGV = version, authorId, cutScore ('' = none), maxItems, then score/member pairs. */
+const FOLLOW = `${HELPERS}
+local inbox, meta = KEYS[1], KEYS[2]
+if not admit(meta, ARGV[2], tonumber(ARGV[1]), 1) then return 0 end
+if redis.call('HEXISTS', meta, 'building') == 1 then return 1 end
+local floor = tonumber(redis.call('HGET', meta, 'floor'))
+for i = 5, #ARGV, 2 do
+  if tonumber(ARGV[i]) >= floor then redis.call('ZADD', inbox, ARGV[i], ARGV[i + 1]) end
+end
+if ARGV[3] ~= '' then raiseFloor(inbox, meta, tonumber(ARGV[3]) + 1) end
+syncTtl(inbox, meta)
+trim(inbox, meta, tonumber(ARGV[4]))
+return 1`;
+
+/** KEYS = [inbox, meta]; ARGV = version, authorId. */
+const MARK_UNFOLLOW = `${HELPERS}
+if not admit(KEYS[2], ARGV[2], tonumber(ARGV[1]), -1) then return {0} end
+return {1, redis.call('ZRANGE', KEYS[1], 0, -1)}`;
+
+/** KEYS = [inbox, meta]; ARGV = version, authorId, then members. */
+const REMOVE_UNFOLLOWED = `
+if redis.call('HGET', KEYS[2], 'a:' .. ARGV[2]) ~= string.format('%d', -tonumber(ARGV[1])) then return 0 end
+for i = 3, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[2], 'd:' .. ARGV[i])
+end
+return 1`;
+
+/** KEYS = [inbox, meta]; ARGV = version, ttlMs. */
+const CREATE = `
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[2], 'floor', '0', 'base', ARGV[1], 'maxver', ARGV[1], 'since', '0')
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1`;
+
+/** KEYS = [inbox, meta]; ARGV = token, startedAt, staleMs, since, ttlMs. */
+const BEGIN_BUILD = `
+local m = redis.call('HMGET', KEYS[2], 'floor', 'building')
+if m[1] and not m[2] then return 0 end
+if m[2] then
+  local started = tonumber(string.match(m[2], ':(%d+)$'))
+  if started and tonumber(ARGV[2]) - started < tonumber(ARGV[3]) then return 0 end
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('HSET', KEYS[2], 'floor', '0', 'base', '0', 'maxver', '0', 'since', ARGV[4], 'building', ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return 1`;
+
+/**
+ * KEYS = [inbox, meta]; ARGV = token, version, floor, maxItems, ttlMs, followee count, followee
+ * ids, then score/member pairs.
+ */
+const FINISH_BUILD = `${HELPERS}
+local inbox, meta = KEYS[1], KEYS[2]
+if redis.call('HGET', meta, 'building') ~= ARGV[1] then return 0 end
+if tonumber(redis.call('HGET', meta, 'maxver')) > tonumber(ARGV[2]) then
+  redis.call('DEL', inbox, meta)
+  return -1
+end
+local followees = tonumber(ARGV[6])
+local followed = {}
+for i = 7, 6 + followees do followed[ARGV[i]] = true end
+local retracted = {}
+local fields = redis.call('HGETALL', meta)
+for i = 1, #fields, 2 do
+  local field, value = fields[i], fields[i + 1]
+  local kind, rest = string.sub(field, 1, 2), string.sub(field, 3)
+  if kind == 'd:' then
+    if not followed[value] then redis.call('ZREM', inbox, rest) end
+    redis.call('HDEL', meta, field)
+  elseif kind == 'r:' then
+    retracted[rest] = true
+    redis.call('HDEL', meta, field)
+  elseif kind == 'a:' then
+    redis.call('HDEL', meta, field)
+  end
+end
+local floor = tonumber(redis.call('HGET', meta, 'floor'))
+for i = 7 + followees, #ARGV, 2 do
+  if not retracted[ARGV[i + 1]] and tonumber(ARGV[i]) >= floor then redis.call('ZADD', inbox, ARGV[i], ARGV[i + 1]) end
+end
+redis.call('HSET', meta, 'base', ARGV[2])
+redis.call('HDEL', meta, 'building')
+raiseFloor(inbox, meta, tonumber(ARGV[3]))
+redis.call('PEXPIRE', meta, ARGV[5])
+if redis.call('EXISTS', inbox) == 1 then redis.call('PEXPIRE', inbox, ARGV[5]) end
+trim(inbox, meta, tonumber(ARGV[4]))
+return 1`;
+
+type Args = Array<string | number>;
+type ScriptedRedis = RedisClient & {
+  feedRead(inbox: string, meta: string, ...args: Args): Promise<unknown[]>;
+  feedDeliver(numberOfKeys: number, ...args: Args): Promise<number>;
+  feedRetract(numberOfKeys: number, ...args: Args): Promise<number>;
+  feedDeliverPair(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedRetractPair(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedRetractUnfollowed(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedFollow(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedMarkUnfollow(inbox: string, meta: string, ...args: Args): Promise<[number, string[]?]>;
+  feedRemoveUnfollowed(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedCreate(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedBeginBuild(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedFinishBuild(inbox: string, meta: string, ...args: Args): Promise<number>;
+};
+
+/** Registers the scripts on a client (ioredis sends EVALSHA, and EVAL when Redis lost them). */
+function withInboxScripts(redis: RedisClient): ScriptedRedis {
+  const scripted = redis as ScriptedRedis;
+  if (typeof scripted.feedRead !== 'function') {
+    // Declared with their key count, so that ioredis knows which arguments are keys: on a
+    // cluster it routes (and auto-pipelines) each call to the inbox's node.
+    const perInbox = { feedRead: READ, feedRetractUnfollowed: RETRACT_UNFOLLOWED, feedFollow: FOLLOW, feedMarkUnfollow: MARK_UNFOLLOW,
+      feedRemoveUnfollowed: REMOVE_UNFOLLOWED, feedCreate: CREATE, feedBeginBuild: BEGIN_BUILD, feedFinishBuild: FINISH_BUILD };
+    for (const [name, lua] of Object.entries(perInbox)) redis.defineCommand(name, { lua, numberOfKeys: 2 });
+    redis.defineCommand('feedDeliverPair', { lua: DELIVER, numberOfKeys: 2 });
+    redis.defineCommand('feedRetractPair', { lua: RETRACT, numberOfKeys: 2 });
+    // Over any number of inboxes (a single server): the key count comes first.
+    redis.defineCommand('feedDeliver', { lua: DELIVER });
+    redis.defineCommand('feedRetract', { lua: RETRACT });
+  }
+  return scripted;
+}
+
+function scoreMemberPairs(entries: readonly ScoredId[]): string[] {
+  return entries.flatMap((entry) => [String(entry.score), inboxMember(entry.id)]);
+}
+
+/** ZRANGE ... WITHSCORES replies as entries. */
+function entriesOf(flat: readonly string[]): ScoredId[] {
+  const entries: ScoredId[] = [];
+  for (let i = 0; i < flat.length; i += 2) entries.push({ id: blogIdOfMember(flat[i]), score: Number(flat[i + 1]) });
+  return entries;
+}
+
+/** When each client last lost its connection: one listener per client, however many inboxes use it. */
+const connections = new WeakMap<RedisClient, { disconnectedAt: number }>();
+
+function connectionOf(redis: RedisClient): { disconnectedAt: number } {
+  let connection = connections.get(redis);
+  if (!connection) {
+    const tracked = { disconnectedAt: 0 };
+    redis.on('close', () => {
+      tracked.disconnectedAt = Date.now();
+    });
+    connections.set(redis, tracked);
+    connection = tracked;
+  }
+  return connection;
+}
+
+export class RedisInbox implements Inbox {
+  private readonly redis: ScriptedRedis;
+  /** On a cluster a script may only touch keys of one slot: one call per inbox then. */
+  private readonly perInbox: boolean;
+  private readonly ttlMs: number;
+
+  constructor(
+    redis: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly maxItems: number,
+    /** ACTIVE_DAYS in seconds: an inbox outlives its reader's last activity by this long. */
+    ttlSeconds: number,
+  ) {
+    this.redis = withInboxScripts(redis);
+    this.perInbox = isCluster(redis);
+    this.ttlMs = ttlSeconds * 1000;
+    this.connection = connectionOf(redis);
+  }
+
+  private readonly connection: { disconnectedAt: number };
+
+  private pair(readerId: number): [string, string] {
+    return [this.keys.feed(readerId), this.keys.feedMeta(readerId)];
+  }
+
+  async read(readerId: number, from: FeedPosition, limit: number): Promise<{ view: InboxView; watermark: Watermark }> {
+    const [inbox, meta] = this.pair(readerId);
+    const args = [
+      from.maxScore === null ? '+inf' : String(from.maxScore),
+      from.offset,
+      from.afterId === null ? '' : inboxMember(from.afterId),
+      Math.max(limit, 1),
+    ];
+    const watermarkKey = this.keys.fanoutInFlight();
+    let reply: unknown[];
+    let lowest: string[];
+    if (this.perInbox) {
+      // Different slots: two commands sent together (auto-pipelined per node), one round trip.
+      [reply, lowest] = await Promise.all([this.redis.feedRead(inbox, meta, ...args), this.redis.zrange(watermarkKey, '0', '1', 'WITHSCORES')]);
+    } else {
+      const results = (await (this.redis.pipeline() as unknown as ScriptedPipeline)
+        .feedRead(inbox, meta, ...args)
+        .zrange(watermarkKey, '0', '1', 'WITHSCORES')
+        .exec()) as Array<[Error | null, unknown]>;
+      const failed = results.find(([error]) => error);
+      if (failed) throw failed[0];
+      reply = results[0][1] as unknown[];
+      lowest = results[1][1] as string[];
+    }
+    return { view: viewOf(reply, limit), watermark: watermarkOf(lowest) };
+  }
+
+  private async forInboxes(readerIds: readonly number[], many: (keys: string[]) => Promise<number>, one: (inbox: string, meta: string) => Promise<number>): Promise<void> {
+    if (this.perInbox) {
+      await Promise.all(readerIds.map((id) => one(...this.pair(id))));
+      return;
+    }
+    for (let start = 0; start < readerIds.length; start += SCRIPT_BATCH) {
+      await many(readerIds.slice(start, start + SCRIPT_BATCH).flatMap((id) => this.pair(id)));
+    }
+  }
+
+  async deliver(readerIds: readonly number[], delivery: Delivery): Promise<void> {
+    const args = [delivery.entry.score, inboxMember(delivery.entry.id), delivery.authorId, delivery.readAt, this.maxItems];
+    await this.forInboxes(
+      readerIds,
+      (keys) => this.redis.feedDeliver(keys.length, ...keys, ...args),
+      (inbox, meta) => this.redis.feedDeliverPair(inbox, meta, ...args),
+    );
+  }
+
+  async retractUnfollowed(readerId: number, blogId: number, change: FollowChange, readAt: number): Promise<void> {
+    await this.redis.feedRetractUnfollowed(...this.pair(readerId), inboxMember(blogId), change.authorId, change.version, readAt);
+  }
+
+  async retract(readerIds: readonly number[], blogId: number): Promise<void> {
+    const member = inboxMember(blogId);
+    await this.forInboxes(
+      readerIds,
+      (keys) => this.redis.feedRetract(keys.length, ...keys, member),
+      (inbox, meta) => this.redis.feedRetractPair(inbox, meta, member),
+    );
+  }
+
+  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], cutScore: number | null): Promise<boolean> {
+    const applied = await this.redis.feedFollow(
+      ...this.pair(readerId),
+      change.version,
+      change.authorId,
+      cutScore === null ? '' : String(cutScore),
+      this.maxItems,
+      ...scoreMemberPairs(entries),
+    );
+    return applied === 1;
+  }
+
+  async markUnfollow(readerId: number, change: FollowChange): Promise<number[] | null> {
+    const [admitted, members] = await this.redis.feedMarkUnfollow(...this.pair(readerId), change.version, change.authorId);
+    return admitted === 1 ? (members ?? []).map(blogIdOfMember) : null;
+  }
+
+  async removeUnfollowed(readerId: number, change: FollowChange, blogIds: readonly number[]): Promise<void> {
+    if (blogIds.length === 0) return;
+    await this.redis.feedRemoveUnfollowed(...this.pair(readerId), change.version, change.authorId, ...blogIds.map(inboxMember));
+  }
+
+  async create(readerId: number, version: number): Promise<void> {
+    await this.redis.feedCreate(...this.pair(readerId), version, this.ttlMs);
+  }
+
+  async beginBuild(readerId: number, token: string, since: number): Promise<boolean> {
+    return (await this.redis.feedBeginBuild(...this.pair(readerId), token, buildStartedAt(token), BUILD_STALE_MS, since, this.ttlMs)) === 1;
+  }
+
+  async finishBuild(readerId: number, token: string, snapshot: FeedSnapshot): Promise<BuildOutcome> {
+    const outcome = await this.redis.feedFinishBuild(
+      ...this.pair(readerId),
+      token,
+      snapshot.version,
+      snapshotFloor(snapshot),
+      this.maxItems,
+      this.ttlMs,
+      snapshot.followeeIds.length,
+      ...snapshot.followeeIds,
+      ...scoreMemberPairs(snapshot.entries),
+    );
+    return outcome === 1 ? 'done' : outcome === -1 ? 'raced' : 'lost';
+  }
+
+  async drop(readerId: number): Promise<void> {
+    await this.redis.del(...this.pair(readerId));
+  }
+
+  async touch(readerId: number): Promise<void> {
+    const [inbox, meta] = this.pair(readerId);
+    await Promise.all([this.redis.pexpire(meta, this.ttlMs), this.redis.pexpire(inbox, this.ttlMs)]);
+  }
+
+  available(): boolean {
+    return this.redis.status === 'ready' && Date.now() - this.connection.disconnectedAt >= REDIS_SETTLE_MS;
+  }
+
+  async markInFlight(taskId: number, score: number): Promise<void> {
+    await this.redis.zadd(this.keys.fanoutInFlight(), score, String(taskId));
+  }
+
+  async clearInFlight(taskIds: readonly number[]): Promise<void> {
+    if (taskIds.length > 0) await this.redis.zrem(this.keys.fanoutInFlight(), ...taskIds.map(String));
+  }
+
+  async inFlight(): Promise<{ synced: boolean; tasks: Array<{ taskId: number; score: number }> }> {
+    const flat = await this.redis.zrange(this.keys.fanoutInFlight(), '0', '-1', 'WITHSCORES');
+    const tasks: Array<{ taskId: number; score: number }> = [];
+    let synced = false;
+    for (let i = 0; i < flat.length; i += 2) {
+      if (flat[i] === SYNCED_MARKER) synced = true;
+      else tasks.push({ taskId: Number(flat[i]), score: Number(flat[i + 1]) });
+    }
+    return { synced, tasks };
+  }
+
+  async syncInFlight(tasks: ReadonlyArray<{ taskId: number; score: number }>, complete: boolean): Promise<void> {
+    const pairs = tasks.flatMap((task) => [task.score, String(task.taskId)]);
+    if (complete) pairs.push('-inf', SYNCED_MARKER);
+    if (pairs.length > 0) await this.redis.zadd(this.keys.fanoutInFlight(), ...pairs);
+  }
+}
+
+type ScriptedPipeline = {
+  feedRead(inbox: string, meta: string, ...args: Args): ScriptedPipeline;
+  zrange(key: string, start: string, stop: string, withScores: 'WITHSCORES'): ScriptedPipeline;
+  exec(): Promise<Array<[Error | null, unknown]> | null>;
+};
+
+function viewOf(reply: unknown[], limit: number): InboxView {
+  if (reply[0] === 0) return { state: 'missing' };
+  if (reply[0] === 2) return { state: 'building' };
+  return { state: 'valid', floor: Number(reply[1]), entries: entriesOf(reply[2] as string[]).slice(0, limit) };
+}
+
+/** The two lowest members of the watermark set: the marker (at -inf) when synced, then the oldest task. */
+function watermarkOf(lowest: readonly string[]): Watermark {
+  if (lowest[0] !== SYNCED_MARKER) return { synced: false, oldest: null };
+  return { synced: true, oldest: lowest.length >= 4 ? Number(lowest[3]) : null };
+}
