@@ -126,6 +126,8 @@ export interface RunningApp {
 export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const { config } = deps;
   const services = createServices(deps);
+  // A fresh (or flushed) Redis has no watermark: until it is rebuilt, pages come from MySQL.
+  services.feed.syncInBackground();
   const { redis } = deps;
   const workers =
     redis && services.fanoutQueue

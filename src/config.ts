@@ -67,6 +67,7 @@ export interface Config {
   activeDays: number;
   /** How many of a followee's newest blogs a new follow copies into the follower's inbox. */
   followBackfillItems: number;
+  watermarkSettleMs: number;
   /** Fan-out workers started inside this process (`npm start`); 0 makes an API-only process. */
   fanoutWorkers: number;
   /** Jobs each fan-out worker runs at once. */
@@ -123,6 +124,9 @@ export function loadConfig(env: Env = process.env): Config {
     bigAuthorFollowers: parseIntVar(env, 'BIG_V_FOLLOWERS', 10_000, 1, 1_000_000_000),
     activeDays: parseIntVar(env, 'ACTIVE_DAYS', 7, 1, 3650),
     followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 1, 10_000),
+    // How long a publish may take between adding its task to the fan-out watermark and its
+    // commit; a watermark rebuilt after Redis lost it waits this long before it is trusted.
+    watermarkSettleMs: parseIntVar(env, 'WATERMARK_SETTLE_MS', 1000, 0, 60_000),
     fanoutWorkers: parseIntVar(env, 'FANOUT_WORKERS', 1, 0, 64),
     fanoutConcurrency: parseIntVar(env, 'FANOUT_CONCURRENCY', 16, 1, 256),
     fanoutChunkSize: parseIntVar(env, 'FANOUT_CHUNK_SIZE', 1000, 1, 100_000),

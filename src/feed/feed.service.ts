@@ -48,6 +48,12 @@ export interface FeedSettings {
   backfillItems: number;
   /** BIG_V_FOLLOWERS: in the hybrid model, an author with this many followers is not fanned out. */
   bigAuthorFollowers: number;
+  /**
+   * WATERMARK_SETTLE_MS: a watermark sync reads the unfinished tasks twice, this far apart,
+   * before it says the set is complete: a publish adds its task just before its transaction
+   * commits, so a commit that the first read missed lands within this time.
+   */
+  watermarkSettleMs: number;
 }
 
 /** The reads of the truth the rules need (FeedStore on MySQL; an in-memory one in the model test). */
@@ -87,13 +93,6 @@ const DROP_ATTEMPTS = 600;
 /** Rebuilds tried in a row when a follow change keeps racing them (then MySQL serves). */
 const REBUILD_ATTEMPTS = 3;
 
-/**
- * A watermark sync reads the unfinished tasks twice, this far apart, before it says the set is
- * complete: a publish adds its task just before its transaction commits, so a commit that the
- * first read missed lands within this time (a publish transaction takes milliseconds).
- */
-export const WATERMARK_SETTLE_MS = 1000;
-
 /** A task in the watermark that MySQL does not know (its publish rolled back) is dropped after this. */
 const WATERMARK_ORPHAN_MS = 60_000;
 
@@ -106,6 +105,8 @@ export class FeedService {
   /** Watermark members that MySQL did not know, with when that was first seen. */
   private readonly orphansSeenAt = new Map<number, number>();
   private readonly owner = `${hostname()}:${process.pid}`;
+  /** A publish of this process could not add its task to the watermark (Redis was away). */
+  private watermarkMissedTask = false;
 
   constructor(
     private readonly store: FeedTruth,
@@ -120,6 +121,7 @@ export class FeedService {
     if ((settings.model === 'pull') !== (inbox === null)) {
       throw new Error(`FEED_MODEL=${settings.model} ${inbox ? 'keeps no inboxes' : 'needs inboxes (Redis)'}`);
     }
+    inbox?.onReconnect?.(() => this.repairWatermark());
   }
 
   // ---------------------------------------------------------------------------------------
@@ -216,10 +218,34 @@ export class FeedService {
   async deliveryStarted(taskId: number, score: number): Promise<void> {
     if (!this.inbox) return;
     if (!this.inbox.available()) {
-      this.warn(`fan-out task ${taskId} is not in the watermark: Redis is away (the relay adds it when Redis is back)`);
+      this.watermarkMissedTask = true;
+      this.warn(`fan-out task ${taskId} is not in the fan-out watermark: Redis is away; the watermark is rebuilt when it is back`);
       return;
     }
-    await this.inbox.markInFlight(taskId, score).catch((error: unknown) => this.warn(`fan-out task ${taskId} is not in the watermark`, error));
+    await this.inbox.markInFlight(taskId, score).catch((error: unknown) => {
+      this.watermarkMissedTask = true;
+      this.warn(`fan-out task ${taskId} is not in the fan-out watermark; it is rebuilt`, error);
+      this.repairWatermark();
+    });
+  }
+
+  /**
+   * After a publish left its task out of the watermark: mark the watermark incomplete (every
+   * process then reads pages from MySQL) and rebuild it from the outbox. Runs when Redis is
+   * reachable again.
+   */
+  private repairWatermark(): void {
+    const { inbox } = this;
+    if (!inbox || !this.watermarkMissedTask) return;
+    inbox
+      .unsyncWatermark()
+      .then(() => {
+        this.watermarkMissedTask = false;
+        this.syncInBackground();
+      })
+      .catch(() => {
+        // Still unreachable: the next reconnect tries again.
+      });
   }
 
   /** Every chunk of these deliver tasks is written. */
@@ -264,10 +290,10 @@ export class FeedService {
     await this.updateInbox(inbox, readerId, async () => {
       const newest = await this.store.newestOfAuthor(change.authorId, this.settings.backfillItems + 1);
       const copied = newest.slice(0, this.settings.backfillItems);
-      // If the followee has older blogs than those copied, the inbox cannot be complete below
-      // the last copied one: the floor rises above it, and the cold path serves what lies below.
-      const cut = newest.length > copied.length ? copied[copied.length - 1].score : null;
-      await inbox.applyFollow(readerId, change, copied, cut);
+      // If the followee has a blog older than those copied, the inbox is complete only above it:
+      // the floor rises to just above that blog, and the cold path serves what lies below.
+      const firstLeft = newest[this.settings.backfillItems];
+      await inbox.applyFollow(readerId, change, copied, firstLeft === undefined ? null : firstLeft.score + 1);
     });
   }
 
@@ -348,6 +374,12 @@ export class FeedService {
   private async rebuild(inbox: Inbox, readerId: number): Promise<void> {
     for (let attempt = 0; attempt < REBUILD_ATTEMPTS; attempt += 1) {
       buildCounter += 1;
+      if (attempt === 0) {
+        // The reader is back: their activity is recorded, as on any request.
+        const now = this.now();
+        this.activityWrittenAt.set(readerId, now.getTime());
+        await this.store.markActive(readerId, now);
+      }
       const token = buildToken(`${this.owner}:${buildCounter}`, Date.now());
       // MySQL's time before the snapshot: chunks made before it are in the snapshot already.
       const since = await this.store.now();
@@ -366,7 +398,8 @@ export class FeedService {
   // ---------------------------------------------------------------------------------------
   // The fan-out watermark
 
-  private syncInBackground(): void {
+  /** Syncs the watermark in the background if Redis lost it (at start, and when a read finds it so). */
+  syncInBackground(): void {
     if (this.syncing || !this.inFlight) return;
     this.syncing = this.syncWatermark()
       .catch((error: unknown) => this.warn('rebuilding the fan-out watermark failed', error))
@@ -380,7 +413,7 @@ export class FeedService {
     const { inbox, inFlight } = this;
     if (!inbox || !inFlight || (await inbox.inFlight()).synced) return;
     await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), false);
-    await new Promise((resolve) => setTimeout(resolve, WATERMARK_SETTLE_MS));
+    if (this.settings.watermarkSettleMs > 0) await new Promise((resolve) => setTimeout(resolve, this.settings.watermarkSettleMs));
     await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), true);
   }
 

@@ -13,7 +13,10 @@ import { FeedStore } from './feed.store';
 import type { Inbox } from './inbox';
 import { RedisInbox } from './inbox.redis';
 
-type FeedConfig = Pick<Config, 'feedModel' | 'feedMaxItems' | 'activeDays' | 'redisKeyPrefix' | 'followBackfillItems' | 'bigAuthorFollowers'>;
+type FeedConfig = Pick<
+  Config,
+  'feedModel' | 'feedMaxItems' | 'activeDays' | 'redisKeyPrefix' | 'followBackfillItems' | 'bigAuthorFollowers' | 'watermarkSettleMs'
+>;
 
 /** The inboxes of this configuration: none in the pull model, which keeps none. */
 export function createInbox(config: FeedConfig, redis: RedisClient | null): Inbox | null {
@@ -39,6 +42,7 @@ export function createFeedService(config: FeedConfig, db: DataSource, redis: Red
       maxItems: config.feedMaxItems,
       backfillItems: config.followBackfillItems,
       bigAuthorFollowers: config.bigAuthorFollowers,
+      watermarkSettleMs: config.watermarkSettleMs,
     },
     deps.now ?? (() => new Date()),
     deps.warn,

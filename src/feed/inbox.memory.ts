@@ -119,13 +119,13 @@ export class MemoryInbox implements Inbox {
     return true;
   }
 
-  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], cutScore: number | null): Promise<boolean> {
+  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null): Promise<boolean> {
     const state = this.states.get(readerId);
     if (!state || !this.admit(state, change, 1)) return false;
     // While building, the snapshot brings the followee's blogs (or the finish gives up).
     if (state.building !== null) return true;
     for (const entry of entries) if (entry.score >= state.floor) state.entries.set(entry.id, entry.score);
-    if (cutScore !== null) this.raiseFloor(state, cutScore + 1);
+    if (floor !== null) this.raiseFloor(state, floor);
     this.trim(state);
     return true;
   }
@@ -210,6 +210,10 @@ export class MemoryInbox implements Inbox {
     this.watermark ??= { tasks: new Map(), synced: false };
     for (const task of tasks) this.watermark.tasks.set(task.taskId, task.score);
     if (complete) this.watermark.synced = true;
+  }
+
+  async unsyncWatermark(): Promise<void> {
+    if (this.watermark) this.watermark.synced = false;
   }
 
   private fresh(version: number, since: number, building: string | null): MemoryInboxState {

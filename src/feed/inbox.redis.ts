@@ -34,13 +34,6 @@ import { snapshotFloor } from './inbox.memory';
  */
 export const SCRIPT_BATCH = 1000;
 
-/**
- * After a disconnect from Redis, inboxes are trusted again only once the connection has been
- * back this long: a publish that could not reach Redis left its task out of the watermark, and
- * the outbox relay (every OUTBOX_RELAY_INTERVAL_MS, 1 s by default) puts it in.
- */
-export const REDIS_SETTLE_MS = 2000;
-
 /** The watermark's marker member: present when the set holds every task in flight. */
 const SYNCED_MARKER = '~synced';
 
@@ -135,7 +128,7 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], 'd:' .. ARGV[1])
 return 1`;
 
-/** KEYS = [inbox, meta]; ARGV = version, authorId, cutScore ('' = none), maxItems, then score/member pairs. */
+/** KEYS = [inbox, meta]; ARGV = version, authorId, floor ('' = none), maxItems, then score/member pairs. */
 const FOLLOW = `${HELPERS}
 local inbox, meta = KEYS[1], KEYS[2]
 if not admit(meta, ARGV[2], tonumber(ARGV[1]), 1) then return 0 end
@@ -144,7 +137,7 @@ local floor = tonumber(redis.call('HGET', meta, 'floor'))
 for i = 5, #ARGV, 2 do
   if tonumber(ARGV[i]) >= floor then redis.call('ZADD', inbox, ARGV[i], ARGV[i + 1]) end
 end
-if ARGV[3] ~= '' then raiseFloor(inbox, meta, tonumber(ARGV[3]) + 1) end
+if ARGV[3] ~= '' then raiseFloor(inbox, meta, tonumber(ARGV[3])) end
 syncTtl(inbox, meta)
 trim(inbox, meta, tonumber(ARGV[4]))
 return 1`;
@@ -270,22 +263,6 @@ function entriesOf(flat: readonly string[]): ScoredId[] {
   return entries;
 }
 
-/** When each client last lost its connection: one listener per client, however many inboxes use it. */
-const connections = new WeakMap<RedisClient, { disconnectedAt: number }>();
-
-function connectionOf(redis: RedisClient): { disconnectedAt: number } {
-  let connection = connections.get(redis);
-  if (!connection) {
-    const tracked = { disconnectedAt: 0 };
-    redis.on('close', () => {
-      tracked.disconnectedAt = Date.now();
-    });
-    connections.set(redis, tracked);
-    connection = tracked;
-  }
-  return connection;
-}
-
 export class RedisInbox implements Inbox {
   private readonly redis: ScriptedRedis;
   /** On a cluster a script may only touch keys of one slot: one call per inbox then. */
@@ -302,10 +279,7 @@ export class RedisInbox implements Inbox {
     this.redis = withInboxScripts(redis);
     this.perInbox = isCluster(redis);
     this.ttlMs = ttlSeconds * 1000;
-    this.connection = connectionOf(redis);
   }
-
-  private readonly connection: { disconnectedAt: number };
 
   private pair(readerId: number): [string, string] {
     return [this.keys.feed(readerId), this.keys.feedMeta(readerId)];
@@ -370,12 +344,12 @@ export class RedisInbox implements Inbox {
     );
   }
 
-  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], cutScore: number | null): Promise<boolean> {
+  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null): Promise<boolean> {
     const applied = await this.redis.feedFollow(
       ...this.pair(readerId),
       change.version,
       change.authorId,
-      cutScore === null ? '' : String(cutScore),
+      floor === null ? '' : String(floor),
       this.maxItems,
       ...scoreMemberPairs(entries),
     );
@@ -425,7 +399,7 @@ export class RedisInbox implements Inbox {
   }
 
   available(): boolean {
-    return this.redis.status === 'ready' && Date.now() - this.connection.disconnectedAt >= REDIS_SETTLE_MS;
+    return this.redis.status === 'ready';
   }
 
   async markInFlight(taskId: number, score: number): Promise<void> {
@@ -445,6 +419,14 @@ export class RedisInbox implements Inbox {
       else tasks.push({ taskId: Number(flat[i]), score: Number(flat[i + 1]) });
     }
     return { synced, tasks };
+  }
+
+  async unsyncWatermark(): Promise<void> {
+    await this.redis.zrem(this.keys.fanoutInFlight(), SYNCED_MARKER);
+  }
+
+  onReconnect(listener: () => void): void {
+    this.redis.on('ready', listener);
   }
 
   async syncInFlight(tasks: ReadonlyArray<{ taskId: number; score: number }>, complete: boolean): Promise<void> {

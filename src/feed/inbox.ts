@@ -113,8 +113,8 @@ export interface Inbox {
   /** Takes a deleted blog out of the inboxes of many readers. */
   retract(readerIds: readonly number[], blogId: number): Promise<void>;
 
-  /** A follow: adds the followee's newest entries; `cutScore`: older ones exist below it. */
-  applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], cutScore: number | null): Promise<boolean>;
+  /** A follow: adds the followee's newest entries; `floor`: the inbox is complete only from there up. */
+  applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null): Promise<boolean>;
   /** An unfollow's first step: records it; the inbox's blog ids, or null when stale or missing. */
   markUnfollow(readerId: number, change: FollowChange): Promise<number[] | null>;
   /** An unfollow's second step: removes these blogs unless a newer change of the pair came. */
@@ -140,6 +140,10 @@ export interface Inbox {
   inFlight(): Promise<{ synced: boolean; tasks: Array<{ taskId: number; score: number }> }>;
   /** Adds tasks to the watermark, and marks it synced when `complete`. */
   syncInFlight(tasks: ReadonlyArray<{ taskId: number; score: number }>, complete: boolean): Promise<void>;
+  /** Marks the watermark incomplete (a task is known to be missing from it). */
+  unsyncWatermark(): Promise<void>;
+  /** Calls `listener` each time the connection to the store is back after a loss. */
+  onReconnect?(listener: () => void): void;
 }
 
 /** The build token's start time (ms), so a rebuild that died can be taken over. */

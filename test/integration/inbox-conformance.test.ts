@@ -53,7 +53,7 @@ type Op =
   | { op: 'deliver'; readers: number[]; blog: ScoredId; authorId: number; readAt: number }
   | { op: 'retractUnfollowed'; reader: number; blogId: number; change: { version: number; authorId: number }; readAt: number }
   | { op: 'retract'; readers: number[]; blogId: number }
-  | { op: 'applyFollow'; reader: number; change: { version: number; authorId: number }; entries: ScoredId[]; cut: number | null }
+  | { op: 'applyFollow'; reader: number; change: { version: number; authorId: number }; entries: ScoredId[]; floor: number | null }
   | { op: 'markUnfollow'; reader: number; change: { version: number; authorId: number } }
   | { op: 'removeUnfollowed'; reader: number; change: { version: number; authorId: number }; blogIds: number[] }
   | { op: 'create'; reader: number; version: number }
@@ -62,7 +62,8 @@ type Op =
   | { op: 'drop'; reader: number }
   | { op: 'markInFlight'; taskId: number; score: number }
   | { op: 'clearInFlight'; taskIds: number[] }
-  | { op: 'syncInFlight'; tasks: Array<{ taskId: number; score: number }>; complete: boolean };
+  | { op: 'syncInFlight'; tasks: Array<{ taskId: number; score: number }>; complete: boolean }
+  | { op: 'unsyncWatermark' };
 
 const taskArb = fc.record({ taskId: fc.integer({ min: 1, max: 6 }), score: fc.integer({ min: 1, max: 8 }) });
 
@@ -78,7 +79,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       reader: readerArb,
       change: changeArb,
       entries: fc.uniqueArray(blogArb, { selector: (blog) => blog.id, maxLength: 4 }),
-      cut: fc.option(fc.integer({ min: 0, max: 8 }), { nil: null }),
+      floor: fc.option(fc.integer({ min: 0, max: 9 }), { nil: null }),
     }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('markUnfollow' as const), reader: readerArb, change: changeArb }) },
@@ -92,6 +93,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('drop' as const), reader: readerArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('markInFlight' as const), taskId: fc.integer({ min: 1, max: 6 }), score: fc.integer({ min: 1, max: 8 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('clearInFlight' as const), taskIds: fc.uniqueArray(fc.integer({ min: 1, max: 6 }), { maxLength: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('unsyncWatermark' as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('syncInFlight' as const), tasks: fc.array(taskArb, { maxLength: 3 }), complete: fc.boolean() }) },
 );
 
@@ -109,7 +111,7 @@ async function run(inbox: Inbox, op: Op): Promise<unknown> {
     case 'retract':
       return inbox.retract(op.readers, op.blogId);
     case 'applyFollow':
-      return inbox.applyFollow(op.reader, op.change, op.entries, op.cut);
+      return inbox.applyFollow(op.reader, op.change, op.entries, op.floor);
     case 'markUnfollow': {
       const ids = await inbox.markUnfollow(op.reader, op.change);
       return ids === null ? null : [...ids].sort((a, b) => a - b);
@@ -130,6 +132,8 @@ async function run(inbox: Inbox, op: Op): Promise<unknown> {
       return inbox.clearInFlight(op.taskIds);
     case 'syncInFlight':
       return inbox.syncInFlight(op.tasks, op.complete);
+    case 'unsyncWatermark':
+      return inbox.unsyncWatermark();
   }
 }
 
