@@ -39,7 +39,7 @@ export class BlogService {
     private readonly db: DataSource,
     private readonly fanout: FanoutService,
     /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
-    private readonly feed: Pick<FeedService, 'decidePush' | 'deliveryStarted'>,
+    private readonly feed: Pick<FeedService, 'decidePush' | 'deliveryStarted' | 'inInboxes'>,
     private readonly now: () => Date,
   ) {}
 
@@ -90,8 +90,8 @@ export class BlogService {
         blogId,
       ]);
       if (result.affectedRows === 0) throw notFound(`blog ${blogId} does not exist`);
-      // A blog that was never fanned out is in no inbox (readers filter deleted blogs anyway).
-      return blog.pushed ? this.fanout.recordRetract(sql, blog) : null;
+      // A blog that no inbox holds (hybrid: a big author's) needs no walk over the followers.
+      return this.feed.inInboxes(blog) ? this.fanout.recordRetract(sql, blog) : null;
     });
     if (taskId !== null) this.fanout.enqueue(taskId);
   }

@@ -30,7 +30,7 @@ import type { Sql } from '../db/sql';
 import type { Metrics } from '../observability';
 import { FeedPosition, ScoredId } from './cursor';
 import { FeedStore } from './feed.store';
-import { buildToken, Delivery, FollowChange, Inbox } from './inbox';
+import { buildToken, Delivery, FollowChange, Inbox, PENDING_STALE_MS } from './inbox';
 import { certainMerge, keysetAfter, SourceReading, sourceRead } from './merge';
 import { fetchSize, PageRequest, slicePage } from './page';
 
@@ -170,6 +170,11 @@ export class FeedService {
       this.store.pulledBlogs(bigAuthors, read.from, read.limit),
     ]);
     if (view.state === 'missing') this.rebuildInBackground(inbox, viewerId);
+    if (view.state === 'pending' && Date.now() - view.since > PENDING_STALE_MS) {
+      // The change's process died between its commit and its apply: start again from MySQL.
+      this.warn(`the inbox of user ${viewerId} waited on a follow change for over ${PENDING_STALE_MS} ms; it is rebuilt`);
+      this.dropWhenPossible(inbox, viewerId);
+    }
     // Redis lost the watermark: no inbox can be trusted until it is rebuilt from the outbox.
     if (!watermark.synced) this.syncInBackground();
     if (view.state !== 'valid' || !watermark.synced) return this.pullPage(viewerId, from, n);
@@ -208,6 +213,15 @@ export class FeedService {
     if (await this.store.hasFewerFollowers(sql, authorId, this.settings.bigAuthorFollowers)) return true;
     await this.store.markHasPulledBlogs(sql, authorId);
     return false;
+  }
+
+  /**
+   * Whether inboxes hold this blog: in the hybrid model only the fanned-out ones (readers pull
+   * the others, and a delete of those walks no followers); in the push model every one, also
+   * those published under another model; in the pull model none.
+   */
+  inInboxes(blog: { pushed: boolean }): boolean {
+    return this.settings.model === 'push' || (this.settings.model === 'hybrid' && blog.pushed);
   }
 
   /**
@@ -283,13 +297,42 @@ export class FeedService {
   // ---------------------------------------------------------------------------------------
   // Follows
 
+  /**
+   * A follow or unfollow of `authorId` by `readerId`: `commit` commits it in MySQL and returns
+   * its version (null when it changed nothing). The inbox is marked pending before the commit
+   * and cleared after the change is applied, so that no reader trusts an inbox that misses a
+   * committed change (see inbox.ts).
+   */
+  async changeFollow(readerId: number, authorId: number, follow: boolean, commit: () => Promise<number | null>): Promise<void> {
+    const { inbox } = this;
+    if (!inbox) {
+      await commit();
+      return;
+    }
+    const marked = await inbox.markPending(readerId, Date.now()).then(
+      () => true,
+      (error: unknown) => {
+        this.warn(`marking a follow change of user ${readerId} failed; the inbox follows it as usual`, error);
+        return false;
+      },
+    );
+    try {
+      const version = await commit();
+      if (version === null) return;
+      const change = { version, authorId };
+      await (follow ? this.followed(readerId, change) : this.unfollowed(readerId, change));
+    } finally {
+      if (marked) await this.updateInbox(inbox, readerId, () => inbox.clearPending(readerId));
+    }
+  }
+
   /** A follow (committed with `change.version`): the followee's newest blogs enter the inbox at once. */
   async followed(readerId: number, change: FollowChange): Promise<void> {
     const { inbox } = this;
     if (!inbox) return;
     await this.updateInbox(inbox, readerId, async () => {
       const newest = await this.store.newestOfAuthor(change.authorId, this.settings.backfillItems + 1);
-      const copied = newest.slice(0, this.settings.backfillItems);
+      const copied = newest.slice(0, this.settings.backfillItems).filter((blog) => this.inInboxes(blog));
       // If the followee has a blog older than those copied, the inbox is complete only above it:
       // the floor rises to just above that blog, and the cold path serves what lies below.
       const firstLeft = newest[this.settings.backfillItems];
@@ -386,7 +429,14 @@ export class FeedService {
       if (!(await inbox.beginBuild(readerId, token, since))) return; // valid, or another rebuild runs
       try {
         const snapshot = await this.store.snapshot(readerId, this.settings.maxItems);
-        if ((await inbox.finishBuild(readerId, token, snapshot)) !== 'raced') return;
+        const lowest = snapshot.entries[snapshot.entries.length - 1];
+        const installed = {
+          version: snapshot.version,
+          followeeIds: snapshot.followeeIds,
+          entries: snapshot.entries.filter((blog) => this.inInboxes(blog)),
+          floor: snapshot.complete || !lowest ? 0 : lowest.score + 1,
+        };
+        if ((await inbox.finishBuild(readerId, token, installed)) !== 'raced') return;
       } catch (error) {
         await inbox.drop(readerId).catch(() => {});
         throw error;

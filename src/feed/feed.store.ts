@@ -8,10 +8,27 @@ import { DataSource } from 'typeorm';
 import { select, Sql, write } from '../db/sql';
 import { isSqliteDataSource } from '../db/sqlite';
 import { FeedPosition, ScoredId } from './cursor';
-import type { FeedSnapshot } from './inbox';
 
 type Row = { id: string; created_at: Date };
 const entryOf = (row: Row): ScoredId => ({ id: Number(row.id), score: row.created_at.getTime() });
+
+/** A blog that may go into an inbox, and whether it was fanned out (tb_blog.pushed). */
+export interface FeedCandidate extends ScoredId {
+  pushed: boolean;
+}
+
+type CandidateRow = Row & { pushed: number | boolean };
+const candidateOf = (row: CandidateRow): FeedCandidate => ({ ...entryOf(row), pushed: Boolean(Number(row.pushed)) });
+
+/** One consistent read of a reader's feed, for a rebuild (FeedService turns it into what the inbox gets). */
+export interface TruthSnapshot {
+  version: number;
+  followeeIds: number[];
+  /** The newest entries of the feed, at most FEED_MAX_ITEMS. */
+  entries: FeedCandidate[];
+  /** Whether `entries` is the whole feed. */
+  complete: boolean;
+}
 
 /**
  * The SQL form of a position, for a table aliased `alias` with created_at and id: a keyset
@@ -58,20 +75,20 @@ export class FeedStore {
    * What a rebuild copies, as one consistent view (a REPEATABLE READ transaction: all three
    * reads see the same commits): the reader's feed_version, followees and newest feed entries.
    */
-  async snapshot(readerId: number, maxItems: number): Promise<FeedSnapshot> {
+  async snapshot(readerId: number, maxItems: number): Promise<TruthSnapshot> {
     return this.db.transaction('REPEATABLE READ', async (sql) => {
       const [user] = await select<{ feed_version: string }>(sql, 'SELECT feed_version FROM tb_user WHERE id = ?', [readerId]);
       const followees = await select<{ follow_user_id: string }>(sql, 'SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
-      const rows = await select<Row>(
+      const rows = await select<CandidateRow>(
         sql,
-        `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
+        `SELECT b.id, b.created_at, b.pushed FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
          WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC LIMIT ?`,
         [readerId, maxItems + 1],
       );
       return {
         version: Number(user?.feed_version ?? 0),
         followeeIds: followees.map((row) => Number(row.follow_user_id)),
-        entries: rows.slice(0, maxItems).map(entryOf),
+        entries: rows.slice(0, maxItems).map(candidateOf),
         complete: rows.length <= maxItems,
       };
     });
@@ -129,14 +146,14 @@ export class FeedStore {
   }
 
   /** An author's newest live blogs (a follow's backfill). */
-  async newestOfAuthor(authorId: number, limit: number): Promise<ScoredId[]> {
-    const rows = await select<Row>(
+  async newestOfAuthor(authorId: number, limit: number): Promise<FeedCandidate[]> {
+    const rows = await select<CandidateRow>(
       this.db,
-      `SELECT id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL
+      `SELECT id, created_at, pushed FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL
        ORDER BY created_at DESC, id DESC LIMIT ?`,
       [authorId, limit],
     );
-    return rows.map(entryOf);
+    return rows.map(candidateOf);
   }
 
   /** Which of `blogIds` were written by `authorId` (an unfollow's cleanup). */

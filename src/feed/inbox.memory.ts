@@ -24,6 +24,9 @@ export interface MemoryInboxState {
   delivered: Map<number, number>;
   /** Blogs retracted while building. */
   retracted: Set<number>;
+  /** Follow changes marked and not yet applied, and when the last was marked. */
+  pending: number;
+  pendingAt: number;
 }
 
 export class MemoryInbox implements Inbox {
@@ -59,6 +62,7 @@ export class MemoryInbox implements Inbox {
     const state = this.states.get(readerId);
     if (!state) return { state: 'missing' };
     if (state.building !== null) return { state: 'building' };
+    if (state.pending > 0) return { state: 'pending', since: state.pendingAt };
     let items = this.sorted(readerId).filter((item) => item.score >= state.floor);
     if (from.afterId !== null) {
       items = items.filter((item) => isAfter(item, from));
@@ -145,6 +149,18 @@ export class MemoryInbox implements Inbox {
     }
   }
 
+  async markPending(readerId: number, atMs: number): Promise<void> {
+    const state = this.states.get(readerId);
+    if (!state) return;
+    state.pending += 1;
+    state.pendingAt = atMs;
+  }
+
+  async clearPending(readerId: number): Promise<void> {
+    const state = this.states.get(readerId);
+    if (state && state.pending > 0) state.pending -= 1;
+  }
+
   async create(readerId: number, version: number): Promise<void> {
     if (this.states.has(readerId)) return;
     this.states.set(readerId, this.fresh(version, 0, null));
@@ -154,7 +170,10 @@ export class MemoryInbox implements Inbox {
     const state = this.states.get(readerId);
     if (state && state.building === null) return false;
     if (state && state.building !== null && buildStartedAt(token) - buildStartedAt(state.building) < BUILD_STALE_MS) return false;
-    this.states.set(readerId, this.fresh(0, since, token));
+    const fresh = this.fresh(0, since, token);
+    // Changes still pending stay so: the rebuild does not apply them.
+    if (state && state.pending > 0) [fresh.pending, fresh.pendingAt] = [state.pending, state.pendingAt];
+    this.states.set(readerId, fresh);
     return true;
   }
 
@@ -175,7 +194,7 @@ export class MemoryInbox implements Inbox {
     state.follows.clear();
     state.base = snapshot.version;
     state.building = null;
-    this.raiseFloor(state, snapshotFloor(snapshot));
+    this.raiseFloor(state, snapshot.floor);
     this.trim(state);
     return 'done';
   }
@@ -227,6 +246,8 @@ export class MemoryInbox implements Inbox {
       follows: new Map(),
       delivered: new Map(),
       retracted: new Set(),
+      pending: 0,
+      pendingAt: 0,
     };
   }
 
@@ -243,10 +264,4 @@ export class MemoryInbox implements Inbox {
     const ascending = [...state.entries].map(([id, score]) => ({ id, score })).sort((a, b) => compareCanonical(b, a));
     this.raiseFloor(state, ascending[extra - 1].score + 1);
   }
-}
-
-/** The floor a snapshot gives: 0 when it is the whole feed, else just above its lowest score. */
-export function snapshotFloor(snapshot: FeedSnapshot): number {
-  if (snapshot.complete || snapshot.entries.length === 0) return 0;
-  return Math.min(...snapshot.entries.map((entry) => entry.score)) + 1;
 }

@@ -26,7 +26,6 @@ import { isCluster, RedisClient } from '../redis/redis.client';
 import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
 import { FeedPosition, ScoredId } from './cursor';
 import { BUILD_STALE_MS, buildStartedAt, BuildOutcome, Delivery, FeedSnapshot, FollowChange, Inbox, InboxView, Watermark } from './inbox';
-import { snapshotFloor } from './inbox.memory';
 
 /**
  * Inboxes written per script call. Large enough that the per-call cost disappears, small enough
@@ -72,9 +71,10 @@ end
 /** KEYS = [inbox, meta]; ARGV = maxScore, offset, afterMember ('' = legacy position), limit. */
 const READ = `
 local inbox, meta = KEYS[1], KEYS[2]
-local m = redis.call('HMGET', meta, 'floor', 'building')
+local m = redis.call('HMGET', meta, 'floor', 'building', 'pending', 'pendingAt')
 if not m[1] then return {0} end
 if m[2] then return {2} end
+if m[3] and tonumber(m[3]) > 0 then return {3, m[4]} end
 local floor, maxScore, offset, after, limit = m[1], ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local start = offset
 if after ~= '' then
@@ -156,6 +156,19 @@ for i = 3, #ARGV do
 end
 return 1`;
 
+/** KEYS = [inbox, meta]; ARGV = atMs. */
+const MARK_PENDING = `
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[2], 'pending', 1)
+redis.call('HSET', KEYS[2], 'pendingAt', ARGV[1])
+return 1`;
+
+/** KEYS = [inbox, meta]. */
+const CLEAR_PENDING = `
+local pending = tonumber(redis.call('HGET', KEYS[2], 'pending') or '0')
+if pending > 0 then redis.call('HINCRBY', KEYS[2], 'pending', -1) end
+return pending`;
+
 /** KEYS = [inbox, meta]; ARGV = version, ttlMs. */
 const CREATE = `
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
@@ -166,7 +179,7 @@ return 1`;
 
 /** KEYS = [inbox, meta]; ARGV = token, startedAt, staleMs, since, ttlMs. */
 const BEGIN_BUILD = `
-local m = redis.call('HMGET', KEYS[2], 'floor', 'building')
+local m = redis.call('HMGET', KEYS[2], 'floor', 'building', 'pending', 'pendingAt')
 if m[1] and not m[2] then return 0 end
 if m[2] then
   local started = tonumber(string.match(m[2], ':(%d+)$'))
@@ -174,6 +187,8 @@ if m[2] then
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[2], 'floor', '0', 'base', '0', 'maxver', '0', 'since', ARGV[4], 'building', ARGV[1])
+-- Changes still pending stay so: the rebuild does not apply them.
+if m[3] and tonumber(m[3]) > 0 then redis.call('HSET', KEYS[2], 'pending', m[3], 'pendingAt', m[4]) end
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return 1`;
 
@@ -230,6 +245,8 @@ type ScriptedRedis = RedisClient & {
   feedMarkUnfollow(inbox: string, meta: string, ...args: Args): Promise<[number, string[]?]>;
   feedRemoveUnfollowed(inbox: string, meta: string, ...args: Args): Promise<number>;
   feedCreate(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedMarkPending(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedClearPending(inbox: string, meta: string): Promise<number>;
   feedBeginBuild(inbox: string, meta: string, ...args: Args): Promise<number>;
   feedFinishBuild(inbox: string, meta: string, ...args: Args): Promise<number>;
 };
@@ -241,7 +258,7 @@ function withInboxScripts(redis: RedisClient): ScriptedRedis {
     // Declared with their key count, so that ioredis knows which arguments are keys: on a
     // cluster it routes (and auto-pipelines) each call to the inbox's node.
     const perInbox = { feedRead: READ, feedRetractUnfollowed: RETRACT_UNFOLLOWED, feedFollow: FOLLOW, feedMarkUnfollow: MARK_UNFOLLOW,
-      feedRemoveUnfollowed: REMOVE_UNFOLLOWED, feedCreate: CREATE, feedBeginBuild: BEGIN_BUILD, feedFinishBuild: FINISH_BUILD };
+      feedRemoveUnfollowed: REMOVE_UNFOLLOWED, feedMarkPending: MARK_PENDING, feedClearPending: CLEAR_PENDING, feedCreate: CREATE, feedBeginBuild: BEGIN_BUILD, feedFinishBuild: FINISH_BUILD };
     for (const [name, lua] of Object.entries(perInbox)) redis.defineCommand(name, { lua, numberOfKeys: 2 });
     redis.defineCommand('feedDeliverPair', { lua: DELIVER, numberOfKeys: 2 });
     redis.defineCommand('feedRetractPair', { lua: RETRACT, numberOfKeys: 2 });
@@ -366,6 +383,14 @@ export class RedisInbox implements Inbox {
     await this.redis.feedRemoveUnfollowed(...this.pair(readerId), change.version, change.authorId, ...blogIds.map(inboxMember));
   }
 
+  async markPending(readerId: number, atMs: number): Promise<void> {
+    await this.redis.feedMarkPending(...this.pair(readerId), atMs);
+  }
+
+  async clearPending(readerId: number): Promise<void> {
+    await this.redis.feedClearPending(...this.pair(readerId));
+  }
+
   async create(readerId: number, version: number): Promise<void> {
     await this.redis.feedCreate(...this.pair(readerId), version, this.ttlMs);
   }
@@ -379,7 +404,7 @@ export class RedisInbox implements Inbox {
       ...this.pair(readerId),
       token,
       snapshot.version,
-      snapshotFloor(snapshot),
+      snapshot.floor,
       this.maxItems,
       this.ttlMs,
       snapshot.followeeIds.length,
@@ -445,6 +470,7 @@ type ScriptedPipeline = {
 function viewOf(reply: unknown[], limit: number): InboxView {
   if (reply[0] === 0) return { state: 'missing' };
   if (reply[0] === 2) return { state: 'building' };
+  if (reply[0] === 3) return { state: 'pending', since: Number(reply[1]) };
   return { state: 'valid', floor: Number(reply[1]), entries: entriesOf(reply[2] as string[]).slice(0, limit) };
 }
 

@@ -31,6 +31,11 @@
  * stops deliveries of that followee), then reads the entries, asks MySQL which are the
  * followee's, and removes them only if no newer change of the pair came in between.
  *
+ * A follow change also marks the inbox pending just before its transaction commits, and clears
+ * the mark once applied: between the commit and the apply, readers do not trust the inbox (the
+ * same reason as the watermark below, for one reader). A mark left by a process that died is
+ * stale after PENDING_STALE_MS, and the inbox is then rebuilt.
+ *
  * ## Deliveries: the fan-out's chunks
  * A chunk is made from the follow graph as MySQL showed it at `readAt` (MySQL's clock). It is
  * written only to inboxes that exist (a missing inbox is rebuilt from MySQL when read), at or
@@ -67,7 +72,9 @@ export interface FollowChange {
 export type InboxView =
   | { state: 'valid'; floor: number; entries: ScoredId[] }
   | { state: 'missing' }
-  | { state: 'building' };
+  | { state: 'building' }
+  /** A follow change of the reader is committed or about to be, and not applied yet. */
+  | { state: 'pending'; since: number };
 
 /** The fan-out watermark as a reader sees it. */
 export interface Watermark {
@@ -77,16 +84,16 @@ export interface Watermark {
   oldest: number | null;
 }
 
-/** A MySQL snapshot of one reader's feed, for a rebuild. */
+/** What a rebuild installs, from one MySQL snapshot of the reader's feed. */
 export interface FeedSnapshot {
   /** tb_user.feed_version of the reader in the snapshot. */
   version: number;
   /** Who the reader followed in the snapshot. */
   followeeIds: number[];
-  /** The newest entries of the feed, at most FEED_MAX_ITEMS. */
+  /** The entries the inbox holds of the newest FEED_MAX_ITEMS of the feed. */
   entries: ScoredId[];
-  /** Whether `entries` is the whole feed (the floor is 0 then). */
-  complete: boolean;
+  /** 0 when those were the whole feed, else just above the lowest of them. */
+  floor: number;
 }
 
 /** A delivery chunk: one blog for some readers, as the follow graph was at `readAt`. */
@@ -119,6 +126,11 @@ export interface Inbox {
   markUnfollow(readerId: number, change: FollowChange): Promise<number[] | null>;
   /** An unfollow's second step: removes these blogs unless a newer change of the pair came. */
   removeUnfollowed(readerId: number, change: FollowChange, blogIds: readonly number[]): Promise<void>;
+
+  /** A follow change of the reader is about to commit: readers do not trust the inbox until it is applied. */
+  markPending(readerId: number, atMs: number): Promise<void>;
+  /** That change is applied (or came to nothing). */
+  clearPending(readerId: number): Promise<void>;
 
   /** A new user's inbox: valid and empty. */
   create(readerId: number, version: number): Promise<void>;
@@ -157,3 +169,9 @@ export function buildStartedAt(token: string): number {
 
 /** A rebuild that has not finished after this long is taken over by the next reader. */
 export const BUILD_STALE_MS = 30_000;
+
+/**
+ * A follow change that has not been applied this long after it was marked will not be (its
+ * process died between the commit and the apply): the inbox is rebuilt from MySQL.
+ */
+export const PENDING_STALE_MS = 60_000;

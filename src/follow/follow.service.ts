@@ -23,13 +23,9 @@ export class FollowService {
   async setFollowing(viewerId: number, targetId: number, follow: boolean): Promise<User> {
     if (viewerId === targetId) throw badUserInput('you cannot follow yourself', 'userId');
     if (!(await this.users.findById(targetId))) throw notFound(`user ${targetId} does not exist`);
-    const version = await inTransaction(this.db, (sql) =>
-      follow ? this.insertFollow(sql, viewerId, targetId) : this.deleteFollow(sql, viewerId, targetId),
+    await this.feed.changeFollow(viewerId, targetId, follow, () =>
+      inTransaction(this.db, (sql) => (follow ? this.insertFollow(sql, viewerId, targetId) : this.deleteFollow(sql, viewerId, targetId))),
     );
-    if (version !== null) {
-      const change = { version, authorId: targetId };
-      await (follow ? this.feed.followed(viewerId, change) : this.feed.unfollowed(viewerId, change));
-    }
     const target = await this.users.findById(targetId);
     if (!target) throw notFound(`user ${targetId} does not exist`);
     return target;

@@ -73,10 +73,10 @@ export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes
 export async function checkInboxEncoding(redis: RedisClient, feedMaxItems: number): Promise<void> {
   try {
     const [, value] = (await redis.config('GET', 'zset-max-listpack-entries')) as [string, string];
-    if (Number(value) < feedMaxItems + 1) {
+    if (Number(value) < feedMaxItems) {
       console.warn(
         `Redis zset-max-listpack-entries is ${value}: inboxes of up to FEED_MAX_ITEMS=${feedMaxItems} entries will ` +
-          `take about 3x the memory. Set it to at least ${feedMaxItems + 1} (redis.conf, or CONFIG SET).`,
+          `take about 3x the memory. Set it to at least ${feedMaxItems} (redis.conf, or CONFIG SET).`,
       );
     }
   } catch {

@@ -45,7 +45,7 @@ const snapshotArb: fc.Arbitrary<FeedSnapshot> = fc.record({
   version: fc.integer({ min: 0, max: 8 }),
   followeeIds: fc.subarray(AUTHORS),
   entries: fc.uniqueArray(blogArb, { selector: (blog) => blog.id, maxLength: MAX_ITEMS }),
-  complete: fc.boolean(),
+  floor: fc.integer({ min: 0, max: 9 }),
 });
 
 type Op =
@@ -57,6 +57,8 @@ type Op =
   | { op: 'markUnfollow'; reader: number; change: { version: number; authorId: number } }
   | { op: 'removeUnfollowed'; reader: number; change: { version: number; authorId: number }; blogIds: number[] }
   | { op: 'create'; reader: number; version: number }
+  | { op: 'markPending'; reader: number; at: number }
+  | { op: 'clearPending'; reader: number }
   | { op: 'beginBuild'; reader: number; token: string; since: number }
   | { op: 'finishBuild'; reader: number; token: string; snapshot: FeedSnapshot }
   | { op: 'drop'; reader: number }
@@ -88,6 +90,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({ op: fc.constant('removeUnfollowed' as const), reader: readerArb, change: changeArb, blogIds: fc.uniqueArray(fc.integer({ min: 1, max: 25 }), { maxLength: 5 }) }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('create' as const), reader: readerArb, version: fc.integer({ min: 0, max: 3 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('markPending' as const), reader: readerArb, at: fc.integer({ min: 1, max: 9 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('clearPending' as const), reader: readerArb }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('beginBuild' as const), reader: readerArb, token: tokenArb, since: timeArb }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('finishBuild' as const), reader: readerArb, token: tokenArb, snapshot: snapshotArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('drop' as const), reader: readerArb }) },
@@ -120,6 +124,10 @@ async function run(inbox: Inbox, op: Op): Promise<unknown> {
       return inbox.removeUnfollowed(op.reader, op.change, op.blogIds);
     case 'create':
       return inbox.create(op.reader, op.version);
+    case 'markPending':
+      return inbox.markPending(op.reader, op.at);
+    case 'clearPending':
+      return inbox.clearPending(op.reader);
     case 'beginBuild':
       return inbox.beginBuild(op.reader, op.token, op.since);
     case 'finishBuild':
@@ -153,6 +161,8 @@ function memoryState(inbox: MemoryInbox, reader: number): ReaderState | null {
     base: String(state.base),
     maxver: String(state.maxver),
     since: String(state.since),
+    pending: String(state.pending),
+    pendingAt: String(state.pendingAt),
   };
   if (state.building !== null) fields.building = state.building;
   for (const [author, version] of state.follows) fields[`a:${author}`] = String(version);
@@ -171,7 +181,7 @@ async function redisState(redis: RedisClient, keys: RedisKeys, reader: number): 
   const entries: Array<[number, number]> = [];
   for (let i = 0; i < flat.length; i += 2) entries.push([blogIdOfMember(flat[i]), Number(flat[i + 1])]);
   // The hash names blogs by their padded member; the memory inbox by number.
-  const fields: Record<string, string> = {};
+  const fields: Record<string, string> = { pending: '0', pendingAt: '0' };
   for (const [field, value] of Object.entries(hash)) {
     const kind = field.slice(0, 2);
     fields[kind === 'd:' || kind === 'r:' ? `${kind}${blogIdOfMember(field.slice(2))}` : field] = value;
