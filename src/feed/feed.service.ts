@@ -331,12 +331,19 @@ export class FeedService {
     const { inbox } = this;
     if (!inbox) return;
     await this.updateInbox(inbox, readerId, async () => {
-      const newest = await this.store.newestOfAuthor(change.authorId, this.settings.backfillItems + 1);
+      // Entries of the followee the inbox still holds (an unfollow overtaken by this follow left
+      // them, deleted ones included) are replaced by what MySQL says is newest now.
+      const held = await inbox.blogIds(readerId);
+      if (held === null) return; // no inbox: its rebuild reads the follow from MySQL
+      const [newest, stale] = await Promise.all([
+        this.store.newestOfAuthor(change.authorId, this.settings.backfillItems + 1),
+        this.store.idsOfAuthorAmong(change.authorId, held),
+      ]);
       const copied = newest.slice(0, this.settings.backfillItems).filter((blog) => this.inInboxes(blog));
       // If the followee has a blog older than those copied, the inbox is complete only above it:
       // the floor rises to just above that blog, and the cold path serves what lies below.
       const firstLeft = newest[this.settings.backfillItems];
-      await inbox.applyFollow(readerId, change, copied, firstLeft === undefined ? null : firstLeft.score + 1);
+      await inbox.applyFollow(readerId, change, copied, firstLeft === undefined ? null : firstLeft.score + 1, stale);
     });
   }
 

@@ -123,11 +123,17 @@ export class MemoryInbox implements Inbox {
     return true;
   }
 
-  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null): Promise<boolean> {
+  async blogIds(readerId: number): Promise<number[] | null> {
+    const state = this.states.get(readerId);
+    return state ? [...state.entries.keys()] : null;
+  }
+
+  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null, stale: readonly number[] = []): Promise<boolean> {
     const state = this.states.get(readerId);
     if (!state || !this.admit(state, change, 1)) return false;
     // While building, the snapshot brings the followee's blogs (or the finish gives up).
     if (state.building !== null) return true;
+    for (const id of stale) state.entries.delete(id);
     for (const entry of entries) if (entry.score >= state.floor) state.entries.set(entry.id, entry.score);
     if (floor !== null) this.raiseFloor(state, floor);
     this.trim(state);

@@ -128,13 +128,23 @@ redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], 'd:' .. ARGV[1])
 return 1`;
 
-/** KEYS = [inbox, meta]; ARGV = version, authorId, floor ('' = none), maxItems, then score/member pairs. */
+/** KEYS = [inbox, meta]. */
+const BLOG_IDS = `
+if redis.call('EXISTS', KEYS[2]) == 0 then return {0} end
+return {1, redis.call('ZRANGE', KEYS[1], 0, -1)}`;
+
+/**
+ * KEYS = [inbox, meta]; ARGV = version, authorId, floor ('' = none), maxItems, count of stale
+ * members, the stale members, then score/member pairs.
+ */
 const FOLLOW = `${HELPERS}
 local inbox, meta = KEYS[1], KEYS[2]
 if not admit(meta, ARGV[2], tonumber(ARGV[1]), 1) then return 0 end
 if redis.call('HEXISTS', meta, 'building') == 1 then return 1 end
+local stale = tonumber(ARGV[5])
+for i = 6, 5 + stale do redis.call('ZREM', inbox, ARGV[i]) end
 local floor = tonumber(redis.call('HGET', meta, 'floor'))
-for i = 5, #ARGV, 2 do
+for i = 6 + stale, #ARGV, 2 do
   if tonumber(ARGV[i]) >= floor then redis.call('ZADD', inbox, ARGV[i], ARGV[i + 1]) end
 end
 if ARGV[3] ~= '' then raiseFloor(inbox, meta, tonumber(ARGV[3])) end
@@ -242,6 +252,7 @@ type ScriptedRedis = RedisClient & {
   feedRetractPair(inbox: string, meta: string, ...args: Args): Promise<number>;
   feedRetractUnfollowed(inbox: string, meta: string, ...args: Args): Promise<number>;
   feedFollow(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedBlogIds(inbox: string, meta: string): Promise<[number, string[]?]>;
   feedMarkUnfollow(inbox: string, meta: string, ...args: Args): Promise<[number, string[]?]>;
   feedRemoveUnfollowed(inbox: string, meta: string, ...args: Args): Promise<number>;
   feedCreate(inbox: string, meta: string, ...args: Args): Promise<number>;
@@ -257,7 +268,7 @@ function withInboxScripts(redis: RedisClient): ScriptedRedis {
   if (typeof scripted.feedRead !== 'function') {
     // Declared with their key count, so that ioredis knows which arguments are keys: on a
     // cluster it routes (and auto-pipelines) each call to the inbox's node.
-    const perInbox = { feedRead: READ, feedRetractUnfollowed: RETRACT_UNFOLLOWED, feedFollow: FOLLOW, feedMarkUnfollow: MARK_UNFOLLOW,
+    const perInbox = { feedRead: READ, feedBlogIds: BLOG_IDS, feedRetractUnfollowed: RETRACT_UNFOLLOWED, feedFollow: FOLLOW, feedMarkUnfollow: MARK_UNFOLLOW,
       feedRemoveUnfollowed: REMOVE_UNFOLLOWED, feedMarkPending: MARK_PENDING, feedClearPending: CLEAR_PENDING, feedCreate: CREATE, feedBeginBuild: BEGIN_BUILD, feedFinishBuild: FINISH_BUILD };
     for (const [name, lua] of Object.entries(perInbox)) redis.defineCommand(name, { lua, numberOfKeys: 2 });
     redis.defineCommand('feedDeliverPair', { lua: DELIVER, numberOfKeys: 2 });
@@ -361,13 +372,20 @@ export class RedisInbox implements Inbox {
     );
   }
 
-  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null): Promise<boolean> {
+  async blogIds(readerId: number): Promise<number[] | null> {
+    const [exists, members] = await this.redis.feedBlogIds(...this.pair(readerId));
+    return exists === 1 ? (members ?? []).map(blogIdOfMember) : null;
+  }
+
+  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null, stale: readonly number[] = []): Promise<boolean> {
     const applied = await this.redis.feedFollow(
       ...this.pair(readerId),
       change.version,
       change.authorId,
       floor === null ? '' : String(floor),
       this.maxItems,
+      stale.length,
+      ...stale.map(inboxMember),
       ...scoreMemberPairs(entries),
     );
     return applied === 1;

@@ -29,7 +29,9 @@
  * A change whose version is not newer than both is stale and changes no entry: a fast unfollow
  * then follow cannot end with the follow undone. An unfollow first records itself (which also
  * stops deliveries of that followee), then reads the entries, asks MySQL which are the
- * followee's, and removes them only if no newer change of the pair came in between.
+ * followee's, and removes them only if no newer change of the pair came in between. A follow
+ * replaces whatever entries of the followee the inbox still holds (an overtaken unfollow may
+ * have left some, deleted ones included) with the followee's newest blogs.
  *
  * A follow change also marks the inbox pending just before its transaction commits, and clears
  * the mark once applied: between the commit and the apply, readers do not trust the inbox (the
@@ -120,8 +122,13 @@ export interface Inbox {
   /** Takes a deleted blog out of the inboxes of many readers. */
   retract(readerIds: readonly number[], blogId: number): Promise<void>;
 
-  /** A follow: adds the followee's newest entries; `floor`: the inbox is complete only from there up. */
-  applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null): Promise<boolean>;
+  /** Every blog id the inbox holds; null when it does not exist. */
+  blogIds(readerId: number): Promise<number[] | null>;
+  /**
+   * A follow: replaces the followee's entries (`stale`: those the inbox held) with its newest
+   * ones; `floor`: the inbox is complete only from there up.
+   */
+  applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null, stale?: readonly number[]): Promise<boolean>;
   /** An unfollow's first step: records it; the inbox's blog ids, or null when stale or missing. */
   markUnfollow(readerId: number, change: FollowChange): Promise<number[] | null>;
   /** An unfollow's second step: removes these blogs unless a newer change of the pair came. */

@@ -53,8 +53,9 @@ type Op =
   | { op: 'deliver'; readers: number[]; blog: ScoredId; authorId: number; readAt: number }
   | { op: 'retractUnfollowed'; reader: number; blogId: number; change: { version: number; authorId: number }; readAt: number }
   | { op: 'retract'; readers: number[]; blogId: number }
-  | { op: 'applyFollow'; reader: number; change: { version: number; authorId: number }; entries: ScoredId[]; floor: number | null }
+  | { op: 'applyFollow'; reader: number; change: { version: number; authorId: number }; entries: ScoredId[]; floor: number | null; stale: number[] }
   | { op: 'markUnfollow'; reader: number; change: { version: number; authorId: number } }
+  | { op: 'blogIds'; reader: number }
   | { op: 'removeUnfollowed'; reader: number; change: { version: number; authorId: number }; blogIds: number[] }
   | { op: 'create'; reader: number; version: number }
   | { op: 'markPending'; reader: number; at: number }
@@ -82,9 +83,11 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       change: changeArb,
       entries: fc.uniqueArray(blogArb, { selector: (blog) => blog.id, maxLength: 4 }),
       floor: fc.option(fc.integer({ min: 0, max: 9 }), { nil: null }),
+      stale: fc.uniqueArray(fc.integer({ min: 1, max: 25 }), { maxLength: 3 }),
     }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('markUnfollow' as const), reader: readerArb, change: changeArb }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('blogIds' as const), reader: readerArb }) },
   {
     weight: 2,
     arbitrary: fc.record({ op: fc.constant('removeUnfollowed' as const), reader: readerArb, change: changeArb, blogIds: fc.uniqueArray(fc.integer({ min: 1, max: 25 }), { maxLength: 5 }) }),
@@ -115,7 +118,11 @@ async function run(inbox: Inbox, op: Op): Promise<unknown> {
     case 'retract':
       return inbox.retract(op.readers, op.blogId);
     case 'applyFollow':
-      return inbox.applyFollow(op.reader, op.change, op.entries, op.floor);
+      return inbox.applyFollow(op.reader, op.change, op.entries, op.floor, op.stale);
+    case 'blogIds': {
+      const ids = await inbox.blogIds(op.reader);
+      return ids === null ? null : [...ids].sort((a, b) => a - b);
+    }
     case 'markUnfollow': {
       const ids = await inbox.markUnfollow(op.reader, op.change);
       return ids === null ? null : [...ids].sort((a, b) => a - b);
