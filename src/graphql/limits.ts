@@ -175,9 +175,9 @@ class OperationMeasurer {
           ? this.selectionSet(selection.selectionSet, isCompositeType(childType) ? childType : undefined)
           : null;
         if (!isIntrospection(name)) {
-          if (selection.alias) aliases += 1;
+          if (selection.alias) aliases = add(aliases, 1);
           depth = Math.max(depth, 1 + (child?.depth ?? 0));
-          aliases += child?.aliases ?? 0;
+          aliases = add(aliases, child?.aliases ?? 0);
         }
         if (!type || !field || !included) continue;
         const childCost = child && isCompositeType(childType) ? child.cost : 0;
@@ -199,7 +199,7 @@ class OperationMeasurer {
         }
         if (!inner) continue;
         depth = Math.max(depth, inner.depth);
-        aliases += inner.aliases;
+        aliases = add(aliases, inner.aliases);
         if (!type || !innerType || !included) continue;
         nodes = add(nodes, inner.nodes);
         addCost(inner.cost, innerType);
