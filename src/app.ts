@@ -37,6 +37,7 @@ import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
 import { isDatabaseUnavailable } from './db/sql';
 import { ErrorCode } from './graphql/errors';
+import { clientAddressOf } from './graphql/client-address';
 import { queryLimitsPlugin } from './graphql/limits';
 import { graphqlHandler, isGraphQLPost } from './graphql/http';
 import { createLoaders } from './graphql/loaders';
@@ -198,13 +199,14 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     const results = Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([name, result]) => [name, await result])));
     res.status(Object.values(results).every((result) => result === 'ok') ? 200 : 503).json(results);
   });
+  const clientAddress = clientAddressOf(config.trustedProxies);
   const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
     const auth = services.tokens.check(req.headers.authorization);
     const viewerId = auth.kind === 'viewer' ? auth.userId : null;
     if (viewerId !== null) {
       services.feed.recordActivity(viewerId).catch((error: unknown) => warn(`recording activity of user ${viewerId} failed`, error));
     }
-    const ip = req.socket.remoteAddress ?? 'unknown';
+    const ip = clientAddress(req);
     return { auth, ip, requestId, services, loaders: createLoaders(services, viewerId) };
   };
   const handleGraphQL = graphqlHandler({

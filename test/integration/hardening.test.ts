@@ -192,6 +192,64 @@ describe('rate limits', () => {
   });
 });
 
+describe('client addresses behind proxies', () => {
+  // Sign-ups per client address: 2 a minute. The test's requests all come from 127.0.0.1.
+  const limited = { RATE_LIMITS: 'on', RATE_LIMIT_SIGNUP_PER_IP: '2/60' };
+  let untrusted: TestApp;
+  let trusted: TestApp;
+  beforeAll(async () => {
+    untrusted = await startTestApp('proxies_untrusted', { env: { ...limited, TRUSTED_PROXIES: '10.9.9.9,2001:db8:9::/48' } });
+    trusted = await startTestApp('proxies_trusted', { env: { ...limited, TRUSTED_PROXIES: '10.9.9.9,127.0.0.1/32,::1' } });
+  });
+  afterAll(async () => {
+    await untrusted.close();
+    await trusted.close();
+  });
+
+  let serial = 0;
+  /** A sign-up sent with `forwardedFor` as X-Forwarded-For: its error code, or 'ok'. */
+  const signUpVia = async (app: TestApp, forwardedFor: string): Promise<string> => {
+    serial += 1;
+    const response = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor },
+      body: JSON.stringify({ query: `mutation { signUp(nickName: "client${serial}", password: "password-123") { token } }` }),
+    });
+    const body = (await response.json()) as { errors?: Array<{ extensions: { code: string } }> };
+    return body.errors ? body.errors[0].extensions.code : 'ok';
+  };
+
+  it('ignore X-Forwarded-For from a peer that is not a trusted proxy', async () => {
+    // Three made-up clients, one real peer: the third sign-up is over the peer's limit.
+    expect(await signUpVia(untrusted, '198.51.100.1')).toBe('ok');
+    expect(await signUpVia(untrusted, '198.51.100.2')).toBe('ok');
+    expect(await signUpVia(untrusted, '198.51.100.3')).toBe('RATE_LIMITED');
+  });
+
+  it('count each client behind a trusted proxy, taking the right-most address that is not a trusted proxy', async () => {
+    expect(await signUpVia(trusted, '203.0.113.5')).toBe('ok');
+    expect(await signUpVia(trusted, '203.0.113.5')).toBe('ok');
+    expect(await signUpVia(trusted, '203.0.113.5')).toBe('RATE_LIMITED');
+    // Another client behind the same proxy has a limit of its own.
+    expect(await signUpVia(trusted, '203.0.113.6')).toBe('ok');
+    // What the client wrote left of the address the proxy appended changes nothing...
+    expect(await signUpVia(trusted, '192.0.2.77, 203.0.113.5')).toBe('RATE_LIMITED');
+    // ...and a trusted proxy's own hop is skipped: the client is the address before it.
+    expect(await signUpVia(trusted, '203.0.113.5, 10.9.9.9')).toBe('RATE_LIMITED');
+    expect(await signUpVia(trusted, '203.0.113.7, 10.9.9.9')).toBe('ok');
+  });
+
+  it('count IPv6 clients per /64', async () => {
+    expect(await signUpVia(trusted, '2001:db8:1:2::a')).toBe('ok');
+    expect(await signUpVia(trusted, '2001:db8:1:2:ffff:ffff:ffff:b')).toBe('ok');
+    expect(await signUpVia(trusted, '2001:db8:1:2::c')).toBe('RATE_LIMITED'); // same /64
+    expect(await signUpVia(trusted, '2001:db8:1:3::a')).toBe('ok'); // the next /64
+    // An IPv4-mapped IPv6 address is its IPv4 client.
+    expect(await signUpVia(trusted, '::ffff:203.0.113.6')).toBe('ok');
+    expect(await signUpVia(trusted, '203.0.113.6')).toBe('RATE_LIMITED');
+  });
+});
+
 describe('Redis down', () => {
   let redis: PrivateRedis;
   let app: TestApp;
