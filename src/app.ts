@@ -152,6 +152,10 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const apollo = new ApolloServer<Context>({
     schema,
     includeStacktraceInErrorResponses: config.nodeEnv !== 'production',
+    // Apollo's default turns introspection off under NODE_ENV=production, which leaves GraphiQL
+    // without a schema and codegen without input; the schema is public anyway
+    // (schema/schema.graphql). INTROSPECTION=off turns it off.
+    introspection: config.introspection,
     // server.ts owns SIGTERM/SIGINT; a second, overlapping stop() from Apollo's own handler
     // never settles and would keep the process from exiting.
     stopOnTerminationSignals: false,

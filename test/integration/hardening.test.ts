@@ -132,6 +132,21 @@ describe('query limits', () => {
   });
 });
 
+describe('INTROSPECTION=off', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp('introspection_off', { env: { INTROSPECTION: 'off' } });
+  });
+  afterAll(() => app.close());
+
+  it('refuses introspection with GRAPHQL_VALIDATION_FAILED, and serves the rest', async () => {
+    const response = await app.gql(getIntrospectionQuery());
+    expect(response.status).toBe(400);
+    expect(errorCode(response)).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(ok(await app.gql('{ viewer { id } }')).viewer).toBeNull();
+  });
+});
+
 describe('rate limits', () => {
   let app: TestApp;
   beforeAll(async () => {

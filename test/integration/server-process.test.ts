@@ -68,6 +68,11 @@ it('created and migrated its database, and serves GraphQL', async () => {
   expect(typeof line.durationMs).toBe('number');
 });
 
+it('answers introspection under NODE_ENV=production (GraphiQL and codegen need it)', async () => {
+  const response = await post(JSON.stringify({ query: '{ __schema { queryType { name } mutationType { name } } }' }));
+  expect(await response.json()).toEqual({ data: { __schema: { queryType: { name: 'Query' }, mutationType: { name: 'Mutation' } } } });
+});
+
 it('answers a body that is not JSON with a JSON error', async () => {
   const response = await post('{"query": ');
   expect(response.status).toBe(400);
