@@ -5,7 +5,7 @@
  */
 import 'reflect-metadata';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
@@ -16,7 +16,7 @@ import {
 } from '@apollo/server/plugin/disabled';
 import cors from 'cors';
 import express from 'express';
-import { GraphQLError, GraphQLFormattedError } from 'graphql';
+import { GraphQLError, GraphQLFormattedError, OperationDefinitionNode } from 'graphql';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
@@ -31,7 +31,7 @@ import { FanoutStore } from './fanout/fanout.store';
 import { FanoutWorkers } from './fanout/fanout.worker';
 import { FeedService } from './feed/feed.service';
 import { FeedStore } from './feed/feed.store';
-import { createLogger, Metrics } from './observability';
+import { createLogger, Metrics, operationLabeler } from './observability';
 import { Inbox } from './feed/inbox';
 import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
@@ -169,7 +169,7 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       // Inline traces go to an Apollo gateway; there is none.
       ApolloServerPluginInlineTraceDisabled(),
       queryLimitsPlugin(schema),
-      requestLogPlugin(services.metrics),
+      requestLogPlugin(services.metrics, operationLabeler(schema)),
     ],
   });
   await apollo.start();
@@ -190,7 +190,12 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     }
     res.type('html').send(GRAPHIQL_PAGE);
   });
-  app.get('/metrics', async (_req, res) => {
+  const metricsAllowed = metricsAuthorization(config.metricsToken);
+  app.get('/metrics', async (req, res) => {
+    if (!metricsAllowed(req.headers.authorization)) {
+      res.status(401).set('www-authenticate', 'Bearer realm="metrics"').type('text').send('send METRICS_TOKEN as Authorization: Bearer <token>');
+      return;
+    }
     res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
   });
   app.get('/readyz', async (_req, res) => {
@@ -241,6 +246,19 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   };
 }
 
+/**
+ * Whether an Authorization header may read /metrics: anyone without METRICS_TOKEN, else only
+ * `Bearer <METRICS_TOKEN>`. Both sides are hashed first so that timingSafeEqual compares equal
+ * lengths, and the time taken says nothing about how much of a guess was right.
+ */
+function metricsAuthorization(token: string | null): (header: string | undefined) => boolean {
+  if (token === null) return () => true;
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  const expected = digest(token);
+  // The scheme is case-insensitive (RFC 9110); the token is not.
+  return (header) => timingSafeEqual(digest(/^bearer +(.+)$/i.exec(header ?? '')?.[1] ?? ''), expected);
+}
+
 /** The caller's request id (a proxy's), or a new one; echoed so that logs can be matched. */
 function requestIdOf(req: http.IncomingMessage): string {
   const given = req.headers['x-request-id'];
@@ -261,21 +279,29 @@ async function listen(httpServer: http.Server, config: Config): Promise<void> {
   });
 }
 
-/** One log line and one latency observation per GraphQL request. */
-function requestLogPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
+/** Longest operationName written to a log line (a client may send 100 kB of it). */
+const MAX_LOGGED_OPERATION_NAME = 100;
+
+/**
+ * One log line and one latency observation per GraphQL request. The metric is labelled with
+ * the bounded `label` (see operationLabeler); the log line, where cardinality costs nothing,
+ * also keeps the client's operationName.
+ */
+function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefinitionNode | undefined) => string): ApolloServerPlugin<Context> {
   return {
     async requestDidStart({ contextValue }) {
       const started = performance.now();
       return {
-        async willSendResponse({ operationName, errors, response }) {
+        async willSendResponse({ operationName, operation: definition, errors, response }) {
           const seconds = (performance.now() - started) / 1000;
-          const operation = operationName ?? 'anonymous';
-          metrics.request(operation, seconds);
+          const rootField = label(definition);
+          metrics.request(rootField, seconds);
           const body = response.body.kind === 'single' ? response.body.singleResult : undefined;
           const codes = [...(errors ?? []), ...(body?.errors ?? [])].map((error) => error.extensions?.code).filter(Boolean);
           logger.info({
             requestId: contextValue.requestId,
-            operation,
+            operation: (operationName ?? 'anonymous').slice(0, MAX_LOGGED_OPERATION_NAME),
+            rootField,
             durationMs: Math.round(seconds * 1000 * 10) / 10,
             viewerId: contextValue.auth?.kind === 'viewer' ? contextValue.auth.userId : null,
             ...(codes.length ? { errors: [...new Set(codes)] } : {}),

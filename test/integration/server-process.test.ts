@@ -64,7 +64,7 @@ it('created and migrated its database, and serves GraphQL', async () => {
       .find((entry) => entry.requestId === requestId);
   await waitFor('the request to be logged', async () => logLine() !== undefined, 5000); // the pipe may lag
   const line = logLine();
-  expect(line).toMatchObject({ operation: 'Join', viewerId: null, service: 'follow-feed' });
+  expect(line).toMatchObject({ operation: 'Join', rootField: 'signUp', viewerId: null, service: 'follow-feed' });
   expect(typeof line.durationMs).toBe('number');
 });
 
