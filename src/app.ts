@@ -161,7 +161,9 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     stopOnTerminationSignals: false,
     formatError: (formatted, error) => formatError(formatted, error, config.nodeEnv === 'production'),
     plugins: [
-      ApolloServerPluginDrainHttpServer({ httpServer }),
+      // Connections still open halfway through SHUTDOWN_TIMEOUT_MS are cut (a keep-alive client
+      // may never close its side), leaving the other half to fan-out jobs and the pools.
+      ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: Math.floor(config.shutdownTimeoutMs / 2) }),
       ApolloServerPluginLandingPageDisabled(),
       // The default cache-control plugin wraps every field resolver to compute HTTP cache hints;
       // feeds are per viewer and never cacheable, and the wrapping halved feed throughput.
