@@ -2,8 +2,9 @@
  * Logs and metrics.
  *
  * Logs are JSON lines (pino): one per GraphQL request with its request id (the caller's
- * `x-request-id`, or a new one, echoed in the response), operation name, duration, viewer id
- * and error codes; and the service's warnings. LOG_LEVEL sets the level.
+ * `x-request-id`, or a new one, echoed in the response), operation name, root field (the
+ * metric's label), duration, viewer id and error codes; and the service's warnings. LOG_LEVEL
+ * sets the level.
  *
  * Metrics (prom-client) are served at GET /metrics for Prometheus (with METRICS_TOKEN set, to a
  * scraper that sends it as a bearer token):
