@@ -6,8 +6,12 @@
  *
  * Each rejection is GRAPHQL_VALIDATION_FAILED (HTTP 400) with `extensions.limit` naming the
  * limit, `extensions.max` and `extensions.actual`. Introspection fields (`__schema`, `__type`)
- * are not counted: GraphiQL and code generators need them, and their size is bounded by the
- * schema's.
+ * count toward neither depth, aliases nor root fields: GraphiQL and code generators need them,
+ * and their size is bounded by the schema's. They do count toward nodes and cost (the
+ * introspection query: 230 and 220), so fragments cannot hide an expansion under them.
+ *
+ * Every figure counts a fragment wherever it is spread, yet each fragment is measured once
+ * (OperationMeasurer), so the check takes time linear in the document.
  *
  * The body size (MAX_BODY_BYTES in app.ts) and batching (Apollo refuses JSON arrays of
  * operations unless allowed; they are not) are limited at the HTTP layer.
@@ -47,7 +51,7 @@ export const QUERY_LIMITS = {
   /**
    * Selections (fields, fragment spreads, inline fragments) with every fragment spread expanded
    * where it stands, as graphql-query-complexity's cap counted them: `...F ...F` counts F twice.
-   * The introspection query has about 200; a full feed page about 30. It stops documents whose
+   * The introspection query has 230; a full feed page 23. It stops documents whose
    * fragments spread each other into millions of paths.
    */
   nodes: 10_000,
