@@ -5,7 +5,7 @@
  */
 import 'reflect-metadata';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
@@ -16,7 +16,7 @@ import {
 } from '@apollo/server/plugin/disabled';
 import cors from 'cors';
 import express from 'express';
-import { GraphQLError, GraphQLFormattedError } from 'graphql';
+import { GraphQLError, GraphQLFormattedError, OperationDefinitionNode } from 'graphql';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
@@ -30,11 +30,12 @@ import { FanoutService } from './fanout/fanout.service';
 import { FanoutStore } from './fanout/fanout.store';
 import { FanoutWorkers } from './fanout/fanout.worker';
 import { createFeedService } from './feed/feed.setup';
-import { createLogger, Metrics } from './observability';
+import { createLogger, Metrics, operationLabeler } from './observability';
 import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
 import { isDatabaseUnavailable } from './db/sql';
 import { ErrorCode } from './graphql/errors';
+import { clientAddressOf } from './graphql/client-address';
 import { queryLimitsPlugin } from './graphql/limits';
 import { graphqlHandler, isGraphQLPost } from './graphql/http';
 import { createLoaders } from './graphql/loaders';
@@ -142,12 +143,18 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const apollo = new ApolloServer<Context>({
     schema,
     includeStacktraceInErrorResponses: config.nodeEnv !== 'production',
+    // Apollo's default turns introspection off under NODE_ENV=production, which leaves GraphiQL
+    // without a schema and codegen without input; the schema is public anyway
+    // (schema/schema.graphql). INTROSPECTION=off turns it off.
+    introspection: config.introspection,
     // server.ts owns SIGTERM/SIGINT; a second, overlapping stop() from Apollo's own handler
     // never settles and would keep the process from exiting.
     stopOnTerminationSignals: false,
     formatError: (formatted, error) => formatError(formatted, error, config.nodeEnv === 'production'),
     plugins: [
-      ApolloServerPluginDrainHttpServer({ httpServer }),
+      // Connections still open halfway through SHUTDOWN_TIMEOUT_MS are cut (a keep-alive client
+      // may never close its side), leaving the other half to fan-out jobs and the pools.
+      ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: Math.floor(config.shutdownTimeoutMs / 2) }),
       ApolloServerPluginLandingPageDisabled(),
       // The default cache-control plugin wraps every field resolver to compute HTTP cache hints;
       // feeds are per viewer and never cacheable, and the wrapping halved feed throughput.
@@ -155,7 +162,7 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       // Inline traces go to an Apollo gateway; there is none.
       ApolloServerPluginInlineTraceDisabled(),
       queryLimitsPlugin(schema),
-      requestLogPlugin(services.metrics),
+      requestLogPlugin(services.metrics, operationLabeler(schema)),
     ],
   });
   await apollo.start();
@@ -176,7 +183,12 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     }
     res.type('html').send(GRAPHIQL_PAGE);
   });
-  app.get('/metrics', async (_req, res) => {
+  const metricsAllowed = metricsAuthorization(config.metricsToken);
+  app.get('/metrics', async (req, res) => {
+    if (!metricsAllowed(req.headers.authorization)) {
+      res.status(401).set('www-authenticate', 'Bearer realm="metrics"').type('text').send('send METRICS_TOKEN as Authorization: Bearer <token>');
+      return;
+    }
     res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
   });
   app.get('/readyz', async (_req, res) => {
@@ -189,13 +201,14 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     const results = Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([name, result]) => [name, await result])));
     res.status(Object.values(results).every((result) => result === 'ok') ? 200 : 503).json(results);
   });
+  const clientAddress = clientAddressOf(config.trustedProxies);
   const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
     const auth = services.tokens.check(req.headers.authorization);
     const viewerId = auth.kind === 'viewer' ? auth.userId : null;
     if (viewerId !== null) {
       services.feed.recordActivity(viewerId).catch((error: unknown) => warn(`recording activity of user ${viewerId} failed`, error));
     }
-    const ip = req.socket.remoteAddress ?? 'unknown';
+    const ip = clientAddress(req);
     return { auth, ip, requestId, services, loaders: createLoaders(services, viewerId) };
   };
   const handleGraphQL = graphqlHandler({
@@ -226,6 +239,19 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   };
 }
 
+/**
+ * Whether an Authorization header may read /metrics: anyone without METRICS_TOKEN, else only
+ * `Bearer <METRICS_TOKEN>`. Both sides are hashed first so that timingSafeEqual compares equal
+ * lengths, and the time taken says nothing about how much of a guess was right.
+ */
+function metricsAuthorization(token: string | null): (header: string | undefined) => boolean {
+  if (token === null) return () => true;
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  const expected = digest(token);
+  // The scheme is case-insensitive (RFC 9110); the token is not.
+  return (header) => timingSafeEqual(digest(/^bearer +(.+)$/i.exec(header ?? '')?.[1] ?? ''), expected);
+}
+
 /** The caller's request id (a proxy's), or a new one; echoed so that logs can be matched. */
 function requestIdOf(req: http.IncomingMessage): string {
   const given = req.headers['x-request-id'];
@@ -246,21 +272,29 @@ async function listen(httpServer: http.Server, config: Config): Promise<void> {
   });
 }
 
-/** One log line and one latency observation per GraphQL request. */
-function requestLogPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
+/** Longest operationName written to a log line (a client may send 100 kB of it). */
+const MAX_LOGGED_OPERATION_NAME = 100;
+
+/**
+ * One log line and one latency observation per GraphQL request. The metric is labelled with
+ * the bounded `label` (see operationLabeler); the log line, where cardinality costs nothing,
+ * also keeps the client's operationName.
+ */
+function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefinitionNode | undefined) => string): ApolloServerPlugin<Context> {
   return {
     async requestDidStart({ contextValue }) {
       const started = performance.now();
       return {
-        async willSendResponse({ operationName, errors, response }) {
+        async willSendResponse({ operationName, operation: definition, errors, response }) {
           const seconds = (performance.now() - started) / 1000;
-          const operation = operationName ?? 'anonymous';
-          metrics.request(operation, seconds);
+          const rootField = label(definition);
+          metrics.request(rootField, seconds);
           const body = response.body.kind === 'single' ? response.body.singleResult : undefined;
           const codes = [...(errors ?? []), ...(body?.errors ?? [])].map((error) => error.extensions?.code).filter(Boolean);
           logger.info({
             requestId: contextValue.requestId,
-            operation,
+            operation: (operationName ?? 'anonymous').slice(0, MAX_LOGGED_OPERATION_NAME),
+            rootField,
             durationMs: Math.round(seconds * 1000 * 10) / 10,
             viewerId: contextValue.auth?.kind === 'viewer' ? contextValue.auth.userId : null,
             ...(codes.length ? { errors: [...new Set(codes)] } : {}),

@@ -1,3 +1,5 @@
+import proxyaddr from 'proxy-addr';
+
 /**
  * Configuration, parsed and validated once at start.
  *
@@ -85,7 +87,21 @@ export interface Config {
   rateLimits: RateLimitSettings;
   /** Origins allowed to call the API from a browser (CORS); empty = same origin only. */
   corsOrigins: string[];
+  /**
+   * TRUSTED_PROXIES: addresses and CIDR ranges (IPv4, IPv6) of the reverse proxies in front of
+   * the service. Only a request from one of them has its X-Forwarded-For read; empty = none.
+   */
+  trustedProxies: string[];
+  /** INTROSPECTION: whether the schema may be introspected (GraphiQL and codegen need it). */
+  introspection: boolean;
+  /** METRICS_TOKEN: when set, GET /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken: string | null;
+  /** SHUTDOWN_TIMEOUT_MS: how long SIGTERM/SIGINT may drain before the process exits anyway (with 1). */
+  shutdownTimeoutMs: number;
 }
+
+/** Shortest METRICS_TOKEN: as for JWT_SECRET, a short one could be guessed. */
+const MIN_METRICS_TOKEN_LENGTH = 16;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -146,6 +162,10 @@ export function loadConfig(env: Env = process.env): Config {
       .split(',')
       .map((origin) => origin.trim())
       .filter((origin) => origin !== ''),
+    trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
+    introspection: parseOnOff(env, 'INTROSPECTION', true),
+    metricsToken: parseMetricsToken(env.METRICS_TOKEN),
+    shutdownTimeoutMs: parseIntVar(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
   };
 }
 
@@ -155,6 +175,37 @@ function parseKeyPrefix(value: string | undefined): string {
     throw new ConfigError(`REDIS_KEY_PREFIX must not contain { or } (got "${value}")`);
   }
   return value ?? '';
+}
+
+/**
+ * "10.0.0.1,10.1.0.0/16,fd00::/8": each an IPv4 or IPv6 address or CIDR range, as proxy-addr
+ * (which applies them, in app.ts) reads them; its own check names the bad entry.
+ */
+function parseTrustedProxies(raw: string | undefined): string[] {
+  const entries = (raw ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  for (const entry of entries) {
+    // proxy-addr also takes names (loopback, ...) and netmasks; only addresses and CIDR ranges are documented here.
+    if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry)) {
+      throw new ConfigError(`TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges, e.g. 10.0.0.1,10.1.0.0/16,fd00::/8 (got "${entry}")`);
+    }
+    try {
+      proxyaddr.compile(entry);
+    } catch (error) {
+      throw new ConfigError(`TRUSTED_PROXIES has a bad entry "${entry}": ${(error as Error).message}`);
+    }
+  }
+  return entries;
+}
+
+function parseMetricsToken(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null;
+  if (raw.length < MIN_METRICS_TOKEN_LENGTH) {
+    throw new ConfigError(`METRICS_TOKEN must be at least ${MIN_METRICS_TOKEN_LENGTH} characters (got ${raw.length})`);
+  }
+  return raw;
 }
 
 function parseNodeEnv(value: string | undefined): NodeEnv {

@@ -1,6 +1,7 @@
 /**
  * What every entry point (`npm start`, `npm run worker`) does around its work: a bad setting
- * ends the process with one line naming it, and SIGTERM or SIGINT stop the work once, then exit.
+ * ends the process with one line naming it, and SIGTERM or SIGINT stop the work once, within
+ * SHUTDOWN_TIMEOUT_MS, then exit.
  */
 import { logger } from './app';
 import { ConfigError } from './config';
@@ -13,16 +14,37 @@ export function runEntryPoint(main: () => Promise<void>): void {
   });
 }
 
-/** On the first SIGTERM or SIGINT: logs `what`, awaits `stop`, exits 0 (a second signal is ignored). */
-export function stopOnSignals(what: string, stop: () => Promise<void>): void {
+/**
+ * On the first SIGTERM or SIGINT: logs `what`, awaits `stop` for at most `timeoutMs`
+ * (SHUTDOWN_TIMEOUT_MS), and exits: 0 when `stop` finished, 1 when it failed or was cut short.
+ * A drain can hang on what it waits for (a Redis that stopped answering, a client that keeps
+ * its connection open), and an orchestrator that waits on the process then kills it without a
+ * word; exiting by ourselves leaves a log line that says why. A second signal is ignored: the
+ * deadline is already running.
+ */
+export function stopOnSignals(what: string, stop: () => Promise<void>, timeoutMs: number): void {
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info(`${signal}: ${what}, then exiting`);
-    await stop();
-    process.exit(0);
+    logger.info(`${signal}: ${what} (for at most SHUTDOWN_TIMEOUT_MS=${timeoutMs} ms), then exiting`);
+    const deadline = setTimeout(() => {
+      logger.error(`shutdown not finished after SHUTDOWN_TIMEOUT_MS=${timeoutMs} ms: exiting with 1, cutting short whatever still waits`);
+      process.exit(1);
+    }, timeoutMs);
+    stop().then(
+      () => {
+        clearTimeout(deadline);
+        logger.info('shutdown finished');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        clearTimeout(deadline);
+        logger.error({ msg: 'shutdown failed', err: error instanceof Error ? error.message : String(error) });
+        process.exit(1);
+      },
+    );
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 }

@@ -2,11 +2,15 @@
  * Logs and metrics.
  *
  * Logs are JSON lines (pino): one per GraphQL request with its request id (the caller's
- * `x-request-id`, or a new one, echoed in the response), operation name, duration, viewer id
- * and error codes; and the service's warnings. LOG_LEVEL sets the level.
+ * `x-request-id`, or a new one, echoed in the response), operation name, root field (the
+ * metric's label), duration, viewer id and error codes; and the service's warnings. LOG_LEVEL
+ * sets the level.
  *
- * Metrics (prom-client) are served at GET /metrics for Prometheus:
- * - graphql_request_duration_seconds{operation}: request latency by operation;
+ * Metrics (prom-client) are served at GET /metrics for Prometheus (with METRICS_TOKEN set, to a
+ * scraper that sends it as a bearer token):
+ * - graphql_request_duration_seconds{operation}: request latency by operation, labelled with the
+ *   operation's first root field when the schema has it (followFeed, publishBlog, ...),
+ *   `introspection`, or `other`: a bounded set, whatever names clients make up;
  * - fanout_queue_jobs{state}: the fan-out queue's depth (waiting, delayed, active, failed);
  * - fanout_lag_seconds: from a publish (or delete) to the last inbox write of its fan-out;
  * - feed_inbox_writes_total: inboxes written by fan-out (rate() = inbox writes per second);
@@ -16,6 +20,7 @@
  * - the process's own (CPU, memory, event loop lag), prefixed feed_.
  * Fan-out figures are those of the workers in the serving process (FANOUT_WORKERS > 0).
  */
+import { GraphQLSchema, Kind, OperationDefinitionNode } from 'graphql';
 import pino, { Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
@@ -26,6 +31,23 @@ export function createLogger(level = process.env.LOG_LEVEL ?? 'info'): Logger {
 }
 
 export type PageSource = 'inbox' | 'pull' | 'cold';
+
+/**
+ * The `operation` label of an operation: its first root field if the schema's Query or
+ * Mutation has it, `introspection` for __schema/__type, else `other` (no operation, a fragment
+ * at the root, an unknown field). Never the client's operationName: every made-up name would
+ * be a new time series in Prometheus, so the label set stays the schema's root fields.
+ */
+export function operationLabeler(schema: GraphQLSchema): (operation: OperationDefinitionNode | undefined) => string {
+  const known = new Set([schema.getQueryType(), schema.getMutationType()].flatMap((type) => (type ? Object.keys(type.getFields()) : [])));
+  return (operation) => {
+    const first = operation?.selectionSet.selections.find((selection) => selection.kind !== Kind.FIELD || selection.name.value !== '__typename');
+    if (!first || first.kind !== Kind.FIELD) return 'other';
+    const name = first.name.value;
+    if (name === '__schema' || name === '__type') return 'introspection';
+    return known.has(name) ? name : 'other';
+  };
+}
 
 export class Metrics {
   readonly registry = new Registry();

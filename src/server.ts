@@ -24,10 +24,14 @@ async function main(): Promise<void> {
   const app = await startApp({ config, db: stores.db, redis: stores.redis });
   const workers = config.embedded ? 'no fan-out' : `FANOUT_WORKERS=${config.fanoutWorkers}`;
   logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers})`);
-  stopOnSignals('finishing in-flight requests', async () => {
-    await app.stop();
-    await stores.close();
-  });
+  stopOnSignals(
+    'finishing in-flight requests',
+    async () => {
+      await app.stop();
+      await stores.close();
+    },
+    config.shutdownTimeoutMs,
+  );
 }
 
 runEntryPoint(main);

@@ -28,11 +28,15 @@ async function main(): Promise<void> {
   const count = Math.max(1, config.fanoutWorkers);
   workers.start(count);
   logger.info(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid})`);
-  stopOnSignals('finishing running fan-out jobs', async () => {
-    await workers.stop();
-    await queue.close();
-    await stores.close();
-  });
+  stopOnSignals(
+    'finishing running fan-out jobs',
+    async () => {
+      await workers.stop();
+      await queue.close();
+      await stores.close();
+    },
+    config.shutdownTimeoutMs,
+  );
 }
 
 runEntryPoint(main);

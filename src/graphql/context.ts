@@ -24,7 +24,7 @@ export interface Services {
 
 export interface Context {
   auth: TokenCheck;
-  /** The client's address, for per-IP rate limits. */
+  /** The client's address (from X-Forwarded-For only behind TRUSTED_PROXIES), for per-IP rate limits. */
   ip: string;
   /** The request's id (x-request-id), in its log line. */
   requestId: string;

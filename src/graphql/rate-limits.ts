@@ -15,6 +15,7 @@ import type { RateLimitRule, RateLimitSettings } from '../config';
 import { RedisKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/redis.client';
 import { nickNameKey } from '../user/user.service';
+import { addressLimitKey } from './client-address';
 import { ErrorCode } from './errors';
 
 type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
@@ -46,12 +47,13 @@ export class RateLimits {
     }
   }
 
+  /** `ip`: the client's address (IPv6 clients are counted per /64, see addressLimitKey). */
   signUp(ip: string): Promise<void> {
-    return this.consume('signUpPerIp', ip, 'sign-ups from this address');
+    return this.consume('signUpPerIp', addressLimitKey(ip), 'sign-ups from this address');
   }
 
   async login(ip: string, nickName: string): Promise<void> {
-    await this.consume('loginPerIp', ip, 'logins from this address');
+    await this.consume('loginPerIp', addressLimitKey(ip), 'logins from this address');
     await this.consume('loginPerNickName', nickNameKey(nickName), `logins as "${nickName}"`);
   }
 

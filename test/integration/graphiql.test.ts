@@ -2,20 +2,21 @@
  * GraphiQL end to end in a real browser: Debian's Chromium (/usr/bin/chromium, which .ci/run
  * installs when missing) driven by playwright-core (never a downloaded browser). The page loads
  * from the service itself, runs followFeed with a token in the Authorization header, and shows
- * the result.
+ * the result. The server runs with NODE_ENV=production, as deployed: introspection stays on
+ * there, so the docs explorer shows the schema.
  */
 import { Browser, chromium } from 'playwright-core';
 import { follow, publish, signUp, startTestApp, TestApp } from '../support/harness';
 
 // What the page functions below touch of the browser (they run there, not in Node).
-declare const document: { body: { innerText: string } };
+declare const document: { body: { innerText: string }; querySelector(selector: string): { innerText: string } | null };
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 let app: TestApp;
 let browser: Browser;
 
 beforeAll(async () => {
-  app = await startTestApp('graphiql');
+  app = await startTestApp('graphiql', { env: { NODE_ENV: 'production' } });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     // Headless, as root, and without the background connections this closed network refuses.
@@ -50,6 +51,13 @@ it('serves GraphiQL to a browser and runs followFeed with a bearer token', async
     timeout: 30_000,
   });
   expect(external).toEqual([]); // everything came from the service: no CDN
+  // The schema loaded by introspection: the docs explorer lists the root types and their fields.
+  await page.getByLabel('Show Documentation Explorer').click();
+  await page.waitForFunction(() => (document.querySelector('.graphiql-doc-explorer')?.innerText ?? '').includes('mutation: Mutation'), undefined, {
+    timeout: 30_000,
+  });
+  await page.locator('.graphiql-doc-explorer').getByText('Query', { exact: true }).first().click();
+  await page.waitForFunction(() => (document.querySelector('.graphiql-doc-explorer')?.innerText ?? '').includes('followFeed'), undefined, { timeout: 10_000 });
   // The Headers tab is prefilled for a bearer token when the URL gives none.
   const fresh = await browser.newPage();
   await fresh.goto(app.url);

@@ -1,5 +1,6 @@
 /** GET /metrics and the request id: what an operator scrapes and greps. */
 import { dropInbox, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
+import { buildFeedSchema } from '../../src/graphql/schema';
 import { waitFor } from '../support/processes';
 
 let app: TestApp;
@@ -30,8 +31,11 @@ it('counts requests by operation, fan-out, inbox writes and where feed pages cam
   // A fan-out's lag is observed a moment after its task is marked done: wait for the last one.
   await waitFor('every fan-out lag observed', async () => metric(await (await scrape()).text(), 'fanout_lag_seconds_count') === 12, 5000);
   const text = await (await scrape()).text();
-  expect(metric(text, 'graphql_request_duration_seconds_count{operation="ReaderFeed"}')).toBe(1);
-  expect(metric(text, 'graphql_request_duration_seconds_count{operation="anonymous"}')).toBeGreaterThan(15);
+  // Labelled by root field, not by the client's operation names.
+  expect(metric(text, 'graphql_request_duration_seconds_count{operation="publishBlog"}')).toBe(12);
+  expect(metric(text, 'graphql_request_duration_seconds_count{operation="signUp"}')).toBe(2);
+  expect(text).not.toContain('operation="ReaderFeed"');
+  expect(metric(text, 'graphql_request_duration_seconds_count{operation="followFeed"}')).toBeGreaterThanOrEqual(2);
   expect(metric(text, 'feed_page_reads_total{source="inbox"}')).toBeGreaterThanOrEqual(1);
   expect(metric(text, 'feed_page_reads_total{source="cold"}')).toBeGreaterThanOrEqual(1);
   expect(metric(text, 'feed_page_reads_total{source="pull"}')).toBeGreaterThanOrEqual(1);
@@ -39,6 +43,50 @@ it('counts requests by operation, fan-out, inbox writes and where feed pages cam
   expect(metric(text, 'fanout_lag_seconds_count')).toBe(12);
   expect(metric(text, 'fanout_queue_jobs{state="failed"}')).toBe(0);
   expect(text).toContain('feed_process_cpu_user_seconds_total');
+});
+
+it('keeps the operation label to the schema\'s root fields, introspection and other, whatever names clients send', async () => {
+  for (let i = 0; i < 300; i += 1) ok(await app.gql(`query MadeUp${i} { viewer { id } }`));
+  ok(await app.gql('query Typename { __typename }'));
+  ok(await app.gql('{ __schema { queryType { name } } }'));
+  expect((await app.gql('{ noSuchField }')).status).toBe(400);
+  expect((await app.gql('{ viewer { id ')).status).toBe(400);
+  const text = await (await fetch(app.url.replace('/graphql', '/metrics'))).text();
+  const labels = new Set([...text.matchAll(/graphql_request_duration_seconds_count\{operation="([^"]*)"\}/g)].map((match) => match[1]));
+  expect(labels.has('viewer')).toBe(true);
+  expect(labels.has('introspection')).toBe(true);
+  expect(labels.has('other')).toBe(true);
+  const schema = buildFeedSchema();
+  const rootFields = [...Object.keys(schema.getQueryType()!.getFields()), ...Object.keys(schema.getMutationType()!.getFields())];
+  expect([...labels].filter((label) => !rootFields.includes(label) && label !== 'introspection' && label !== 'other')).toEqual([]);
+  expect(metric(text, 'graphql_request_duration_seconds_count{operation="viewer"}')).toBeGreaterThanOrEqual(300);
+});
+
+describe('METRICS_TOKEN', () => {
+  const TOKEN = 'metrics-scrape-token-42';
+  let guarded: TestApp;
+  beforeAll(async () => {
+    guarded = await startTestApp('observability_token', { env: { METRICS_TOKEN: TOKEN } });
+  });
+  afterAll(() => guarded.close());
+
+  it('serves /metrics only to a bearer of the token', async () => {
+    const scrape = (authorization?: string) =>
+      fetch(guarded.url.replace('/graphql', '/metrics'), { headers: authorization ? { authorization } : {} });
+    expect((await scrape()).status).toBe(401);
+    expect((await scrape(`Bearer ${TOKEN.slice(0, -1)}`)).status).toBe(401);
+    expect((await scrape(`Bearer ${TOKEN}x`)).status).toBe(401);
+    expect((await scrape(TOKEN)).status).toBe(401);
+    const refused = await scrape('Bearer wrong');
+    expect(refused.headers.get('www-authenticate')).toContain('Bearer');
+    expect(await refused.text()).not.toContain('graphql_request_duration_seconds');
+    const allowed = await scrape(`Bearer ${TOKEN}`);
+    expect(allowed.status).toBe(200);
+    expect(await allowed.text()).toContain('graphql_request_duration_seconds');
+    expect((await scrape(`bearer ${TOKEN}`)).status).toBe(200);
+    // The rest of the service does not ask for it.
+    expect((await fetch(guarded.url.replace('/graphql', '/healthz'))).status).toBe(200);
+  });
 });
 
 it('echoes the caller\'s request id, or makes one', async () => {

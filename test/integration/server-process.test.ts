@@ -64,8 +64,13 @@ it('created and migrated its database, and serves GraphQL', async () => {
       .find((entry) => entry.requestId === requestId);
   await waitFor('the request to be logged', async () => logLine() !== undefined, 5000); // the pipe may lag
   const line = logLine();
-  expect(line).toMatchObject({ operation: 'Join', viewerId: null, service: 'follow-feed' });
+  expect(line).toMatchObject({ operation: 'Join', rootField: 'signUp', viewerId: null, service: 'follow-feed' });
   expect(typeof line.durationMs).toBe('number');
+});
+
+it('answers introspection under NODE_ENV=production (GraphiQL and codegen need it)', async () => {
+  const response = await post(JSON.stringify({ query: '{ __schema { queryType { name } mutationType { name } } }' }));
+  expect(await response.json()).toEqual({ data: { __schema: { queryType: { name: 'Query' }, mutationType: { name: 'Mutation' } } } });
 });
 
 it('answers a body that is not JSON with a JSON error', async () => {

@@ -11,7 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './processes';
 
-export const CLUSTER_PIDS_FILE = join(tmpdir(), 'feed-test-cluster-pids.json');
+/**
+ * The cluster's pids, for global-teardown.ts. Named after this Jest process (setup and teardown
+ * run in it): with one shared name, any other run's teardown on the machine (another checkout,
+ * even one without a cluster) killed this run's cluster midway.
+ */
+export const CLUSTER_PIDS_FILE = join(tmpdir(), `feed-test-cluster-pids-${process.pid}.json`);
 
 export default async function globalSetup(): Promise<void> {
   const root = join(__dirname, '..', '..');

@@ -73,11 +73,22 @@ export class PrivateRedis {
     });
   }
 
+  /** SIGSTOP: the server keeps its connections open and answers nothing, as a hung Redis does. */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT after pause(). */
+  resume(): void {
+    this.process?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     this.connection?.disconnect();
     this.connection = undefined;
     const child = this.process;
     if (!child || child.exitCode !== null) return;
+    child.kill('SIGCONT'); // a paused server would not act on SIGTERM
     const exited = new Promise((resolve) => child.once('exit', resolve));
     // A persistent server is shut down cleanly (it has synced its file); the other is killed.
     child.kill(this.dir ? 'SIGTERM' : 'SIGKILL');

@@ -1,0 +1,53 @@
+/** The settings of issue 11's hardening: parsed once in config.ts, a bad value named with what it got. */
+import { ConfigError, loadConfig } from '../../src/config';
+import { addressLimitKey, canonicalAddress } from '../../src/graphql/client-address';
+
+const refused = (env: Record<string, string>, message: string) => {
+  expect(() => loadConfig(env)).toThrow(ConfigError);
+  expect(() => loadConfig(env)).toThrow(message);
+};
+
+describe('configuration', () => {
+  it('has no trusted proxies, introspection on, no metrics token and a 10 s shutdown by default, in production too', () => {
+    const config = loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'a-production-secret-1234' });
+    expect(config.trustedProxies).toEqual([]);
+    expect(config.introspection).toBe(true);
+    expect(config.metricsToken).toBeNull();
+    expect(config.shutdownTimeoutMs).toBe(10_000);
+  });
+
+  it('reads TRUSTED_PROXIES as IPv4 and IPv6 addresses and CIDR ranges, naming a bad entry', () => {
+    expect(loadConfig({ TRUSTED_PROXIES: ' 10.0.0.1, 10.1.0.0/16,fd00::/8 ,::1' }).trustedProxies).toEqual(['10.0.0.1', '10.1.0.0/16', 'fd00::/8', '::1']);
+    refused({ TRUSTED_PROXIES: '10.0.0.1,10.0.0.0/33' }, 'TRUSTED_PROXIES has a bad entry "10.0.0.0/33"');
+    refused({ TRUSTED_PROXIES: '1.2.3' }, 'TRUSTED_PROXIES has a bad entry "1.2.3"');
+    refused({ TRUSTED_PROXIES: 'proxy.example' }, 'TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges');
+    refused({ TRUSTED_PROXIES: 'fd00::/129' }, 'TRUSTED_PROXIES has a bad entry "fd00::/129"');
+  });
+
+  it('reads INTROSPECTION, METRICS_TOKEN and SHUTDOWN_TIMEOUT_MS', () => {
+    expect(loadConfig({ INTROSPECTION: 'off' }).introspection).toBe(false);
+    refused({ INTROSPECTION: 'no' }, 'INTROSPECTION must be on or off (got "no")');
+    expect(loadConfig({ METRICS_TOKEN: 'scrape-token-0123456789' }).metricsToken).toBe('scrape-token-0123456789');
+    refused({ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN must be at least 16 characters (got 5)');
+    expect(loadConfig({ SHUTDOWN_TIMEOUT_MS: '2500' }).shutdownTimeoutMs).toBe(2500);
+    refused({ SHUTDOWN_TIMEOUT_MS: '10s' }, 'SHUTDOWN_TIMEOUT_MS must be a whole number (got "10s")');
+    refused({ SHUTDOWN_TIMEOUT_MS: '0' }, 'SHUTDOWN_TIMEOUT_MS must be between 100 and 600000 (got 0)');
+  });
+});
+
+describe('client address keys', () => {
+  it('count IPv4 clients per address and IPv6 clients per /64', () => {
+    expect(addressLimitKey('203.0.113.5')).toBe('203.0.113.5');
+    expect(addressLimitKey('2001:db8:1:2::a')).toBe('2001:db8:1:2::/64');
+    expect(addressLimitKey('2001:0db8:0001:0002:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::/64');
+    expect(addressLimitKey('2001:db8:1:3::a')).toBe('2001:db8:1:3::/64');
+    expect(addressLimitKey('::ffff:203.0.113.5')).toBe('203.0.113.5');
+    expect(addressLimitKey('unknown')).toBe('unknown');
+  });
+
+  it('write IPv4-mapped IPv6 peers as IPv4', () => {
+    expect(canonicalAddress('::ffff:127.0.0.1')).toBe('127.0.0.1');
+    expect(canonicalAddress('::1')).toBe('::1');
+    expect(canonicalAddress('2001:0db8::0001')).toBe('2001:db8::1');
+  });
+});
