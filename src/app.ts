@@ -46,6 +46,7 @@ import { LikeService } from './like/like.service';
 import { RedisKeys } from './redis/keys';
 import { withTimeout } from './timeout';
 import type { RedisClient } from './redis/redis.client';
+import { breakerOf } from './redis/breaker';
 import { UserService } from './user/user.service';
 
 /** dist/graphiql, from dist/src (compiled) or src (ts-jest). */
@@ -122,7 +123,17 @@ export function createServices({ config, db, redis, now = () => new Date() }: Ap
   const fanout = new FanoutService(new FanoutStore(db, now), fanoutQueue, warn);
   const blogs = new BlogService(db, fanout, now, config.feedModel, config.bigAuthorFollowers);
   const likes = new LikeService(db, blogs, now);
-  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, (id) => feed.openInbox(id));
+  // A new user's inbox is only a head start: like any missing inbox, it is built from MySQL on
+  // the first feed read. So with Redis away the account is created and the sign-up succeeds
+  // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
+  const openInbox = async (id: number): Promise<void> => {
+    if (inbox && !inbox.available()) {
+      warn(`Redis is unavailable: the inbox of new user ${id} is built on their first feed read`);
+      return;
+    }
+    await feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
+  };
+  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, openInbox);
   const rateLimits = new RateLimits(redis, keys, config.rateLimits);
   return { auth, users, blogs, follows, likes, feed, fanout, rateLimits, tokens, fanoutQueue, metrics };
 }
@@ -188,15 +199,25 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   app.get('/metrics', async (_req, res) => {
     res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
   });
+  // Ready means "can serve": MySQL answers. Redis only speeds things up (feeds fall back to MySQL,
+  // rate limits to memory, fan-out waits in the outbox), so a Redis that is down or hangs makes
+  // the instance "degraded", still 200: failing readiness then would take every instance out of
+  // the load balancer at once for an outage they all ride out.
   app.get('/readyz', async (_req, res) => {
     const check = (name: string, probe: Promise<unknown>) =>
       withTimeout(probe, READY_TIMEOUT_MS, name).then(() => 'ok', (error: unknown) => String(error));
-    const checks: Record<string, Promise<string>> = {
-      [config.embedded ? 'sqlite' : 'mysql']: check(config.embedded ? 'SQLite' : 'MySQL', deps.db.query('SELECT 1')),
-      ...(redis ? { redis: check('Redis', redis.ping()) } : {}),
-    };
-    const results = Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([name, result]) => [name, await result])));
-    res.status(Object.values(results).every((result) => result === 'ok') ? 200 : 503).json(results);
+    const database = config.embedded ? 'sqlite' : 'mysql';
+    const [db, redisCheck] = await Promise.all([
+      check(config.embedded ? 'SQLite' : 'MySQL', deps.db.query('SELECT 1')),
+      redis ? check('Redis', redis.ping()) : undefined,
+    ]);
+    const results: Record<string, string> = { [database]: db };
+    if (redis) {
+      const breaker = breakerOf(redis)?.state ?? 'closed';
+      results.redis = redisCheck === 'ok' && breaker === 'closed' ? 'ok' : 'degraded';
+      if (results.redis !== 'ok') results.redisError = redisCheck === 'ok' ? `circuit breaker ${breaker}` : redisCheck!;
+    }
+    res.status(db === 'ok' ? 200 : 503).json(results);
   });
   const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
     const auth = services.tokens.check(req.headers.authorization);

@@ -52,6 +52,11 @@ export interface Config {
   redisClusterNodes: Array<{ host: string; port: number }> | null;
   /** Prepended to every Redis key; lets several deployments (or test files) share one Redis. */
   redisKeyPrefix: string;
+  /**
+   * A Redis command without an answer after this long fails (ioredis commandTimeout), and the
+   * circuit breaker opens: a Redis that hangs is treated like one that is down.
+   */
+  redisCommandTimeoutMs: number;
   jwtSecret: string;
   /** True when JWT_SECRET was not given and the development default is in use. */
   jwtSecretIsDefault: boolean;
@@ -114,6 +119,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: parseUrlVar(env, 'REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
     redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? '',
+    redisCommandTimeoutMs: parseIntVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 300, 10, 60_000),
     jwtSecret: jwtSecret ?? DEV_JWT_SECRET,
     jwtSecretIsDefault: jwtSecret === undefined,
     jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),

@@ -69,8 +69,9 @@ export class FanoutQueue {
   private readonly connection: RedisClient;
   readonly queue: Queue<FanoutJobData, void, FanoutJobName>;
 
-  constructor(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisKeyPrefix'>) {
-    this.connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  constructor(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisKeyPrefix' | 'redisCommandTimeoutMs'>) {
+    // A Redis that hangs fails an add after REDIS_COMMAND_TIMEOUT_MS, like one that is down.
+    this.connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: config.redisCommandTimeoutMs });
     this.connection.on('error', () => {
       // Reported where it matters (a failed add); ioredis keeps reconnecting by itself.
     });

@@ -29,6 +29,7 @@
  *   second, bound by the client encoding two commands per inbox; the script reaches about
  *   500,000 a second in isolation (bench/fanout.bench.ts measures the end-to-end figures).
  */
+import { redisAvailable } from '../redis/breaker';
 import { isCluster, RedisClient } from '../redis/redis.client';
 import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
 import { FeedPosition, ScoredId } from './cursor';
@@ -208,7 +209,7 @@ export class Inbox {
 
   /** False while the Redis connection is down: callers go to MySQL at once instead of waiting. */
   available(): boolean {
-    return this.redis.status === 'ready';
+    return redisAvailable(this.redis);
   }
 
   /** Forgets an inbox whose state is unknown (a write to it failed); the next read rebuilds it. */

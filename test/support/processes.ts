@@ -73,6 +73,19 @@ export class PrivateRedis {
     });
   }
 
+  /**
+   * Freezes the server (SIGSTOP): its connections stay open but nothing answers, like a Redis
+   * that hangs or is overloaded, which a client cannot tell from a slow one.
+   */
+  pause(): void {
+    this.process?.kill('SIGSTOP');
+  }
+
+  /** Lets a paused server run again (SIGCONT); it answers what was sent meanwhile. */
+  resume(): void {
+    this.process?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     this.connection?.disconnect();
     this.connection = undefined;
