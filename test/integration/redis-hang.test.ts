@@ -94,7 +94,7 @@ describe('sign-up while Redis is down', () => {
   let redis: PrivateRedis;
   let app: TestApp;
   beforeAll(async () => {
-    redis = new PrivateRedis(await freePort());
+    redis = new PrivateRedis(await freePort(), true);
     await redis.start();
     app = await startTestApp('redis_down_signup', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push' } });
   });
@@ -106,6 +106,7 @@ describe('sign-up while Redis is down', () => {
   it('creates the account and answers with a token; the inbox is built on the first feed read', async () => {
     const author = await signUp(app, 'author');
     const first = await publish(app, author, 'first');
+    await app.services.fanout.idle();
     await redis.stop();
     const newcomer = await signUp(app, 'newcomer');
     expect(ok(await app.gql('{ viewer { nickName } }', {}, newcomer.token)).viewer.nickName).toBe('newcomer');
