@@ -35,7 +35,9 @@ import { createLogger, Metrics } from './observability';
 import { Inbox } from './feed/inbox';
 import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
-import { isDatabaseUnavailable } from './db/sql';
+import { createDataSource, SqlStatementLog } from './db/data-source';
+import { isDatabaseTooSlow, isDatabaseUnavailable } from './db/sql';
+import { poolLimits } from './stores';
 import { ErrorCode } from './graphql/errors';
 import { queryLimitsPlugin } from './graphql/limits';
 import { graphqlHandler, isGraphQLPost } from './graphql/http';
@@ -152,7 +154,14 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const { config } = deps;
   const services = createServices(deps);
   const { redis } = deps;
-  const workers = redis && services.fanoutQueue ? new FanoutWorkers({ ...deps, redis, queue: services.fanoutQueue, warn, metrics: services.metrics }) : null;
+  // In-process fan-out workers get a MySQL pool of their own (DATABASE_POOL_SIZE connections): a
+  // burst of chunk jobs, FANOUT_CONCURRENCY at once per worker, must never hold the connections
+  // that requests wait for.
+  const workerDb = redis && services.fanoutQueue && config.fanoutWorkers > 0 ? await openWorkerPool(config) : null;
+  const workers =
+    redis && services.fanoutQueue && workerDb
+      ? new FanoutWorkers({ ...deps, db: workerDb, redis, queue: services.fanoutQueue, warn, metrics: services.metrics })
+      : null;
   workers?.start(config.fanoutWorkers);
   const app = express();
   // POST /graphql, nearly all the traffic, skips Express (see graphql/http.ts). handleGraphQL is
@@ -251,9 +260,17 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       await apollo.stop();
       await services.fanout.flush();
       await workers?.stop();
+      await workerDb?.destroy();
       await services.fanoutQueue?.close();
     },
   };
+}
+
+/** The in-process fan-out workers' MySQL pool (migrations have run: the API's pool opened first). */
+async function openWorkerPool(config: Config): Promise<DataSource> {
+  const db = createDataSource(config.databaseUrl, new SqlStatementLog(), poolLimits(config));
+  await db.initialize();
+  return db;
 }
 
 /** The caller's request id (a proxy's), or a new one; echoed so that logs can be matched. */
@@ -306,6 +323,15 @@ function requestLogPlugin(metrics: Metrics): ApolloServerPlugin<Context> {
  * logged in full, and in production the client sees only a generic message (no internals).
  */
 function formatError(formatted: GraphQLFormattedError, error: unknown, production: boolean): GraphQLFormattedError {
+  // MySQL too slow: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS and was stopped.
+  if (isDatabaseTooSlow((error as { originalError?: unknown })?.originalError ?? error)) {
+    return {
+      message: 'the database is too slow right now (a statement ran out of time); nothing changed; retry shortly',
+      locations: formatted.locations,
+      path: formatted.path,
+      extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
+    };
+  }
   // MySQL unreachable: the request failed for a reason the client can wait out.
   if (isDatabaseUnavailable((error as { originalError?: unknown })?.originalError ?? error)) {
     return {

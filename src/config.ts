@@ -57,6 +57,10 @@ export interface Config {
    * circuit breaker opens: a Redis that hangs is treated like one that is down.
    */
   redisCommandTimeoutMs: number;
+  /** Connections in the API's MySQL pool (the in-process fan-out workers have a pool of their own). */
+  databasePoolSize: number;
+  /** A MySQL statement running longer is stopped and the request gets SERVICE_UNAVAILABLE; 0 = no limit. */
+  databaseStatementTimeoutMs: number;
   jwtSecret: string;
   /** True when JWT_SECRET was not given and the development default is in use. */
   jwtSecretIsDefault: boolean;
@@ -120,6 +124,8 @@ export function loadConfig(env: Env = process.env): Config {
     redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
     redisKeyPrefix: env.REDIS_KEY_PREFIX ?? '',
     redisCommandTimeoutMs: parseIntVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 300, 10, 60_000),
+    databasePoolSize: parseIntVar(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseStatementTimeoutMs: parseIntVar(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
     jwtSecret: jwtSecret ?? DEV_JWT_SECRET,
     jwtSecretIsDefault: jwtSecret === undefined,
     jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
