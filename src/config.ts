@@ -90,6 +90,10 @@ export interface Config {
   outboxRelayIntervalMs: number;
   /** A queued fan-out event not done after this long gets its job re-added (lost by Redis?). */
   fanoutRedriveAfterMs: number;
+  /** Attempts of each fan-out job before it counts as failed (and the relay drives it again). */
+  fanoutJobAttempts: number;
+  /** The first retry's delay of a fan-out job; each further retry waits twice as long. */
+  fanoutJobBackoffMs: number;
   rateLimits: RateLimitSettings;
   /** Origins allowed to call the API from a browser (CORS); empty = same origin only. */
   corsOrigins: string[];
@@ -142,6 +146,8 @@ export function loadConfig(env: Env = process.env): Config {
     fanoutLockMs: parseIntVar(env, 'FANOUT_LOCK_MS', 30_000, 1000, 600_000),
     outboxRelayIntervalMs: parseIntVar(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 50, 600_000),
     fanoutRedriveAfterMs: parseIntVar(env, 'FANOUT_REDRIVE_AFTER_MS', 60_000, 1000, 86_400_000),
+    fanoutJobAttempts: parseIntVar(env, 'FANOUT_JOB_ATTEMPTS', 10, 1, 100),
+    fanoutJobBackoffMs: parseIntVar(env, 'FANOUT_JOB_BACKOFF_MS', 500, 10, 600_000),
     rateLimits: {
       enabled: parseOnOff(env, 'RATE_LIMITS', true),
       signUpPerIp: parseRule(env, 'RATE_LIMIT_SIGNUP_PER_IP', '10/3600'),
