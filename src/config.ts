@@ -94,6 +94,8 @@ export interface Config {
   fanoutJobAttempts: number;
   /** The first retry's delay of a fan-out job; each further retry waits twice as long. */
   fanoutJobBackoffMs: number;
+  /** Finished fan-out tasks and their chunks are deleted after this many days. */
+  fanoutRetentionDays: number;
   rateLimits: RateLimitSettings;
   /** Origins allowed to call the API from a browser (CORS); empty = same origin only. */
   corsOrigins: string[];
@@ -148,6 +150,7 @@ export function loadConfig(env: Env = process.env): Config {
     fanoutRedriveAfterMs: parseIntVar(env, 'FANOUT_REDRIVE_AFTER_MS', 60_000, 1000, 86_400_000),
     fanoutJobAttempts: parseIntVar(env, 'FANOUT_JOB_ATTEMPTS', 10, 1, 100),
     fanoutJobBackoffMs: parseIntVar(env, 'FANOUT_JOB_BACKOFF_MS', 500, 10, 600_000),
+    fanoutRetentionDays: parseIntVar(env, 'FANOUT_RETENTION_DAYS', 7, 1, 3650),
     rateLimits: {
       enabled: parseOnOff(env, 'RATE_LIMITS', true),
       signUpPerIp: parseRule(env, 'RATE_LIMIT_SIGNUP_PER_IP', '10/3600'),

@@ -1,5 +1,6 @@
 /**
- * Fan-out workers: BullMQ workers that run dispatch and chunk jobs, plus the outbox relay.
+ * Fan-out workers: BullMQ workers that run dispatch and chunk jobs, plus the outbox relay and
+ * the purge of finished tasks.
  * `npm start` runs FANOUT_WORKERS of them inside the API process; `npm run worker` runs them
  * alone, and more processes can be started to scale out.
  */
@@ -13,6 +14,7 @@ import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';
 import { ChunkJob, DispatchJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queuePrefix } from './fanout.queue';
+import { FanoutPurger } from './fanout.purge';
 import { OutboxRelay } from './fanout.relay';
 import { FanoutLog } from './fanout.service';
 import { FanoutStore } from './fanout.store';
@@ -32,12 +34,14 @@ export class FanoutWorkers {
   private readonly workers: Worker<FanoutJobData, void, FanoutJobName>[] = [];
   private readonly connections: RedisClient[] = [];
   private readonly relay: OutboxRelay;
+  private readonly purger: FanoutPurger;
   private readonly dispatcher: FanoutDispatcher;
   private readonly executor: FanoutExecutor;
 
   constructor(private readonly deps: FanoutWorkerDeps) {
     const store = new FanoutStore(deps.db, deps.now ?? (() => new Date()));
     this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn);
+    this.purger = new FanoutPurger(store, deps.config.fanoutRetentionDays, deps.now ?? (() => new Date()), deps.warn);
     this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize, (lag) => deps.metrics?.fanoutFinished(lag));
     const inbox = new Inbox(deps.redis, new RedisKeys(deps.config.redisKeyPrefix), deps.config.feedMaxItems, deps.config.activeDays * 24 * 3600);
     this.executor = new FanoutExecutor(store, inbox, deps.metrics);
@@ -67,7 +71,10 @@ export class FanoutWorkers {
       worker.on('error', (error) => this.deps.warn('fan-out worker error', error));
       this.workers.push(worker);
     }
-    if (count > 0) this.relay.start();
+    if (count > 0) {
+      this.relay.start();
+      this.purger.start();
+    }
   }
 
   private async process(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
@@ -81,6 +88,7 @@ export class FanoutWorkers {
   /** Lets running jobs finish (a SIGTERM'd worker hands nothing half-done back), then stops. */
   async stop(): Promise<void> {
     await this.relay.stop();
+    await this.purger.stop();
     await Promise.all(this.workers.map((worker) => worker.close()));
     for (const connection of this.connections) connection.disconnect();
   }

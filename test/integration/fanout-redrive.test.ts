@@ -1,12 +1,14 @@
 /**
  * No fan-out event is stranded: an outage longer than a job's whole backoff leaves its job in
  * BullMQ's failed set, and the relay drives the task again once the outage ends, dispatch and
- * chunk jobs alike.
+ * chunk jobs alike. And finished tasks are purged after FANOUT_RETENTION_DAYS.
  */
 import { Connection, createConnection } from 'mysql2/promise';
 import { DataSource } from 'typeorm';
 import { createDataSource, SqlStatementLog } from '../../src/db/data-source';
+import { FanoutPurger, PURGE_BATCH } from '../../src/fanout/fanout.purge';
 import { FanoutQueue } from '../../src/fanout/fanout.queue';
+import { FanoutStore } from '../../src/fanout/fanout.store';
 import { FanoutWorkers } from '../../src/fanout/fanout.worker';
 import { fromGlobalId } from '../../src/graphql/global-id';
 import { addFollowers, inboxScores, MYSQL_URL, publish, signUp, startTestApp, TestApp, testDatabase } from '../support/harness';
@@ -93,5 +95,40 @@ describe('a fan-out job that used up its attempts', () => {
     expect(chunks.every((chunk) => chunk.finished_at !== null)).toBe(true);
     expect(Math.max(...chunks.map((chunk) => Number(chunk.runs)))).toBeGreaterThan(2);
     expect((await inboxScores(app, followers, blog)).filter((score) => score === null)).toEqual([]);
+  });
+});
+
+describe('the purge of finished fan-out tasks', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp('fanout_purge', { env: { FANOUT_WORKERS: '0', FANOUT_RETENTION_DAYS: '7' } });
+  });
+  afterAll(() => app.close());
+
+  it('deletes tasks finished more than FANOUT_RETENTION_DAYS ago with their chunks, in batches, and keeps the rest', async () => {
+    const day = 86_400_000;
+    const now = Date.now();
+    const old = new Date(now - 8 * day);
+    const recent = new Date(now - 6 * day);
+    // More old finished tasks than one batch, each with two chunks; plus a recent finished one
+    // and an old unfinished one, which must stay.
+    const oldCount = PURGE_BATCH * 2 + 500;
+    const tasks: unknown[][] = Array.from({ length: oldCount }, (_, i) => [i + 1, 'deliver', 1, 1, 1, 'done', old, old]);
+    tasks.push([oldCount + 1, 'deliver', 1, 1, 1, 'done', recent, recent], [oldCount + 2, 'deliver', 1, 1, 1, 'queued', old, null]);
+    await app.db.query('INSERT INTO tb_fanout_task (id, kind, blog_id, author_id, score, status, created_at, finished_at) VALUES ?', [tasks]);
+    const chunks = tasks.flatMap(([id]) => [[id, 1, 0, 1, 1], [id, 2, 1, 2, 1]]);
+    await app.db.query('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [chunks]);
+
+    const purger = new FanoutPurger(new FanoutStore(app.db, () => new Date()), app.config.fanoutRetentionDays, () => new Date(now), () => {});
+    expect(await purger.purgeOnce()).toBe(oldCount);
+    const left = await app.query('SELECT id FROM tb_fanout_task ORDER BY id');
+    expect(left.map((row) => Number(row.id))).toEqual([oldCount + 1, oldCount + 2]);
+    const [{ n }] = await app.query('SELECT COUNT(*) AS n FROM tb_fanout_chunk');
+    expect(Number(n)).toBe(4);
+    // A second pass finds nothing more; two days later the recent one goes too.
+    expect(await purger.purgeOnce()).toBe(0);
+    const later = new FanoutPurger(new FanoutStore(app.db, () => new Date()), 7, () => new Date(now + 2 * day), () => {});
+    expect(await later.purgeOnce()).toBe(1);
+    expect((await app.query('SELECT id FROM tb_fanout_task')).map((row) => Number(row.id))).toEqual([oldCount + 2]);
   });
 });
