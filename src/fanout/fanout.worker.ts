@@ -51,7 +51,9 @@ export class FanoutWorkers {
   start(count: number): void {
     const { config } = this.deps;
     for (let i = 0; i < count; i += 1) {
-      // Workers block on Redis while waiting for jobs: BullMQ requires maxRetriesPerRequest null.
+      // Workers block on Redis while waiting for jobs: BullMQ requires maxRetriesPerRequest null,
+      // and no commandTimeout (REDIS_COMMAND_TIMEOUT_MS): its blocking connection, a duplicate of
+      // this one, waits seconds for a job by design. Inbox writes go through deps.redis, which has it.
       const connection = connectRedis(config, { maxRetriesPerRequest: null });
       connection.on('error', () => {});
       this.connections.push(connection);
