@@ -5,7 +5,7 @@
  * And a sign-up while Redis is down (killed) succeeds; the inbox is built later.
  */
 import { fromGlobalId } from '../../src/graphql/global-id';
-import { FEED_PAGE, errorCode, follow, inboxScores, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
+import { FEED_PAGE, errorCode, follow, inboxScores, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 import { freePort, PrivateRedis, waitFor } from '../support/processes';
 
 /** What the issue asks: each operation answers within about a second; 2 s leaves room for a busy machine. */
@@ -38,7 +38,7 @@ describe('Redis that hangs (SIGSTOP)', () => {
     await redis.stop();
   });
 
-  it('answers feed, login, like, publish and sign-up within 2 s, and converges after SIGCONT', async () => {
+  it('answers feed, login, like, publish, sign-up and follow within 2 s, and converges after SIGCONT', async () => {
     const author = await signUp(app, 'author');
     const reader = await signUp(app, 'reader');
     await follow(app, reader, author);
@@ -47,8 +47,9 @@ describe('Redis that hangs (SIGSTOP)', () => {
     expect(await scrollFeed(app, reader, 10)).toEqual([before]);
 
     redis.pause();
-    const times: Record<string, number[]> = { feed: [], login: [], like: [], publish: [], signUp: [] };
+    const times: Record<string, number[]> = { feed: [], login: [], like: [], publish: [], signUp: [], follow: [] };
     const published: string[] = [];
+    const newcomers: TestUser[] = [];
     // Twice each: the first meets a Redis that has just stopped answering (the command
     // timeout opens the breaker), the second an open breaker.
     for (let round = 0; round < 2; round += 1) {
@@ -66,6 +67,8 @@ describe('Redis that hangs (SIGSTOP)', () => {
       times.publish.push(publishing.ms);
       const joining = await timed(() => signUp(app, `newcomer${round}`));
       times.signUp.push(joining.ms);
+      newcomers.push(joining.result);
+      times.follow.push((await timed(() => follow(app, joining.result, author))).ms);
     }
     console.log(`answer times (ms) while Redis hangs, first / second round: ${JSON.stringify(times)}`);
     for (const [operation, ms] of Object.entries(times)) {
@@ -84,6 +87,8 @@ describe('Redis that hangs (SIGSTOP)', () => {
     for (const id of published) expect(await inboxScores(app, [readerId], id)).not.toEqual([null]);
     await waitFor('the breaker to close', async () => (await readyz(app)).body.redis === 'ok', 10_000);
     expect(await scrollFeed(app, reader, 1)).toEqual([...published].reverse().concat(before));
+    // The newcomers, who joined and followed while Redis hung, see the same feed.
+    for (const newcomer of newcomers) expect(await scrollFeed(app, newcomer, 3)).toEqual([...published].reverse().concat(before));
     // The likes counted while Redis hung were counted: nothing lost, nothing doubled.
     const [{ liked }] = await app.query('SELECT liked FROM tb_blog WHERE id = ?', [fromGlobalId(before).id]);
     expect(Number(liked)).toBe(1);
