@@ -6,5 +6,12 @@ import { CreateFeedTables1764489600000 } from './1764489600000-CreateFeedTables'
 import { CreateFanoutTables1764576000000 } from './1764576000000-CreateFanoutTables';
 import { FeedModels1764662400000 } from './1764662400000-FeedModels';
 import { FeedVersion1764748800000 } from './1764748800000-FeedVersion';
+import { FanoutRetention1764835200000 } from './1764835200000-FanoutRetention';
 
-export const MIGRATIONS = [CreateFeedTables1764489600000, CreateFanoutTables1764576000000, FeedModels1764662400000, FeedVersion1764748800000];
+export const MIGRATIONS = [
+  CreateFeedTables1764489600000,
+  CreateFanoutTables1764576000000,
+  FeedModels1764662400000,
+  FeedVersion1764748800000,
+  FanoutRetention1764835200000,
+];

@@ -33,7 +33,9 @@ import { createFeedService } from './feed/feed.setup';
 import { createLogger, Metrics, operationLabeler } from './observability';
 import { FollowService } from './follow/follow.service';
 import { Context, Services } from './graphql/context';
-import { isDatabaseUnavailable } from './db/sql';
+import { createDataSource, SqlStatementLog } from './db/data-source';
+import { isDatabaseTooSlow, isDatabaseUnavailable } from './db/sql';
+import { poolLimits } from './stores';
 import { ErrorCode } from './graphql/errors';
 import { clientAddressOf } from './graphql/client-address';
 import { queryLimitsPlugin } from './graphql/limits';
@@ -45,6 +47,7 @@ import { LikeService } from './like/like.service';
 import { RedisKeys } from './redis/keys';
 import { withTimeout } from './timeout';
 import type { RedisClient } from './redis/redis.client';
+import { breakerOf } from './redis/breaker';
 import { UserService } from './user/user.service';
 
 /** dist/graphiql, from dist/src (compiled) or src (ts-jest). */
@@ -109,7 +112,12 @@ export function createServices({ config, db, redis, now = () => new Date() }: Ap
   const fanout = new FanoutService(fanoutStore, fanoutQueue, warn);
   const blogs = new BlogService(db, fanout, feed, now);
   const likes = new LikeService(db, blogs, now);
-  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, (id) => feed.openInbox(id));
+  // A new user's inbox is only a head start: like any missing inbox, it is built from MySQL on
+  // the first feed read. So with Redis away the account is created and the sign-up succeeds
+  // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
+  const openInbox = (id: number): Promise<void> =>
+    feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
+  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, openInbox);
   const rateLimits = new RateLimits(redis, keys, config.rateLimits);
   return { auth, users, blogs, follows, likes, feed, fanout, rateLimits, tokens, fanoutQueue, metrics };
 }
@@ -130,9 +138,13 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   // A fresh (or flushed) Redis has no watermark: until it is rebuilt, pages come from MySQL.
   services.feed.syncInBackground();
   const { redis } = deps;
+  // In-process fan-out workers get a MySQL pool of their own (DATABASE_POOL_SIZE connections): a
+  // burst of chunk jobs, FANOUT_CONCURRENCY at once per worker, must never hold the connections
+  // that requests wait for.
+  const workerDb = redis && services.fanoutQueue && config.fanoutWorkers > 0 ? await openWorkerPool(config) : null;
   const workers =
-    redis && services.fanoutQueue
-      ? new FanoutWorkers({ ...deps, redis, queue: services.fanoutQueue, warn, metrics: services.metrics, feed: services.feed })
+    redis && services.fanoutQueue && workerDb
+      ? new FanoutWorkers({ ...deps, db: workerDb, redis, queue: services.fanoutQueue, warn, metrics: services.metrics })
       : null;
   workers?.start(config.fanoutWorkers);
   const app = express();
@@ -191,15 +203,25 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
     }
     res.type(services.metrics.registry.contentType).send(await services.metrics.registry.metrics());
   });
+  // Ready means "can serve": MySQL answers. Redis only speeds things up (feeds fall back to MySQL,
+  // rate limits to memory, fan-out waits in the outbox), so a Redis that is down or hangs makes
+  // the instance "degraded", still 200: failing readiness then would take every instance out of
+  // the load balancer at once for an outage they all ride out.
   app.get('/readyz', async (_req, res) => {
     const check = (name: string, probe: Promise<unknown>) =>
       withTimeout(probe, READY_TIMEOUT_MS, name).then(() => 'ok', (error: unknown) => String(error));
-    const checks: Record<string, Promise<string>> = {
-      [config.embedded ? 'sqlite' : 'mysql']: check(config.embedded ? 'SQLite' : 'MySQL', deps.db.query('SELECT 1')),
-      ...(redis ? { redis: check('Redis', redis.ping()) } : {}),
-    };
-    const results = Object.fromEntries(await Promise.all(Object.entries(checks).map(async ([name, result]) => [name, await result])));
-    res.status(Object.values(results).every((result) => result === 'ok') ? 200 : 503).json(results);
+    const database = config.embedded ? 'sqlite' : 'mysql';
+    const [db, redisCheck] = await Promise.all([
+      check(config.embedded ? 'SQLite' : 'MySQL', deps.db.query('SELECT 1')),
+      redis ? check('Redis', redis.ping()) : undefined,
+    ]);
+    const results: Record<string, string> = { [database]: db };
+    if (redis) {
+      const breaker = breakerOf(redis)?.state ?? 'closed';
+      results.redis = redisCheck === 'ok' && breaker === 'closed' ? 'ok' : 'degraded';
+      if (results.redis !== 'ok') results.redisError = redisCheck === 'ok' ? `circuit breaker ${breaker}` : redisCheck!;
+    }
+    res.status(db === 'ok' ? 200 : 503).json(results);
   });
   const clientAddress = clientAddressOf(config.trustedProxies);
   const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
@@ -234,6 +256,7 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
       await apollo.stop();
       await services.fanout.flush();
       await workers?.stop();
+      await workerDb?.destroy();
       await services.fanoutQueue?.close();
     },
   };
@@ -250,6 +273,13 @@ function metricsAuthorization(token: string | null): (header: string | undefined
   const expected = digest(token);
   // The scheme is case-insensitive (RFC 9110); the token is not.
   return (header) => timingSafeEqual(digest(/^bearer +(.+)$/i.exec(header ?? '')?.[1] ?? ''), expected);
+}
+
+/** The in-process fan-out workers' MySQL pool (migrations have run: the API's pool opened first). */
+async function openWorkerPool(config: Config): Promise<DataSource> {
+  const db = createDataSource(config.databaseUrl, new SqlStatementLog(), poolLimits(config));
+  await db.initialize();
+  return db;
 }
 
 /** The caller's request id (a proxy's), or a new one; echoed so that logs can be matched. */
@@ -310,6 +340,15 @@ function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefiniti
  * logged in full, and in production the client sees only a generic message (no internals).
  */
 function formatError(formatted: GraphQLFormattedError, error: unknown, production: boolean): GraphQLFormattedError {
+  // MySQL too slow: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS and was stopped.
+  if (isDatabaseTooSlow((error as { originalError?: unknown })?.originalError ?? error)) {
+    return {
+      message: 'the database is too slow right now (a statement ran out of time); nothing changed; retry shortly',
+      locations: formatted.locations,
+      path: formatted.path,
+      extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
+    };
+  }
   // MySQL unreachable: the request failed for a reason the client can wait out.
   if (isDatabaseUnavailable((error as { originalError?: unknown })?.originalError ?? error)) {
     return {

@@ -54,6 +54,15 @@ export interface Config {
   redisClusterNodes: Array<{ host: string; port: number }> | null;
   /** Prepended to every Redis key; lets several deployments (or test files) share one Redis. */
   redisKeyPrefix: string;
+  /**
+   * A Redis command without an answer after this long fails (ioredis commandTimeout), and the
+   * circuit breaker opens: a Redis that hangs is treated like one that is down.
+   */
+  redisCommandTimeoutMs: number;
+  /** Connections in the API's MySQL pool (the in-process fan-out workers have a pool of their own). */
+  databasePoolSize: number;
+  /** A MySQL statement running longer is stopped and the request gets SERVICE_UNAVAILABLE; 0 = no limit. */
+  databaseStatementTimeoutMs: number;
   jwtSecret: string;
   /** True when JWT_SECRET was not given and the development default is in use. */
   jwtSecretIsDefault: boolean;
@@ -84,6 +93,12 @@ export interface Config {
   outboxRelayIntervalMs: number;
   /** A queued fan-out event not done after this long gets its job re-added (lost by Redis?). */
   fanoutRedriveAfterMs: number;
+  /** Attempts of each fan-out job before it counts as failed (and the relay drives it again). */
+  fanoutJobAttempts: number;
+  /** The first retry's delay of a fan-out job; each further retry waits twice as long. */
+  fanoutJobBackoffMs: number;
+  /** Finished fan-out tasks and their chunks are deleted after this many days. */
+  fanoutRetentionDays: number;
   rateLimits: RateLimitSettings;
   /** Origins allowed to call the API from a browser (CORS); empty = same origin only. */
   corsOrigins: string[];
@@ -131,6 +146,9 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: parseUrlVar(env, 'REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
     redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
     redisKeyPrefix: parseKeyPrefix(env.REDIS_KEY_PREFIX),
+    redisCommandTimeoutMs: parseIntVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 300, 10, 60_000),
+    databasePoolSize: parseIntVar(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseStatementTimeoutMs: parseIntVar(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
     jwtSecret: jwtSecret ?? DEV_JWT_SECRET,
     jwtSecretIsDefault: jwtSecret === undefined,
     jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
@@ -150,6 +168,9 @@ export function loadConfig(env: Env = process.env): Config {
     fanoutLockMs: parseIntVar(env, 'FANOUT_LOCK_MS', 30_000, 1000, 600_000),
     outboxRelayIntervalMs: parseIntVar(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 50, 600_000),
     fanoutRedriveAfterMs: parseIntVar(env, 'FANOUT_REDRIVE_AFTER_MS', 60_000, 1000, 86_400_000),
+    fanoutJobAttempts: parseIntVar(env, 'FANOUT_JOB_ATTEMPTS', 10, 1, 100),
+    fanoutJobBackoffMs: parseIntVar(env, 'FANOUT_JOB_BACKOFF_MS', 500, 10, 600_000),
+    fanoutRetentionDays: parseIntVar(env, 'FANOUT_RETENTION_DAYS', 7, 1, 3650),
     rateLimits: {
       enabled: parseOnOff(env, 'RATE_LIMITS', true),
       signUpPerIp: parseRule(env, 'RATE_LIMIT_SIGNUP_PER_IP', '10/3600'),

@@ -8,7 +8,7 @@
 import { resolve } from 'node:path';
 import { DataSource } from 'typeorm';
 import { Config, ConfigError } from './config';
-import { openDatabase, openEmbeddedDatabase, SqlStatementLog } from './db/data-source';
+import { openDatabase, openEmbeddedDatabase, PoolLimits, SqlStatementLog } from './db/data-source';
 import { createRedis, RedisClient } from './redis/redis.client';
 
 export interface Stores {
@@ -26,7 +26,7 @@ export async function openStores(config: Config, sqlLog?: SqlStatementLog): Prom
     });
     return { db, redis: null, close: () => db.destroy() };
   }
-  const db = await openDatabase(config.databaseUrl, sqlLog).catch((error: unknown) => {
+  const db = await openDatabase(config.databaseUrl, sqlLog, poolLimits(config)).catch((error: unknown) => {
     throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
   });
   const redis = createRedis(config);
@@ -37,6 +37,11 @@ export async function openStores(config: Config, sqlLog?: SqlStatementLog): Prom
       await Promise.allSettled([db.destroy(), redis.quit()]);
     },
   };
+}
+
+/** The MySQL pool's limits from the configuration. */
+export function poolLimits(config: Pick<Config, 'databasePoolSize' | 'databaseStatementTimeoutMs'>): PoolLimits {
+  return { poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs };
 }
 
 /** What the process runs on, in one line (the first line the server logs). */

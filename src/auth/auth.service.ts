@@ -2,7 +2,7 @@
 import { badUserInput, unauthenticated } from '../graphql/errors';
 import { charLength, checkText } from '../validation';
 import { User } from '../user/user.types';
-import { UserService } from '../user/user.service';
+import { nickNameKey, UserService } from '../user/user.service';
 import { PasswordHasher } from './auth.passwords';
 import { TokenService } from './auth.tokens';
 
@@ -12,6 +12,12 @@ export const NICKNAME_MAX = 32;
 /** Password length: 8 is the NIST SP 800-63B minimum; the maximum bounds the hashing work. */
 export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 256;
+/**
+ * nickName key length in characters, after NFKC and lower-casing (nickNameKey): the width of
+ * the tb_user.nick_key column. NFKC can expand one character to as many as 18 ("ﷺ"), so a
+ * nickName within NICKNAME_MAX can still have a key that the column cannot hold.
+ */
+export const NICKNAME_KEY_MAX = 128;
 
 export interface AuthPayloadData {
   token: string;
@@ -28,6 +34,13 @@ export function validateNickName(nickName: string): void {
   }
   if (CONTROL_CHARACTERS.test(nickName)) {
     throw badUserInput('nickName must not contain control characters', 'nickName');
+  }
+  const keyLength = charLength(nickNameKey(nickName));
+  if (keyLength > NICKNAME_KEY_MAX) {
+    throw badUserInput(
+      `nickName must be at most ${NICKNAME_KEY_MAX} characters once normalised (NFKC, lower case) (got ${keyLength})`,
+      'nickName',
+    );
   }
 }
 

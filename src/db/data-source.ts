@@ -1,6 +1,7 @@
 /**
  * The DataSources (MySQL, or the embedded SQLite file), database creation and migrations.
  */
+import mysql2, { PoolOptions } from 'mysql2';
 import { createConnection } from 'mysql2/promise';
 import { DataSource, Logger as TypeOrmLogger } from 'typeorm';
 import { MIGRATIONS } from '../../migrations';
@@ -40,8 +41,18 @@ export class SqlStatementLog implements TypeOrmLogger {
   }
 }
 
-export function createDataSource(databaseUrl: string, logger = new SqlStatementLog()): DataSource {
-  return new DataSource({
+/** The limits of a MySQL pool (DATABASE_POOL_SIZE, DATABASE_STATEMENT_TIMEOUT_MS). */
+export interface PoolLimits {
+  poolSize: number;
+  /** 0 = statements may run as long as they like (migrations, the TypeORM CLI). */
+  statementTimeoutMs: number;
+}
+
+/** No statement limit: for migrations, whose ALTERs on a big table may rightly take minutes. */
+export const UNLIMITED_POOL: PoolLimits = { poolSize: 10, statementTimeoutMs: 0 };
+
+export function createDataSource(databaseUrl: string, logger = new SqlStatementLog(), limits: PoolLimits = UNLIMITED_POOL): DataSource {
+  const dataSource = new DataSource({
     type: 'mysql',
     url: databaseUrl,
     entities: ENTITIES,
@@ -53,9 +64,45 @@ export function createDataSource(databaseUrl: string, logger = new SqlStatementL
     supportBigNumbers: true,
     bigNumberStrings: true,
     maxQueryExecutionTime: 1000,
-    poolSize: 10,
+    poolSize: limits.poolSize,
+    ...(limits.statementTimeoutMs > 0 ? { driver: mysqlWithStatementLimit(limits.statementTimeoutMs) } : {}),
     logger,
   });
+  return dataSource;
+}
+
+/** What limitStatements needs of mysql2's connections (callback API). */
+interface MysqlConnection {
+  _handshakePacket?: { serverVersion?: string } | null;
+  query(sql: string, params: unknown[], callback: (error: Error | null) => void): void;
+}
+
+/**
+ * mysql2, with a session limit on statement time for every connection its pools open, set before
+ * the connection's first statement (mysql2 runs a connection's commands in order): MariaDB's
+ * max_statement_time (seconds; it also interrupts a statement waiting for a row lock) or MySQL's
+ * max_execution_time (ms, SELECTs only). A statement over the limit fails with
+ * ER_STATEMENT_TIMEOUT / ER_QUERY_TIMEOUT, answered SERVICE_UNAVAILABLE (db/sql.ts): a slow
+ * database costs a request a bounded wait, and the connection returns to the pool.
+ */
+function mysqlWithStatementLimit(timeoutMs: number): typeof mysql2 {
+  return {
+    ...mysql2,
+    createPool(options: PoolOptions) {
+      const pool = mysql2.createPool(options);
+      pool.on('connection', (connection) => {
+        const raw = connection as unknown as MysqlConnection;
+        const mariaDb = /mariadb/i.test(raw._handshakePacket?.serverVersion ?? '');
+        const [statement, value] = mariaDb
+          ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000]
+          : ['SET SESSION max_execution_time = ?', timeoutMs];
+        raw.query(statement, [value], (error) => {
+          if (error) console.warn(`[sql] cannot limit statement time (DATABASE_STATEMENT_TIMEOUT_MS): ${error.message}`);
+        });
+      });
+      return pool;
+    },
+  } as typeof mysql2;
 }
 
 /** The database name of a mysql:// URL, checked to be a plain identifier. */
@@ -94,10 +141,27 @@ const MIGRATION_LOCK_SECONDS = 120;
  * starting together on a fresh database would both run the migrations: a named lock
  * (GET_LOCK) lets one run them while the other waits and then finds nothing pending.
  */
-export async function openDatabase(databaseUrl: string, logger?: SqlStatementLog): Promise<DataSource> {
+export async function openDatabase(databaseUrl: string, logger?: SqlStatementLog, limits: PoolLimits = UNLIMITED_POOL): Promise<DataSource> {
   await ensureDatabase(databaseUrl);
-  const dataSource = createDataSource(databaseUrl, logger);
+  await migrate(databaseUrl, logger);
+  const dataSource = createDataSource(databaseUrl, logger, limits);
   await dataSource.initialize();
+  return dataSource;
+}
+
+/** Runs the pending migrations on a connection of their own, without the statement limit. */
+async function migrate(databaseUrl: string, logger?: SqlStatementLog): Promise<void> {
+  // Two connections: one holds the migration lock while the migrations run on the other.
+  const dataSource = createDataSource(databaseUrl, logger, { poolSize: 2, statementTimeoutMs: 0 });
+  await dataSource.initialize();
+  try {
+    await runMigrationsLocked(dataSource, databaseUrl);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+async function runMigrationsLocked(dataSource: DataSource, databaseUrl: string): Promise<void> {
   const runner = dataSource.createQueryRunner();
   try {
     const lockName = `migrations:${databaseNameOf(databaseUrl)}`;
@@ -111,7 +175,6 @@ export async function openDatabase(databaseUrl: string, logger?: SqlStatementLog
   } finally {
     await runner.release();
   }
-  return dataSource;
 }
 
 /**

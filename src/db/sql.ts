@@ -83,6 +83,18 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return /closed state|connection lost|connect ETIMEDOUT|Pool is closed/i.test(String((error as Error)?.message ?? ''));
 }
 
+/**
+ * MySQL stopped a statement at DATABASE_STATEMENT_TIMEOUT_MS: MariaDB's errno 1969 (which
+ * mysql2 has no name for) or MySQL's ER_QUERY_TIMEOUT (3024). The database is too slow right
+ * now; the statement changed nothing (its transaction is rolled back).
+ */
+const STATEMENT_TIMEOUT_ERRNOS = new Set([1969, 3024]);
+
+export function isDatabaseTooSlow(error: unknown): boolean {
+  const driverError = (error as { driverError?: { errno?: number } })?.driverError ?? (error as { errno?: number });
+  return STATEMENT_TIMEOUT_ERRNOS.has(Number(driverError?.errno));
+}
+
 const DUPLICATE_KEY_CODES = new Set(['ER_DUP_ENTRY', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);
 
 export function isDuplicateKey(error: unknown): boolean {

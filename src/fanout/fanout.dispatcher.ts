@@ -70,11 +70,14 @@ export class FanoutDispatcher {
     if (lag !== null) this.onComplete?.(task.id, lag);
   }
 
-  /** After a crash: chunks recorded but not finished get their jobs again (no-op if queued). */
+  /**
+   * After a crash, or when the relay drives a stranded task again: chunks recorded but not
+   * finished get their jobs again (a no-op while queued; one that used up its attempts runs again).
+   */
   private async requeueUnfinishedChunks(task: FanoutTask): Promise<void> {
     for (const chunk of await this.store.unfinishedChunks(task.id)) {
       const followerIds = await this.store.followerIdsIn(task.authorId, chunk);
-      await this.queue.add([jobOf(task, chunk, followerIds, await this.databaseNow())]);
+      await this.queue.add([jobOf(task, chunk, followerIds, await this.databaseNow())], { redrive: true });
     }
   }
 }

@@ -36,16 +36,27 @@ export type FanoutJobData = DispatchJob | ChunkJob;
 export type FanoutJobName = 'dispatch' | 'chunk';
 
 /**
- * Retries with exponential backoff (0.5 s, 1 s, 2 s, ... about 4 minutes in all) ride out a
- * MySQL or Redis restart. Completed jobs are dropped (the task row is the record), failed ones
- * are kept so that an operator can see and retry them.
+ * Completed jobs are dropped (the task row is the record), failed ones are kept so that an
+ * operator can see them, until the relay drives their task again (FanoutQueue.add with redrive).
+ * Attempts and backoff come from the configuration (FanoutQueue.add): by default 10 attempts
+ * with exponential backoff (0.5 s, 1 s, 2 s, ... about 4 minutes in all) ride out a MySQL or
+ * Redis restart; a longer outage leaves the job failed, and the relay's redrive starts it again.
  */
 const JOB_OPTIONS: JobsOptions = {
-  attempts: 10,
-  backoff: { type: 'exponential', delay: 500 },
   removeOnComplete: true,
   removeOnFail: { count: 10_000 },
 };
+
+export type FanoutJob = ReturnType<typeof dispatchJob> | ReturnType<typeof chunkJob>;
+
+export interface AddOptions {
+  /**
+   * A job under the same id that used up its attempts (BullMQ's failed set) is removed first,
+   * so the job runs again: re-adding a job id that still exists is otherwise a no-op, and the
+   * event would stay stranded however often it is re-queued.
+   */
+  redrive?: boolean;
+}
 
 export function dispatchJob(taskId: number): { name: FanoutJobName; data: DispatchJob; opts: JobsOptions } {
   return { name: 'dispatch', data: { taskId }, opts: { ...JOB_OPTIONS, jobId: `dispatch-${taskId}` } };
@@ -71,9 +82,12 @@ const ADD_TIMEOUT_MS = 2000;
 export class FanoutQueue {
   private readonly connection: RedisClient;
   readonly queue: Queue<FanoutJobData, void, FanoutJobName>;
+  /** FANOUT_JOB_ATTEMPTS and FANOUT_JOB_BACKOFF_MS, given to every job. */
+  private readonly retry: JobsOptions;
 
-  constructor(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisKeyPrefix'>) {
-    this.connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  constructor(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisKeyPrefix' | 'redisCommandTimeoutMs' | 'fanoutJobAttempts' | 'fanoutJobBackoffMs'>) {
+    // A Redis that hangs fails an add after REDIS_COMMAND_TIMEOUT_MS, like one that is down.
+    this.connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: config.redisCommandTimeoutMs });
     this.connection.on('error', () => {
       // Reported where it matters (a failed add); ioredis keeps reconnecting by itself.
     });
@@ -82,12 +96,24 @@ export class FanoutQueue {
       prefix: queuePrefix(config.redisKeyPrefix),
     });
     this.queue.on('error', () => {});
+    this.retry = { attempts: config.fanoutJobAttempts, backoff: { type: 'exponential', delay: config.fanoutJobBackoffMs } };
   }
 
   /** Adds jobs in one round trip; rejects when Redis does not answer within ADD_TIMEOUT_MS. */
-  async add(jobs: Array<ReturnType<typeof dispatchJob> | ReturnType<typeof chunkJob>>): Promise<void> {
+  async add(jobs: FanoutJob[], options: AddOptions = {}): Promise<void> {
     if (jobs.length === 0) return;
-    await withTimeout(this.queue.addBulk(jobs), ADD_TIMEOUT_MS, 'the fan-out queue');
+    const adding = async () => {
+      if (options.redrive) await this.removeFailed(jobs);
+      await this.queue.addBulk(jobs.map((job) => ({ ...job, opts: { ...job.opts, ...this.retry } })));
+    };
+    await withTimeout(adding(), ADD_TIMEOUT_MS, 'the fan-out queue');
+  }
+
+  /** Removes the jobs under these ids that are in the failed set (their attempts are used up). */
+  private async removeFailed(jobs: FanoutJob[]): Promise<void> {
+    const ids = jobs.map((job) => job.opts.jobId!);
+    const states = await Promise.all(ids.map((id) => this.queue.getJobState(id)));
+    await Promise.all(ids.filter((_, i) => states[i] === 'failed').map((id) => this.queue.remove(id)));
   }
 
   async close(): Promise<void> {

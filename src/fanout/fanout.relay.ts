@@ -53,7 +53,8 @@ export class OutboxRelay {
       }
       const stale = await this.store.staleQueuedTaskIds(this.redriveAfterMs, RELAY_BATCH);
       if (stale.length > 0) {
-        await this.queue.add(stale.map(dispatchJob));
+        // A job that used up its attempts (an outage longer than its backoff) is run again.
+        await this.queue.add(stale.map(dispatchJob), { redrive: true });
         await this.store.touchQueued(stale);
       }
       await this.feed?.maintainWatermark();

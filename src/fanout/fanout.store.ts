@@ -258,6 +258,27 @@ export class FanoutStore {
     };
   }
 
+  /**
+   * Deletes up to `limit` tasks finished before `before`, with their chunks, in statements of at
+   * most `limit` rows each (short locks, small undo); returns how many tasks went. Chunks go
+   * first: a purge cut short leaves finished tasks with fewer chunks, never orphan chunks.
+   */
+  async purgeFinished(before: Date, limit: number): Promise<number> {
+    const rows = await select<{ id: string }>(
+      this.db,
+      "SELECT id FROM tb_fanout_task WHERE status = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?",
+      [before, limit],
+    );
+    if (rows.length === 0) return 0;
+    const ids = rows.map((row) => Number(row.id));
+    let deleted: number;
+    do {
+      deleted = (await write(this.db, 'DELETE FROM tb_fanout_chunk WHERE task_id IN (?) LIMIT ?', [ids, limit])).affectedRows;
+    } while (deleted === limit);
+    await write(this.db, 'DELETE FROM tb_fanout_task WHERE id IN (?)', [ids]);
+    return ids.length;
+  }
+
   async isBlogDeleted(blogId: number): Promise<boolean> {
     const [row] = await select<{ deleted_at: Date | null }>(this.db, 'SELECT deleted_at FROM tb_blog WHERE id = ?', [blogId]);
     return !row || row.deleted_at !== null;

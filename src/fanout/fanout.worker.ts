@@ -1,5 +1,6 @@
 /**
- * Fan-out workers: BullMQ workers that run dispatch and chunk jobs, plus the outbox relay.
+ * Fan-out workers: BullMQ workers that run dispatch and chunk jobs, plus the outbox relay and
+ * the purge of finished tasks.
  * `npm start` runs FANOUT_WORKERS of them inside the API process; `npm run worker` runs them
  * alone, and more processes can be started to scale out.
  */
@@ -13,6 +14,7 @@ import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';
 import { ChunkJob, DispatchJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queuePrefix } from './fanout.queue';
+import { FanoutPurger } from './fanout.purge';
 import { OutboxRelay } from './fanout.relay';
 import { FanoutLog } from './fanout.service';
 import { FanoutStore } from './fanout.store';
@@ -34,6 +36,7 @@ export class FanoutWorkers {
   private readonly workers: Worker<FanoutJobData, void, FanoutJobName>[] = [];
   private readonly connections: RedisClient[] = [];
   private readonly relay: OutboxRelay;
+  private readonly purger: FanoutPurger;
   private readonly dispatcher: FanoutDispatcher;
   private readonly executor: FanoutExecutor;
 
@@ -41,6 +44,7 @@ export class FanoutWorkers {
     const store = new FanoutStore(deps.db, deps.now ?? (() => new Date()));
     const feed = deps.feed ?? createFeedService(deps.config, deps.db, deps.redis, { now: deps.now, warn: deps.warn, inFlight: store });
     this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn, feed);
+    this.purger = new FanoutPurger(store, deps.config.fanoutRetentionDays, deps.now ?? (() => new Date()), deps.warn);
     // A finished deliver task leaves the watermark: readers trust inboxes at its score again.
     const completed = (taskId: number, lagSeconds: number) => {
       deps.metrics?.fanoutFinished(lagSeconds);
@@ -54,7 +58,9 @@ export class FanoutWorkers {
   start(count: number): void {
     const { config } = this.deps;
     for (let i = 0; i < count; i += 1) {
-      // Workers block on Redis while waiting for jobs: BullMQ requires maxRetriesPerRequest null.
+      // Workers block on Redis while waiting for jobs: BullMQ requires maxRetriesPerRequest null,
+      // and no commandTimeout (REDIS_COMMAND_TIMEOUT_MS): its blocking connection, a duplicate of
+      // this one, waits seconds for a job by design. Inbox writes go through deps.redis, which has it.
       const connection = connectRedis(config, { maxRetriesPerRequest: null });
       connection.on('error', () => {});
       this.connections.push(connection);
@@ -74,7 +80,10 @@ export class FanoutWorkers {
       worker.on('error', (error) => this.deps.warn('fan-out worker error', error));
       this.workers.push(worker);
     }
-    if (count > 0) this.relay.start();
+    if (count > 0) {
+      this.relay.start();
+      this.purger.start();
+    }
   }
 
   private async process(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
@@ -88,6 +97,7 @@ export class FanoutWorkers {
   /** Lets running jobs finish (a SIGTERM'd worker hands nothing half-done back), then stops. */
   async stop(): Promise<void> {
     await this.relay.stop();
+    await this.purger.stop();
     await Promise.all(this.workers.map((worker) => worker.close()));
     for (const connection of this.connections) connection.disconnect();
   }

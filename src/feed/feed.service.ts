@@ -309,6 +309,12 @@ export class FeedService {
       await commit();
       return;
     }
+    if (!inbox.available()) {
+      // Redis is down or hangs: the inbox cannot follow the change, so it goes (when Redis is
+      // back) and is rebuilt from MySQL; the follow itself does not wait on Redis.
+      if ((await commit()) !== null) this.dropWhenPossible(inbox, readerId);
+      return;
+    }
     const marked = await inbox.markPending(readerId, Date.now()).then(
       () => true,
       (error: unknown) => {
@@ -382,9 +388,18 @@ export class FeedService {
   // ---------------------------------------------------------------------------------------
   // Inbox lifecycle
 
-  /** A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. */
+  /**
+   * A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. With Redis
+   * down or hanging it is skipped: like any missing inbox, it is built on the first feed read.
+   */
   async openInbox(userId: number): Promise<void> {
-    await this.inbox?.create(userId, 0);
+    const { inbox } = this;
+    if (!inbox) return;
+    if (!inbox.available()) {
+      this.warn(`Redis is unavailable: the inbox of new user ${userId} is built on their first feed read`);
+      return;
+    }
+    await inbox.create(userId, 0);
   }
 
   /**

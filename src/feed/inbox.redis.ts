@@ -22,6 +22,7 @@
  * On a cluster a script may only touch keys of one slot, so there each inbox gets its own call,
  * which ioredis pipelines per node.
  */
+import { redisAvailable } from '../redis/breaker';
 import { isCluster, RedisClient } from '../redis/redis.client';
 import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
 import { FeedPosition, ScoredId } from './cursor';
@@ -441,8 +442,9 @@ export class RedisInbox implements Inbox {
     await Promise.all([this.redis.pexpire(meta, this.ttlMs), this.redis.pexpire(inbox, this.ttlMs)]);
   }
 
+  /** False while Redis is down or hangs (the breaker, redis/breaker.ts): callers go to MySQL at once. */
   available(): boolean {
-    return this.redis.status === 'ready';
+    return redisAvailable(this.redis);
   }
 
   async markInFlight(taskId: number, score: number): Promise<void> {

@@ -4,8 +4,9 @@
  * floods (per IP) and write floods (publishBlog and likeBlog per user).
  *
  * A request over a limit gets RATE_LIMITED with `extensions.retryAfterSeconds`. While Redis is
- * unreachable each process falls back to counting in its own memory (an insurance limiter): the
- * limits keep holding per process, they neither lock everyone out nor disappear.
+ * unreachable or does not answer (its circuit breaker is open, see redis/breaker.ts) each
+ * process counts in its own memory (an insurance limiter): the limits keep holding per process,
+ * they neither lock everyone out nor disappear.
  * RATE_LIMITS=off turns them off (benchmarks, load tests). Without Redis at all (the embedded
  * mode, one process) they are counted in process memory from the start.
  */
@@ -13,6 +14,7 @@ import { GraphQLError } from 'graphql';
 import { RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimitRule, RateLimitSettings } from '../config';
 import { RedisKeys } from '../redis/keys';
+import { redisAvailable } from '../redis/breaker';
 import type { RedisClient } from '../redis/redis.client';
 import { nickNameKey } from '../user/user.service';
 import { addressLimitKey } from './client-address';
@@ -22,9 +24,11 @@ type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
 
 export class RateLimits {
   private readonly limiters = new Map<LimitName, RateLimiterAbstract>();
+  /** Each limit's in-memory count: the insurance of its Redis limiter, used alone while Redis is unavailable. */
+  private readonly inMemory = new Map<LimitName, RateLimiterMemory>();
 
   constructor(
-    redis: RedisClient | null,
+    private readonly redis: RedisClient | null,
     keys: RedisKeys,
     private readonly settings: RateLimitSettings,
   ) {
@@ -32,6 +36,7 @@ export class RateLimits {
       if (name === 'enabled') continue;
       const rule: RateLimitRule = settings[name];
       const inMemory = new RateLimiterMemory({ points: rule.points, duration: rule.seconds });
+      this.inMemory.set(name, inMemory);
       this.limiters.set(
         name,
         !redis ? inMemory : new RateLimiterRedis({
@@ -68,8 +73,11 @@ export class RateLimits {
   private async consume(name: LimitName, key: string, what: string): Promise<void> {
     if (!this.settings.enabled) return;
     const rule = this.settings[name];
+    // While Redis hangs or is down (its circuit breaker is open) count in memory at once,
+    // instead of waiting REDIS_COMMAND_TIMEOUT_MS for the insurance limiter to take over.
+    const limiter = this.redis && !redisAvailable(this.redis) ? this.inMemory.get(name)! : this.limiters.get(name)!;
     try {
-      await this.limiters.get(name)!.consume(key);
+      await limiter.consume(key);
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));

@@ -9,6 +9,7 @@
  */
 import { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import type { Config } from '../config';
+import { BREAKER_COOL_DOWN_MS, watchRedis } from './breaker';
 
 /** A client of either kind; both offer the same commands. */
 export type RedisClient = Redis | Cluster;
@@ -41,15 +42,25 @@ export function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNode
   return new Redis(config.redisUrl, redisOptions);
 }
 
-/** The service's main client: requests and in-process fan-out writes go through it. */
-export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>): RedisClient {
+/**
+ * The service's main client: requests and in-process fan-out writes go through it. It carries
+ * the circuit breaker (breaker.ts) that callers consult through redisAvailable().
+ */
+export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisCommandTimeoutMs'>): RedisClient {
   const redis = connectRedis(config, {
     // Fail a command after a few reconnect attempts instead of queueing it forever: a request
     // should get an error (and the feed a fallback), not hang while Redis is away.
     maxRetriesPerRequest: 2,
+    // ...nor while Redis is connected but does not answer (stopped, overloaded): the first
+    // command without an answer opens the breaker, and requests stop waiting for Redis.
+    commandTimeout: config.redisCommandTimeoutMs,
     enableAutoPipelining: true,
   });
   const where = config.redisClusterNodes ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : new URL(config.redisUrl).host;
+  watchRedis(redis, BREAKER_COOL_DOWN_MS, (state, error) => {
+    if (state === 'open') console.warn(`Redis (${where}) does not answer (${error instanceof Error ? error.message : String(error)}): feeds from MySQL, rate limits in memory, inbox writes skipped`);
+    else if (state === 'closed') console.warn(`Redis (${where}) answers again`);
+  });
   // Without a listener ioredis prints every failed reconnect as an unhandled error. Commands
   // fail on their own (and are reported where they fail); say once that Redis is away.
   let down = false;

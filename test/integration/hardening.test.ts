@@ -278,14 +278,17 @@ describe('Redis down', () => {
     await redis.stop();
   });
 
-  it('serves feeds from MySQL, publishes, logs in, and reports not ready until Redis is back', async () => {
+  it('serves feeds from MySQL, publishes, logs in, and reports degraded (still ready) until Redis is back', async () => {
     const author = await signUp(app, 'author');
     const reader = await signUp(app, 'reader');
     await follow(app, reader, author);
     const before = await publish(app, author, 'before');
     await app.services.fanout.idle();
     await redis.stop();
-    expect((await fetch(app.url.replace('/graphql', '/readyz'))).status).toBe(503);
+    // Degraded, still ready: MySQL answers, and every request is served without Redis.
+    const degraded = await fetch(app.url.replace('/graphql', '/readyz'));
+    expect(degraded.status).toBe(200);
+    expect(await degraded.json()).toMatchObject({ mysql: 'ok', redis: 'degraded' });
     expect((await fetch(app.url.replace('/graphql', '/healthz'))).status).toBe(200);
     const during = await publish(app, author, 'during');
     expect(await scrollFeed(app, reader, 1)).toEqual([during, before]);
@@ -293,7 +296,9 @@ describe('Redis down', () => {
     await redis.start();
     await app.services.fanout.idle(60_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await fetch(app.url.replace('/graphql', '/readyz'))).status).toBe(200);
+    const ready = await fetch(app.url.replace('/graphql', '/readyz'));
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ mysql: 'ok', redis: 'ok' });
     expect(await scrollFeed(app, reader, 1)).toEqual([during, before]);
     expect(fromGlobalId(during).type).toBe('Blog');
   });

@@ -73,12 +73,15 @@ export class PrivateRedis {
     });
   }
 
-  /** SIGSTOP: the server keeps its connections open and answers nothing, as a hung Redis does. */
+  /**
+   * Freezes the server (SIGSTOP): its connections stay open but nothing answers, like a Redis
+   * that hangs or is overloaded, which a client cannot tell from a slow one.
+   */
   pause(): void {
     this.process?.kill('SIGSTOP');
   }
 
-  /** SIGCONT after pause(). */
+  /** Lets a paused server run again (SIGCONT); it answers what was sent meanwhile. */
   resume(): void {
     this.process?.kill('SIGCONT');
   }
