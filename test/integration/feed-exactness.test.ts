@@ -7,7 +7,7 @@
  */
 import { fromGlobalId } from '../../src/graphql/global-id';
 import { TestClock } from '../support/clock';
-import { FEED_PAGE, feedTruth, follow, ok, publish, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import { FEED_PAGE, feedTruth, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
 const ids = (page: any): string[] => page.edges.map((edge: any) => edge.node.id);
@@ -95,15 +95,7 @@ describe('between two pages', () => {
     }
     await app.services.fanout.idle();
     for (const author of [a, p, d]) await follow(app, v, author);
-    const seen: string[] = [];
-    let after: string | null = null;
-    for (;;) {
-      const next = await page(app, v, 2, after);
-      seen.push(...ids(next));
-      if (!next.pageInfo.hasNextPage) break;
-      after = next.pageInfo.endCursor;
-    }
-    expect(seen).toEqual(posted); // p5 p4 p3 p2 p1 a1 d1
+    expect(await scrollFeed(app, v, 2)).toEqual(posted); // p5 p4 p3 p2 p1 a1 d1
   });
 
   it('a cursor issued before cursors named their blog still pages as it did', async () => {
@@ -215,17 +207,7 @@ describe('a scroll while other clients publish, delete, follow and unfollow', ()
     // At rest, every reader's feed is the truth.
     await app.services.fanout.idle(60_000);
     await app.services.feed.idle();
-    for (const reader of readers) {
-      const all: string[] = [];
-      let after: string | null = null;
-      for (;;) {
-        const next = await page(app, reader, 4, after);
-        all.push(...ids(next));
-        if (!next.pageInfo.hasNextPage) break;
-        after = next.pageInfo.endCursor;
-      }
-      expect(all).toEqual(await feedTruth(app, dbId(reader)));
-    }
+    for (const reader of readers) expect(await scrollFeed(app, reader, 4)).toEqual(await feedTruth(app, dbId(reader)));
   });
 });
 
