@@ -166,13 +166,16 @@ export class FeedStore {
     return rows.map((row) => Number(row.id));
   }
 
-  /** Which of `readerIds` follow `authorId` now (a delivered chunk's check). */
+  /**
+   * Which of `readerIds` follow `authorId` now (a delivered chunk's check). A chunk's readers are
+   * a range of follower ids: one index range scan of (follow_user_id, user_id), not a lookup each.
+   */
   async followersAmong(authorId: number, readerIds: readonly number[]): Promise<Set<number>> {
     if (readerIds.length === 0) return new Set();
     const rows = await select<{ user_id: string }>(
       this.db,
-      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id IN (?)',
-      [authorId, readerIds],
+      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ?',
+      [authorId, Math.min(...readerIds), Math.max(...readerIds)],
     );
     return new Set(rows.map((row) => Number(row.user_id)));
   }
