@@ -59,8 +59,8 @@ async function main(): Promise<void> {
   for (let start = 0; start < FOLLOWERS; start += 10_000) {
     const batch = followerIds.slice(start, start + 10_000);
     // Active users with (empty, valid) inboxes, as fan-out writes only to those.
-    await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at) VALUES ?', [
-      batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), new Date()]),
+    await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at) VALUES ?', [
+      batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date()]),
     ]);
     await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [batch.map((id) => [id, bigId, new Date()])]);
     await Promise.all(batch.map((id) => inbox.create(id, 0)));

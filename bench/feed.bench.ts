@@ -170,8 +170,8 @@ async function main(): Promise<void> {
 async function seed(db: Sql, now: number, authorIds: number[], bigIds: number[], readerIds: number[]): Promise<void> {
   await insertRows(
     db,
-    'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at, has_pulled_blogs, follower_count) VALUES ?',
-    [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
+    'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, has_pulled_blogs, follower_count) VALUES ?',
+    [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
   );
   const blogs = authorIds.flatMap((author, a) =>
     Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [author, `blog ${a}.${i}`, 'Some content of a typical length for a post in a feed.', '[]', new Date(now - 3_600_000 + Math.floor((a * BLOGS_PER_AUTHOR + i) / 3) * 7), !bigIds.includes(author)]),

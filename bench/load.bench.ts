@@ -32,8 +32,8 @@ async function main(): Promise<void> {
   const now = Date.now();
   const authors = Array.from({ length: AUTHORS }, (_, i) => FIRST_ID + i);
   const readers = Array.from({ length: READERS }, (_, i) => FIRST_ID + 10_000 + i);
-  await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at) VALUES ?', [
-    [...authors, ...readers].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), new Date(now)]),
+  await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at) VALUES ?', [
+    [...authors, ...readers].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now)]),
   ]);
   await db.query('INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?', [
     authors.flatMap((author, a) => Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [author, `blog ${a}.${i}`, 'content', '[]', new Date(now - 3_600_000 + (a * BLOGS_PER_AUTHOR + i) * 11)])),

@@ -7,6 +7,7 @@ import { CreateFanoutTables1764576000000 } from './1764576000000-CreateFanoutTab
 import { FeedModels1764662400000 } from './1764662400000-FeedModels';
 import { FeedVersion1764748800000 } from './1764748800000-FeedVersion';
 import { FanoutRetention1764835200000 } from './1764835200000-FanoutRetention';
+import { DropLastActiveAt1764921600000 } from './1764921600000-DropLastActiveAt';
 
 export const MIGRATIONS = [
   CreateFeedTables1764489600000,
@@ -14,4 +15,5 @@ export const MIGRATIONS = [
   FeedModels1764662400000,
   FeedVersion1764748800000,
   FanoutRetention1764835200000,
+  DropLastActiveAt1764921600000,
 ];

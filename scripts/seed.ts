@@ -64,8 +64,8 @@ async function main(): Promise<void> {
     const batch = Array.from({ length: Math.min(1000, users - start + 1) }, (_, i) => `demo${start + i}`);
     await insertRows(
       db,
-      'INSERT INTO tb_user (nick_name, nick_key, password, created_at, last_active_at) VALUES ?',
-      batch.map((nick) => [nick, nickNameKey(nick), hash, new Date(now), new Date(now)]),
+      'INSERT INTO tb_user (nick_name, nick_key, password, created_at) VALUES ?',
+      batch.map((nick) => [nick, nickNameKey(nick), hash, new Date(now)]),
     );
     // The new ids, in demo order (an INSERT reports only one id, and which one differs by database).
     const rows = await select<{ id: number }>(db, 'SELECT id FROM tb_user WHERE nick_key IN (?) ORDER BY id', [batch.map(nickNameKey)]);

@@ -107,7 +107,7 @@ export function createServices({ config, db, redis, now = () => new Date() }: Ap
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(db, now);
   const fanoutStore = new FanoutStore(db, now);
-  const feed = createFeedService(config, db, redis, { now, warn, metrics, inFlight: fanoutStore });
+  const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore });
   const follows = new FollowService(db, users, feed, now);
   const fanout = new FanoutService(fanoutStore, fanoutQueue, warn);
   const blogs = new BlogService(db, fanout, feed, now);

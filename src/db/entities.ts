@@ -46,9 +46,6 @@ export class UserEntity {
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt!: Date;
 
-  /** Written at most once per few minutes per user; an inbox expires ACTIVE_DAYS after it. */
-  @Column({ name: 'last_active_at', type: 'datetime', precision: 3, nullable: true })
-  lastActiveAt!: Date | null;
 
   /** The user has blogs that were not fanned out (hybrid model): readers merge them in. */
   @Column({ name: 'has_pulled_blogs', type: 'boolean', default: false })

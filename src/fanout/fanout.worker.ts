@@ -42,7 +42,7 @@ export class FanoutWorkers {
 
   constructor(private readonly deps: FanoutWorkerDeps) {
     const store = new FanoutStore(deps.db, deps.now ?? (() => new Date()));
-    const feed = deps.feed ?? createFeedService(deps.config, deps.db, deps.redis, { now: deps.now, warn: deps.warn, inFlight: store });
+    const feed = deps.feed ?? createFeedService(deps.config, deps.db, deps.redis, { warn: deps.warn, inFlight: store });
     this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn, feed);
     this.purger = new FanoutPurger(store, deps.config.fanoutRetentionDays, deps.now ?? (() => new Date()), deps.warn);
     // A finished deliver task leaves the watermark: readers trust inboxes at its score again.

@@ -70,7 +70,6 @@ export type FeedTruth = Pick<
   | 'idsOfAuthorAmong'
   | 'followersAmong'
   | 'followStates'
-  | 'markActive'
 >;
 
 /** The fan-out's bookkeeping, as far as the watermark needs it (FanoutStore). */
@@ -82,8 +81,8 @@ export interface InFlightSource {
 }
 
 /**
- * A user's activity is written at most this often per process (not on every request): enough
- * for ACTIVE_DAYS, which counts in days.
+ * A user's activity pushes their inbox's expiry back at most this often per process (not on
+ * every request): enough for ACTIVE_DAYS, which counts in days.
  */
 export const ACTIVITY_WRITE_INTERVAL_MS = 5 * 60 * 1000;
 
@@ -113,7 +112,6 @@ export class FeedService {
     /** The inboxes; null in the pull model, which keeps none. */
     private readonly inbox: Inbox | null,
     private readonly settings: FeedSettings,
-    private readonly now: () => Date,
     private readonly warn: (message: string, error?: unknown) => void,
     private readonly metrics?: Pick<Metrics, 'pageRead'>,
     private readonly inFlight?: InFlightSource,
@@ -403,17 +401,20 @@ export class FeedService {
   }
 
   /**
-   * Records that a signed-in user is active, at most once per ACTIVITY_WRITE_INTERVAL_MS per
-   * process; their inbox then lives ACTIVE_DAYS from now (fan-out skips expired inboxes).
+   * A signed-in user is active: their inbox lives ACTIVE_DAYS from now, at most once per
+   * ACTIVITY_WRITE_INTERVAL_MS per process. Activity is kept nowhere else: an inbox's expiry is
+   * what makes fan-out skip an inactive follower (it writes only to inboxes that exist), so a
+   * MySQL column of it (the seed's last_active_at) was written and never read, and is gone.
    */
   async recordActivity(userId: number): Promise<void> {
-    const now = this.now();
+    const { inbox } = this;
+    if (!inbox?.available()) return;
+    const now = Date.now();
     const last = this.activityWrittenAt.get(userId);
-    if (last !== undefined && now.getTime() - last < ACTIVITY_WRITE_INTERVAL_MS) return;
+    if (last !== undefined && now - last < ACTIVITY_WRITE_INTERVAL_MS) return;
     if (this.activityWrittenAt.size > 100_000) this.activityWrittenAt.clear();
-    this.activityWrittenAt.set(userId, now.getTime());
-    await this.store.markActive(userId, now);
-    if (this.inbox?.available()) await this.inbox.touch(userId);
+    this.activityWrittenAt.set(userId, now);
+    await inbox.touch(userId);
   }
 
   /** Rebuilds a missing inbox from MySQL, once at a time per reader, without blocking the request. */
@@ -439,12 +440,6 @@ export class FeedService {
   private async rebuild(inbox: Inbox, readerId: number): Promise<void> {
     for (let attempt = 0; attempt < REBUILD_ATTEMPTS; attempt += 1) {
       buildCounter += 1;
-      if (attempt === 0) {
-        // The reader is back: their activity is recorded, as on any request.
-        const now = this.now();
-        this.activityWrittenAt.set(readerId, now.getTime());
-        await this.store.markActive(readerId, now);
-      }
       const token = buildToken(`${this.owner}:${buildCounter}`, Date.now());
       // MySQL's time before the snapshot: chunks made before it are in the snapshot already.
       const since = await this.store.now();

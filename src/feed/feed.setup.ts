@@ -26,7 +26,6 @@ export function createInbox(config: FeedConfig, redis: RedisClient | null): Inbo
 }
 
 export interface FeedDeps {
-  now?: () => Date;
   warn: (message: string, error?: unknown) => void;
   metrics?: Pick<Metrics, 'pageRead'>;
   /** The fan-out's unfinished tasks, to rebuild a lost watermark (FanoutStore). */
@@ -44,7 +43,6 @@ export function createFeedService(config: FeedConfig, db: DataSource, redis: Red
       bigAuthorFollowers: config.bigAuthorFollowers,
       watermarkSettleMs: config.watermarkSettleMs,
     },
-    deps.now ?? (() => new Date()),
     deps.warn,
     deps.metrics,
     deps.inFlight,

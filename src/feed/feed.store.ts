@@ -196,8 +196,4 @@ export class FeedStore {
     return rows.map((row) => ({ readerId: Number(row.id), follows: Number(row.follows) === 1, version: Number(row.feed_version) }));
   }
 
-  /** Records that the user was active now. */
-  async markActive(userId: number, now: Date): Promise<void> {
-    await write(this.db, 'UPDATE tb_user SET last_active_at = ? WHERE id = ?', [now, userId]);
-  }
 }

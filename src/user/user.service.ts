@@ -45,9 +45,9 @@ export class UserService {
     try {
       const result = await write(
         this.db,
-        `INSERT INTO tb_user (nick_name, nick_key, password, icon, follower_count, following_count, created_at, last_active_at)
-         VALUES (?, ?, ?, NULL, 0, 0, ?, ?)`,
-        [nickName, nickNameKey(nickName), passwordHash, this.now(), this.now()],
+        `INSERT INTO tb_user (nick_name, nick_key, password, icon, follower_count, following_count, created_at)
+         VALUES (?, ?, ?, NULL, 0, 0, ?)`,
+        [nickName, nickNameKey(nickName), passwordHash, this.now()],
       );
       const user = await this.findById(Number(result.insertId));
       if (!user) throw new Error(`user ${result.insertId} vanished right after insert`);

@@ -234,22 +234,16 @@ export async function publishInTurns(app: TestApp, clock: { tick(): void }, auth
 
 /**
  * Adds `count` active followers to an author in bulk: users with ids from `firstId` on, their
- * (empty, valid) inboxes, and the follows. `lastActiveAt` makes them inactive when old enough.
+ * (empty, valid) inboxes, and the follows.
  */
-export async function addFollowers(
-  app: TestApp,
-  author: TestUser,
-  firstId: number,
-  count: number,
-  lastActiveAt = new Date(),
-): Promise<number[]> {
+export async function addFollowers(app: TestApp, author: TestUser, firstId: number, count: number): Promise<number[]> {
   const authorId = Number(Buffer.from(author.id, 'base64').toString().split(':')[1]);
   const ids = Array.from({ length: count }, (_, i) => firstId + i);
   for (let start = 0; start < ids.length; start += 5000) {
     const batch = ids.slice(start, start + 5000);
     await app.db.query(
-      'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, last_active_at) VALUES ?',
-      [batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), lastActiveAt])],
+      'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at) VALUES ?',
+      [batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date()])],
     );
     await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
       batch.map((id) => [id, authorId, new Date()]),

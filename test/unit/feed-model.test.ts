@@ -143,7 +143,6 @@ class Truth implements FeedTruth {
     return readerIds.map((readerId) => ({ readerId, follows: this.following(readerId, authorId), version: this.versions.get(readerId) ?? 0 }));
   }
 
-  async markActive(): Promise<void> {}
 }
 
 /** Items after a position, legacy or keyset, in a list already in canonical order. */
@@ -225,7 +224,6 @@ class World {
       truth,
       inbox,
       { model, maxItems: MAX_ITEMS, backfillItems: BACKFILL, bigAuthorFollowers: BIG, watermarkSettleMs: 0 },
-      () => new Date(0),
       () => {},
       undefined,
       inFlight,
