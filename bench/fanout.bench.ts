@@ -25,7 +25,7 @@ import { openDatabase } from '../src/db/data-source';
 import { FanoutWorkers } from '../src/fanout/fanout.worker';
 import { fromGlobalId } from '../src/graphql/global-id';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
-import { RedisInbox } from '../src/feed/inbox.redis';
+import { createInbox } from '../src/feed/feed.setup';
 import { createRedis } from '../src/redis/redis.client';
 import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
 
@@ -53,7 +53,7 @@ async function main(): Promise<void> {
   const smallId = fromGlobalId(small.user.id).id;
   const followerIds = Array.from({ length: FOLLOWERS }, (_, i) => FIRST_FOLLOWER_ID + i);
   const keys = new RedisKeys(config.redisKeyPrefix);
-  const inbox = new RedisInbox(redis, keys, config.feedMaxItems, config.activeDays * 86_400);
+  const inbox = createInbox({ ...config, feedModel: 'push' }, redis)!;
   const seeded = progress('seeding followers', FOLLOWERS);
   const seedStart = performance.now();
   for (let start = 0; start < FOLLOWERS; start += 10_000) {
