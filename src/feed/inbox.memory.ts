@@ -86,7 +86,6 @@ export class MemoryInbox implements Inbox {
     for (const readerId of readerIds) {
       const state = this.states.get(readerId);
       if (!state || entry.score < state.floor || state.since > readAt) continue;
-      if ((state.follows.get(authorId) ?? 0) < 0) continue;
       state.entries.set(entry.id, entry.score);
       if (state.building !== null) state.delivered.set(entry.id, authorId);
       this.trim(state);

@@ -107,13 +107,13 @@ return {1, floor, redis.call('ZRANGE', inbox, maxScore, floor, 'BYSCORE', 'REV',
 /** KEYS = inbox, meta pairs; ARGV = score, member, authorId, readAt, maxItems. */
 const DELIVER = `${HELPERS}
 local score, member, author, readAt, max = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-local followState, delivered = 'a:' .. author, 'd:' .. member
+local delivered = 'd:' .. member
 for i = 1, #KEYS, 2 do
   local inbox, meta = KEYS[i], KEYS[i + 1]
-  local m = redis.call('HMGET', meta, 'floor', 'since', followState, 'building')
-  if m[1] and score >= tonumber(m[1]) and tonumber(m[2]) <= readAt and not (m[3] and tonumber(m[3]) < 0) then
+  local m = redis.call('HMGET', meta, 'floor', 'since', 'building')
+  if m[1] and score >= tonumber(m[1]) and tonumber(m[2]) <= readAt then
     redis.call('ZADD', inbox, score, member)
-    if m[4] then redis.call('HSET', meta, delivered, author) end
+    if m[3] then redis.call('HSET', meta, delivered, author) end
     afterAdd(inbox, meta, max)
   end
 end

@@ -41,11 +41,12 @@
  * ## Deliveries: the fan-out's chunks
  * A chunk is made from the follow graph as MySQL showed it at `readAt` (MySQL's clock). It is
  * written only to inboxes that exist (a missing inbox is rebuilt from MySQL when read), at or
- * above their floor, not to readers whose inbox says they unfollowed the author, and not to an
- * inbox whose snapshot is newer than the chunk (`since` > readAt: the snapshot has the blog
- * already if it belongs there). After writing, the executor asks MySQL who still follows the
- * author and takes the blog back from the others, unless the inbox saw a newer follow of the
- * pair (FeedService.deliver).
+ * above their floor, and not to an inbox whose snapshot is newer than the chunk (`since` >
+ * readAt: the snapshot has the blog already if it belongs there). After writing, the executor
+ * asks MySQL who still follows the author and takes the blog back from the others, unless the
+ * inbox saw a newer follow of the pair (FeedService.deliver). The inbox's own record of an
+ * unfollow does not refuse a chunk: a re-follow may be committed and not yet applied, and the
+ * blog would then be lost; MySQL, asked after the write, decides.
  *
  * ## Rebuild
  * begin (marks the inbox building, remembers `since`, a MySQL time taken just before) ->

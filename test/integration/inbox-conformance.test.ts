@@ -226,7 +226,7 @@ it('does exactly what the memory inbox does, answer by answer and state by state
     }),
     { numRuns: isCluster(app.redis) ? 80 : 200 },
   );
-});
+}, 300_000);
 
 it('keeps both keys of an inbox in one cluster slot and expiring together', async () => {
   const keys = new RedisKeys(`${app.config.redisKeyPrefix}ttl:`);

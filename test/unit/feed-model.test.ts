@@ -536,5 +536,5 @@ describe.each(['push', 'hybrid', 'pull'] as const)('the %s model', (model) => {
       // FC_SEED and FC_PATH replay a failure that fast-check reported; FC_RUNS searches longer.
       { numRuns: Number(process.env.FC_RUNS ?? (model === 'pull' ? 150 : 1000)), ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
     );
-  });
+  }, 300_000);
 });
