@@ -527,6 +527,9 @@ async function runScenario(model: FeedModel, s: fc.Scheduler, setup: Op[], ops: 
   await checkAtRest(world, s);
 }
 
+/** A longer search (FC_RUNS) gets the time it needs. */
+const TIMEOUT_MS = Math.max(300_000, Number(process.env.FC_RUNS ?? 0) * 100);
+
 describe.each(['push', 'hybrid', 'pull'] as const)('the %s model', (model) => {
   it('keeps every scroll exact under any interleaving, and every inbox equal to the truth at rest', async () => {
     await fc.assert(
@@ -536,5 +539,5 @@ describe.each(['push', 'hybrid', 'pull'] as const)('the %s model', (model) => {
       // FC_SEED and FC_PATH replay a failure that fast-check reported; FC_RUNS searches longer.
       { numRuns: Number(process.env.FC_RUNS ?? (model === 'pull' ? 150 : 1000)), ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
     );
-  }, 300_000);
+  }, TIMEOUT_MS);
 });
