@@ -70,6 +70,7 @@ export type FeedTruth = Pick<
   | 'idsOfAuthorAmong'
   | 'followersAmong'
   | 'followStates'
+  | 'deletedAmong'
 >;
 
 /** The fan-out's bookkeeping, as far as the watermark needs it (FanoutStore). */
@@ -347,7 +348,13 @@ export class FeedService {
       // If the followee has a blog older than those copied, the inbox is complete only above it:
       // the floor rises to just above that blog, and the cold path serves what lies below.
       const firstLeft = newest[this.settings.backfillItems];
-      await inbox.applyFollow(readerId, change, copied, firstLeft === undefined ? null : firstLeft.score + 1, stale);
+      const applied = await inbox.applyFollow(readerId, change, copied, firstLeft === undefined ? null : firstLeft.score + 1, stale);
+      // A blog deleted since it was read may have had its retract pass this inbox before the
+      // copy landed: asked after the write, MySQL says which to take back (a later delete's
+      // retract comes after this write anyway).
+      if (!applied || copied.length === 0) return;
+      const deleted = await this.store.deletedAmong(copied.map((blog) => blog.id));
+      if (deleted.length > 0) await Promise.all(deleted.map((id) => inbox.retract([readerId], id)));
     });
   }
 

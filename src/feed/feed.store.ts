@@ -166,6 +166,13 @@ export class FeedStore {
     return rows.map((row) => Number(row.id));
   }
 
+  /** Which of `blogIds` are deleted now (a follow's check after its copy). */
+  async deletedAmong(blogIds: readonly number[]): Promise<number[]> {
+    if (blogIds.length === 0) return [];
+    const rows = await select<{ id: string }>(this.db, 'SELECT id FROM tb_blog WHERE id IN (?) AND deleted_at IS NOT NULL', [blogIds]);
+    return rows.map((row) => Number(row.id));
+  }
+
   /**
    * Which of `readerIds` follow `authorId` now (a delivered chunk's check). A chunk's readers are
    * a range of follower ids: one index range scan of (follow_user_id, user_id), not a lookup each.

@@ -135,6 +135,10 @@ class Truth implements FeedTruth {
     return blogIds.filter((id) => this.blogs.get(id)?.author === authorId);
   }
 
+  async deletedAmong(blogIds: readonly number[]): Promise<number[]> {
+    return blogIds.filter((id) => this.blogs.get(id)?.deleted === true);
+  }
+
   async followersAmong(authorId: number, readerIds: readonly number[]): Promise<Set<number>> {
     return new Set(readerIds.filter((reader) => this.following(reader, authorId)));
   }
