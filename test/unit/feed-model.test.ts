@@ -537,10 +537,10 @@ const TIMEOUT_MS = Math.max(300_000, Number(process.env.FC_RUNS ?? 0) * 100);
 describe.each(['push', 'hybrid', 'pull'] as const)('the %s model', (model) => {
   it('keeps every scroll exact under any interleaving, and every inbox equal to the truth at rest', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.scheduler(), setupArb, fc.array(opArb, { minLength: 1, maxLength: 14 }), async (s, setup, ops) => {
+      fc.asyncProperty(fc.scheduler(), setupArb, fc.array(opArb, { minLength: 1, maxLength: Number(process.env.FC_OPS ?? 14) }), async (s, setup, ops) => {
         await runScenario(model, s, setup, ops);
       }),
-      // FC_SEED and FC_PATH replay a failure that fast-check reported; FC_RUNS searches longer.
+      // FC_SEED and FC_PATH replay a failure that fast-check reported; FC_RUNS and FC_OPS search longer.
       { numRuns: Number(process.env.FC_RUNS ?? (model === 'pull' ? 150 : 1000)), ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
     );
   }, TIMEOUT_MS);
