@@ -27,11 +27,11 @@
  * with its version, and an inbox records, per followee, the version of the last change it
  * applied (+v followed, -v unfollowed) and, as `base`, the version its rebuild snapshot saw.
  * A change whose version is not newer than both is stale and changes no entry: a fast unfollow
- * then follow cannot end with the follow undone. An unfollow first records itself (which also
- * stops deliveries of that followee), then reads the entries, asks MySQL which are the
- * followee's, and removes them only if no newer change of the pair came in between. A follow
- * replaces whatever entries of the followee the inbox still holds (an overtaken unfollow may
- * have left some, deleted ones included) with the followee's newest blogs.
+ * then follow cannot end with the follow undone. An unfollow first records itself, then reads
+ * the entries, asks MySQL which are the followee's, and removes them only if no newer change of
+ * the pair came in between. A follow replaces whatever entries of the followee the inbox still
+ * holds (an overtaken unfollow may have left some, deleted ones included) with the followee's
+ * newest blogs, then asks MySQL which of those were deleted meanwhile and takes them back.
  *
  * A follow change also marks the inbox pending just before its transaction commits, and clears
  * the mark once applied: between the commit and the apply, readers do not trust the inbox (the
