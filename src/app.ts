@@ -90,6 +90,7 @@ export const logger = createLogger();
 
 /** Warnings of background work (fan-out, relay): logged, never thrown at a request. */
 export function warn(message: string, error?: unknown): void {
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a thrown non-Error has nothing better than its String() form
   logger.warn(error === undefined ? { msg: message } : { msg: message, err: error instanceof Error ? error.message : String(error) });
 }
 
@@ -150,7 +151,10 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const app = express();
   // POST /graphql, nearly all the traffic, skips Express (see graphql/http.ts). handleGraphQL is
   // made below, once Apollo has started; no request arrives before the server listens.
-  const httpServer = http.createServer((req, res) => (isGraphQLPost(req) ? handleGraphQL(req, res) : app(req, res)));
+  const httpServer = http.createServer((req, res) => {
+    if (isGraphQLPost(req)) handleGraphQL(req, res);
+    else app(req, res);
+  });
   const schema = buildFeedSchema();
   const apollo = new ApolloServer<Context>({
     schema,

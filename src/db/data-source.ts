@@ -165,7 +165,7 @@ async function runMigrationsLocked(dataSource: DataSource, databaseUrl: string):
   const runner = dataSource.createQueryRunner();
   try {
     const lockName = `migrations:${databaseNameOf(databaseUrl)}`;
-    const [{ locked }] = await runner.query('SELECT GET_LOCK(?, ?) AS locked', [lockName, MIGRATION_LOCK_SECONDS]);
+    const [{ locked }] = (await runner.query('SELECT GET_LOCK(?, ?) AS locked', [lockName, MIGRATION_LOCK_SECONDS])) as Array<{ locked: unknown }>;
     if (Number(locked) !== 1) throw new Error(`another process held the migration lock for ${MIGRATION_LOCK_SECONDS} s`);
     try {
       await dataSource.runMigrations();

@@ -344,7 +344,7 @@ export class RedisInbox implements Inbox {
         .zrange(watermarkKey, '0', '1', 'WITHSCORES')
         .exec()) as Array<[Error | null, unknown]>;
       const failed = results.find(([error]) => error);
-      if (failed) throw failed[0];
+      if (failed?.[0]) throw failed[0];
       reply = results[0][1] as unknown[];
       lowest = results[1][1] as string[];
     }

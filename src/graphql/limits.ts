@@ -43,7 +43,7 @@ import {
   TypeNameMetaFieldDef,
 } from 'graphql';
 import { getVariableValues } from 'graphql/execution/values';
-import type { ComplexityEstimatorArgs } from 'graphql-query-complexity';
+import type { ComplexityEstimator, ComplexityEstimatorArgs } from 'graphql-query-complexity';
 
 export const QUERY_LIMITS = {
   /** Nesting of fields. The deepest legitimate query (feed > edges > node > author > blogs > edges > node > title) is 8. */
@@ -243,11 +243,12 @@ class OperationMeasurer {
     } catch {
       return null;
     }
-    const complexity = field.extensions?.complexity as unknown;
+    const complexity = field.extensions?.complexity;
     if (typeof complexity === 'number') return add(childComplexity, complexity);
     if (typeof complexity === 'function') {
       const estimatorArgs: ComplexityEstimatorArgs = { childComplexity, args, field, node, type, context: undefined };
-      const cost: unknown = complexity(estimatorArgs);
+      // type-graphql stores a field's estimator as an untyped extension; this is its documented signature.
+      const cost: unknown = (complexity as ComplexityEstimator)(estimatorArgs);
       if (typeof cost === 'number' && !Number.isNaN(cost)) return Math.min(Math.max(cost, 0), SATURATED);
     }
     return add(1, childComplexity);

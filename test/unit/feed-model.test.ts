@@ -345,7 +345,7 @@ class World {
           return ids.map((id) => {
             const row = truth.blogs.get(id);
             if (!row || row.deleted) return null;
-            return Blog.fromRow({ id: String(row.id), user_id: String(row.author), pushed: row.pushed, title: 't', content: 'c', images: '[]', liked: 0, created_at: new Date(row.score) } as never);
+            return Blog.fromRow({ id: String(row.id), user_id: String(row.author), pushed: row.pushed, title: 't', content: 'c', images: '[]', liked: 0, created_at: new Date(row.score) });
           });
         },
       },
