@@ -55,5 +55,10 @@ export default tseslint.config(
     files: ['**/*.js'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
   },
+  {
+    // The service logs through pino (structured JSON lines, LOG_LEVEL); a console line bypasses both.
+    files: ['src/**/*.ts'],
+    rules: { 'no-console': 'error' },
+  },
   prettier,
 );

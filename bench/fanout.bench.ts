@@ -21,7 +21,7 @@
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
 import { startApp, warn } from '../src/app';
-import { openDatabase } from '../src/db/data-source';
+import { SqlStatementLog, openDatabase } from '../src/db/data-source';
 import { FanoutWorkers } from '../src/fanout/fanout.worker';
 import { fromGlobalId } from '../src/graphql/global-id';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
@@ -38,8 +38,8 @@ const FIRST_FOLLOWER_ID = 10_000_000;
 async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench');
   const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024' });
-  const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config) as Redis;
+  const db = await openDatabase(config.databaseUrl, new SqlStatementLog(console));
+  const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   const app = await startApp({ config, db, redis });
   console.log(`fan-out benchmark: ${FOLLOWERS.toLocaleString('en-US')} followers, Redis ${config.redisUrl}, MySQL ${databaseUrl}`);

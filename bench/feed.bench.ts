@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RunningApp, startApp } from '../src/app';
-import { openDatabase, openEmbeddedDatabase } from '../src/db/data-source';
+import { SqlStatementLog, openDatabase, openEmbeddedDatabase } from '../src/db/data-source';
 import { insertRows, select, Sql } from '../src/db/sql';
 import { cursorsForPage, encodeCursor, START } from '../src/feed/cursor';
 import { FeedStore } from '../src/feed/feed.store';
@@ -63,8 +63,8 @@ async function main(): Promise<void> {
   const configOf = (model: string) =>
     benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:feed:', FANOUT_WORKERS: '0', FEED_MODEL: model, BIG_V_FOLLOWERS: '100' });
   const config = configOf('push');
-  const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config) as Redis;
+  const db = await openDatabase(config.databaseUrl, new SqlStatementLog(console));
+  const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   console.log(`feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`);
 
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   await seed(db, now, authorIds, bigIds, readerIds);
   const embeddedDir = mkdtempSync(join(tmpdir(), 'feed-bench-'));
   const embeddedFile = join(embeddedDir, 'feed.sqlite');
-  const embeddedDb = await openEmbeddedDatabase(embeddedFile);
+  const embeddedDb = await openEmbeddedDatabase(embeddedFile, new SqlStatementLog(console));
   await seed(embeddedDb, now, authorIds, bigIds, readerIds);
 
   // Servers: the API in each model, the embedded mode, and the plain handler.

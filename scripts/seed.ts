@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   const likes = flag('likes', 3000);
   const config = loadConfig();
   console.log(`Seeding ${describeStores(config)}`);
-  const stores = await openStores(config);
+  const stores = await openStores(config, console);
   const { db, redis } = stores;
   const [{ n: existing }] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM tb_user WHERE nick_key = ?', ['demo1']);
   if (Number(existing) > 0) {

@@ -281,7 +281,7 @@ function metricsAuthorization(token: string | null): (header: string | undefined
 
 /** The in-process fan-out workers' MySQL pool (migrations have run: the API's pool opened first). */
 async function openWorkerPool(config: Config): Promise<DataSource> {
-  const db = createDataSource(config.databaseUrl, new SqlStatementLog(), poolLimits(config));
+  const db = createDataSource(config.databaseUrl, new SqlStatementLog(logger), poolLimits(config));
   await db.initialize();
   return db;
 }

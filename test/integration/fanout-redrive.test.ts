@@ -42,7 +42,7 @@ describe('a fan-out job that used up its attempts', () => {
     await proxy.start();
     const behindProxy = new URL(MYSQL_URL);
     behindProxy.port = String(proxy.port);
-    workerDb = createDataSource(`${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('fanout_redrive')}`, new SqlStatementLog(), {
+    workerDb = createDataSource(`${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('fanout_redrive')}`, new SqlStatementLog(console), {
       poolSize: 4,
       statementTimeoutMs: 1000,
     });

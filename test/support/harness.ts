@@ -132,8 +132,8 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     ...options.env,
   };
   const config = loadConfig(env);
-  const sqlLog = new SqlStatementLog();
-  const stores = await openStores(config, sqlLog);
+  const sqlLog = new SqlStatementLog(console);
+  const stores = await openStores(config, console, sqlLog);
   const { db, redis } = stores;
   const keys = new RedisKeys(config.redisKeyPrefix);
   if (redis) {
