@@ -36,7 +36,7 @@ import { Context, Services } from './graphql/context';
 import { createDataSource, SqlStatementLog } from './db/data-source';
 import { isDatabaseTooSlow, isDatabaseUnavailable } from './db/sql';
 import { poolLimits } from './stores';
-import { ErrorCode } from './graphql/errors';
+import { ErrorCode, internalServerError, serviceUnavailable, validationFailed } from './graphql/errors';
 import { clientAddressOf } from './graphql/client-address';
 import { queryLimitsPlugin } from './graphql/limits';
 import { graphqlHandler, isGraphQLPost } from './graphql/http';
@@ -346,27 +346,17 @@ function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefiniti
 function formatError(formatted: GraphQLFormattedError, error: unknown, production: boolean): GraphQLFormattedError {
   // MySQL too slow: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS and was stopped.
   if (isDatabaseTooSlow((error as { originalError?: unknown })?.originalError ?? error)) {
-    return {
-      message: 'the database is too slow right now (a statement ran out of time); nothing changed; retry shortly',
-      locations: formatted.locations,
-      path: formatted.path,
-      extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
-    };
+    return serviceUnavailable('the database is too slow right now (a statement ran out of time); nothing changed; retry shortly', formatted);
   }
   // MySQL unreachable: the request failed for a reason the client can wait out.
   if (isDatabaseUnavailable((error as { originalError?: unknown })?.originalError ?? error)) {
-    return {
-      message: 'the database is unavailable; retry shortly',
-      locations: formatted.locations,
-      path: formatted.path,
-      extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
-    };
+    return serviceUnavailable('the database is unavailable; retry shortly', formatted);
   }
   // graphql-js's own refusals before any resolver ran (e.g. a subscription, which this schema
   // does not have) carry no original error: the request was at fault, not the server.
   const original = (error as { originalError?: unknown })?.originalError;
   if (formatted.extensions?.code === ErrorCode.INTERNAL_SERVER_ERROR && error instanceof GraphQLError && !original && !formatted.path) {
-    return { message: formatted.message, locations: formatted.locations, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } };
+    return validationFailed(formatted.message, formatted);
   }
   // Our typed errors and Apollo's own (GRAPHQL_PARSE_FAILED, ...) carry their code; Apollo
   // marks everything else INTERNAL_SERVER_ERROR.
@@ -378,10 +368,5 @@ function formatError(formatted: GraphQLFormattedError, error: unknown, productio
   const cause = (error as { originalError?: unknown })?.originalError ?? error;
   logger.error({ msg: 'internal error', err: cause instanceof Error ? { message: cause.message, stack: cause.stack } : String(cause) });
   if (!production) return formatted;
-  return {
-    message: 'Internal server error',
-    locations: formatted.locations,
-    path: formatted.path,
-    extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR },
-  };
+  return internalServerError(formatted);
 }

@@ -25,7 +25,6 @@ import {
   getDirectiveValues,
   getNamedType,
   GraphQLCompositeType,
-  GraphQLError,
   GraphQLField,
   GraphQLIncludeDirective,
   GraphQLSchema,
@@ -44,6 +43,7 @@ import {
 } from 'graphql';
 import { getVariableValues } from 'graphql/execution/values';
 import type { ComplexityEstimator, ComplexityEstimatorArgs } from 'graphql-query-complexity';
+import { queryLimitExceeded } from './errors';
 
 export const QUERY_LIMITS = {
   /** Nesting of fields. The deepest legitimate query (feed > edges > node > author > blogs > edges > node > title) is 8. */
@@ -83,12 +83,6 @@ const add = (a: number, b: number): number => Math.min(a + b, SATURATED);
  * repeating one) even the linear walk.
  */
 const VERDICT_CACHE_ENTRIES = 1000;
-
-function limitExceeded(limit: QueryLimit, actual: number, max: number): GraphQLError {
-  return new GraphQLError(`query ${limit} ${actual} is over the limit of ${max}`, {
-    extensions: { code: 'GRAPHQL_VALIDATION_FAILED', limit, max, actual, http: { status: 400 } },
-  });
-}
 
 const isIntrospection = (name: string) => name.startsWith('__');
 
@@ -340,7 +334,7 @@ export function checkQueryLimits(
             .digest('base64url'),
           compute,
         );
-  if (verdict) throw limitExceeded(verdict.limit, verdict.actual, QUERY_LIMITS[verdict.limit]);
+  if (verdict) throw queryLimitExceeded(verdict.limit, verdict.actual, QUERY_LIMITS[verdict.limit]);
 }
 
 /** The Apollo plugin that applies the limits to every operation. */
