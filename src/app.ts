@@ -84,7 +84,6 @@ export interface AppDeps {
   now?: () => Date;
 }
 
-/** Warnings of background work (fan-out, relay): printed, never thrown at a request. */
 /** The service's log (JSON lines, see observability.ts). */
 export const logger = createLogger();
 

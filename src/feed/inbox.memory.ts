@@ -1,6 +1,6 @@
 /**
  * The inbox in process memory: the specification of the Redis scripts (inbox.redis.ts), with
- * exactly their semantics, written to be read. test/unit/inbox-conformance.test.ts runs random
+ * exactly their semantics, written to be read. test/integration/inbox-conformance.test.ts runs random
  * operation sequences against both and compares every answer and every state; the model test of
  * the feed rules (test/unit/feed-model.test.ts) runs FeedService on it.
  *

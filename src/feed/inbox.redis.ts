@@ -18,7 +18,7 @@
  * the blog's score) and the member "~synced" at -inf that says the set is complete.
  *
  * Batching: a delivery to many inboxes is one script call per SCRIPT_BATCH inboxes (about
- * 500,000 inboxes a second in isolation; the seed awaited one ZADD per follower, about 17,000).
+ * 500,000 inboxes a second in isolation; one awaited ZADD per follower manages about 17,000).
  * On a cluster a script may only touch keys of one slot, so there each inbox gets its own call,
  * which ioredis pipelines per node.
  */

@@ -15,8 +15,8 @@ export class LikeService {
   /**
    * Idempotent: makes "viewer likes blog" true or false and returns the blog with its new count.
    *
-   * The seed checked, then acted, with no atomicity: two concurrent clicks both saw "not liked"
-   * and counted twice. Here the primary key (blog_id, user_id) decides: INSERT IGNORE / DELETE
+   * Checking, then acting, without atomicity would let two concurrent clicks both see "not liked"
+   * and count twice. So the primary key (blog_id, user_id) decides: INSERT IGNORE / DELETE
    * report whether the row really changed, and only then does the counter move, in the same
    * transaction. Concurrent calls serialise on the row lock, so the count stays exact.
    */
