@@ -103,7 +103,13 @@ async function main(): Promise<void> {
   const firstBodies = readerIds.map(() => JSON.stringify({ query: QUERY, variables: { after: null } }));
 
   // Every scenario answers a full page before it is measured.
-  for (const [name, url, body] of [['push', apps.push.url, firstBodies[0]], ['pull', apps.pull.url, firstBodies[0]], ['hybrid', apps.hybrid.url, firstBodies[0]], ['cold', apps.push.url, deepBodies[0]], ['plain', plain.url, firstBodies[0]]] as const) {
+  for (const [name, url, body] of [
+    ['push', apps.push.url, firstBodies[0]],
+    ['pull', apps.pull.url, firstBodies[0]],
+    ['hybrid', apps.hybrid.url, firstBodies[0]],
+    ['cold', apps.push.url, deepBodies[0]],
+    ['plain', plain.url, firstBodies[0]],
+  ] as const) {
     const data = await graphql(url, JSON.parse(body).query, JSON.parse(body).variables, tokens[0]);
     if (data.followFeed.edges.length !== 20) throw new Error(`${name} answered ${data.followFeed.edges.length} edges`);
   }
@@ -151,7 +157,10 @@ async function main(): Promise<void> {
   console.log(`  pull / push:                   ${ratio(results.pull, results.push)}x`);
   console.log(`  embedded (SQLite) / pull on MySQL: ${ratio(results.embedded, results.pull)}x`);
 
-  for (const [label, args] of [['default settings', []], ['zset-max-listpack-entries 1024', ['--zset-max-listpack-entries', '1024']]] as const) {
+  for (const [label, args] of [
+    ['default settings', []],
+    ['zset-max-listpack-entries 1024', ['--zset-max-listpack-entries', '1024']],
+  ] as const) {
     const bytes = await memoryPerEntry(config.feedMaxItems, [...args]);
     console.log(`Redis memory per inbox entry, ${config.feedMaxItems}-entry inboxes, ${label}: ${bytes.toFixed(1)} bytes  (target <= 64)`);
   }
@@ -174,7 +183,14 @@ async function seed(db: Sql, now: number, authorIds: number[], bigIds: number[],
     [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
   );
   const blogs = authorIds.flatMap((author, a) =>
-    Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [author, `blog ${a}.${i}`, 'Some content of a typical length for a post in a feed.', '[]', new Date(now - 3_600_000 + Math.floor((a * BLOGS_PER_AUTHOR + i) / 3) * 7), !bigIds.includes(author)]),
+    Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [
+      author,
+      `blog ${a}.${i}`,
+      'Some content of a typical length for a post in a feed.',
+      '[]',
+      new Date(now - 3_600_000 + Math.floor((a * BLOGS_PER_AUTHOR + i) / 3) * 7),
+      !bigIds.includes(author),
+    ]),
   );
   await insertRows(db, 'INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', blogs);
   const follows: unknown[][] = [];
@@ -211,7 +227,15 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
           const blog = edge.node;
           return {
             cursor: edge.cursor,
-            node: { id: blog.id, title: blog.title, content: blog.content, likeCount: blog.likeCount, isLiked: liked[i], createdAt: blog.createdAt.toISOString(), author: { id: author.id, nickName: author.nickName } },
+            node: {
+              id: blog.id,
+              title: blog.title,
+              content: blog.content,
+              likeCount: blog.likeCount,
+              isLiked: liked[i],
+              createdAt: blog.createdAt.toISOString(),
+              author: { id: author.id, nickName: author.nickName },
+            },
           };
         });
         res.writeHead(200, { 'content-type': 'application/json' });

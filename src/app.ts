@@ -212,7 +212,10 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   // the load balancer at once for an outage they all ride out.
   app.get('/readyz', async (_req, res) => {
     const check = (name: string, probe: Promise<unknown>) =>
-      withTimeout(probe, READY_TIMEOUT_MS, name).then(() => 'ok', (error: unknown) => String(error));
+      withTimeout(probe, READY_TIMEOUT_MS, name).then(
+        () => 'ok',
+        (error: unknown) => String(error),
+      );
     const database = config.embedded ? 'sqlite' : 'mysql';
     const [db, redisCheck] = await Promise.all([
       check(config.embedded ? 'SQLite' : 'MySQL', deps.db.query('SELECT 1')),

@@ -106,9 +106,7 @@ function mysqlWithStatementLimit(timeoutMs: number, sink: LogSink): typeof mysql
       pool.on('connection', (connection) => {
         const raw = connection as unknown as MysqlConnection;
         const mariaDb = /mariadb/i.test(raw._handshakePacket?.serverVersion ?? '');
-        const [statement, value] = mariaDb
-          ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000]
-          : ['SET SESSION max_execution_time = ?', timeoutMs];
+        const [statement, value] = mariaDb ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000] : ['SET SESSION max_execution_time = ?', timeoutMs];
         raw.query(statement, [value], (error) => {
           if (error) sink.warn(`[sql] cannot limit statement time (DATABASE_STATEMENT_TIMEOUT_MS): ${error.message}`);
         });
@@ -138,9 +136,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   serverUrl.pathname = '/';
   const connection = await createConnection({ uri: serverUrl.toString(), connectTimeout: 10_000 });
   try {
-    await connection.query(
-      `CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
-    );
+    await connection.query(`CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
   } finally {
     await connection.end();
   }

@@ -94,9 +94,7 @@ export function decodeCursor(cursor: string): FeedPosition {
     throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range time (${maxScore})`);
   }
   if (offset > MAX_CURSOR_OFFSET) {
-    throw new InvalidCursorError(
-      `cursor "${shown}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`,
-    );
+    throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`);
   }
   const afterId = match[3] === undefined ? null : Number(match[3]);
   if (afterId !== null && (afterId < 1 || afterId > Number.MAX_SAFE_INTEGER)) {

@@ -128,7 +128,13 @@ export class MemoryInbox implements Inbox {
     return state ? [...state.entries.keys()] : null;
   }
 
-  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null, stale: readonly number[] = []): Promise<boolean> {
+  async applyFollow(
+    readerId: number,
+    change: FollowChange,
+    entries: readonly ScoredId[],
+    floor: number | null,
+    stale: readonly number[] = [],
+  ): Promise<boolean> {
     const state = this.states.get(readerId);
     if (!state || !this.admit(state, change, 1)) return false;
     // While building, the snapshot brings the followee's blogs (or the finish gives up).

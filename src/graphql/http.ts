@@ -51,18 +51,13 @@ export function graphqlHandler(options: GraphQLHandlerOptions): (req: IncomingMe
       res.setHeader('x-request-id', requestId);
       // Only POST carries a body (Apollo refuses other methods but GET).
       const reading: Promise<Body> = req.method === 'POST' ? readBody(req, options.maxBodyBytes) : Promise.resolve({ kind: 'ok', value: undefined });
-      void reading.then((body) =>
-        body.kind === 'ok' ? execute(options, req, res, requestId, body.value) : rejectBody(res, body, options.maxBodyBytes),
-      );
+      void reading.then((body) => (body.kind === 'ok' ? execute(options, req, res, requestId, body.value) : rejectBody(res, body, options.maxBodyBytes)));
     });
   };
 }
 
 type Body =
-  | { kind: 'ok'; value: unknown }
-  | { kind: 'too-large' }
-  | { kind: 'unreadable'; reason: string }
-  | { kind: 'unsupported-encoding'; encoding: string };
+  { kind: 'ok'; value: unknown } | { kind: 'too-large' } | { kind: 'unreadable'; reason: string } | { kind: 'unsupported-encoding'; encoding: string };
 
 /** The decompressor the body needs: none (plain body), one, or 'unsupported'. */
 function inflaterFor(req: IncomingMessage): Transform | null | 'unsupported' {

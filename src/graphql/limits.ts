@@ -169,9 +169,7 @@ class OperationMeasurer {
         const name = selection.name.value;
         const field = type ? this.fieldOf(type, name) : undefined;
         const childType = field ? getNamedType(field.type) : undefined;
-        const child = selection.selectionSet
-          ? this.selectionSet(selection.selectionSet, isCompositeType(childType) ? childType : undefined)
-          : null;
+        const child = selection.selectionSet ? this.selectionSet(selection.selectionSet, isCompositeType(childType) ? childType : undefined) : null;
         if (!isIntrospection(name)) {
           if (selection.alias) aliases = add(aliases, 1);
           depth = Math.max(depth, 1 + (child?.depth ?? 0));
@@ -230,7 +228,12 @@ class OperationMeasurer {
   }
 
   /** The field's `complexity` option, else 1 + its selection; null when its arguments cannot be read (execution reports them). */
-  private fieldCost(field: GraphQLField<unknown, unknown>, node: SelectionNode & { kind: Kind.FIELD }, type: GraphQLCompositeType, childComplexity: number): number | null {
+  private fieldCost(
+    field: GraphQLField<unknown, unknown>,
+    node: SelectionNode & { kind: Kind.FIELD },
+    type: GraphQLCompositeType,
+    childComplexity: number,
+  ): number | null {
     let args: Record<string, unknown>;
     try {
       args = getArgumentValues(field, node, this.variables);
@@ -250,9 +253,7 @@ class OperationMeasurer {
 }
 
 function rootFieldCount(operation: OperationDefinitionNode): number {
-  return operation.selectionSet.selections.filter(
-    (selection) => selection.kind !== Kind.FIELD || !isIntrospection(selection.name.value),
-  ).length;
+  return operation.selectionSet.selections.filter((selection) => selection.kind !== Kind.FIELD || !isIntrospection(selection.name.value)).length;
 }
 
 /** Measures `operation` of `document` with the request's variables (see OperationMeasurer). */

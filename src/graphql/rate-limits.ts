@@ -38,15 +38,17 @@ export class RateLimits {
       this.inMemory.set(name, inMemory);
       this.limiters.set(
         name,
-        !redis ? inMemory : new RateLimiterRedis({
-          storeClient: redis,
-          keyPrefix: keys.rateLimit(name),
-          points: rule.points,
-          duration: rule.seconds,
-          // While Redis is not connected, count in memory at once instead of waiting for it.
-          rejectIfRedisNotReady: true,
-          insuranceLimiter: inMemory,
-        }),
+        !redis
+          ? inMemory
+          : new RateLimiterRedis({
+              storeClient: redis,
+              keyPrefix: keys.rateLimit(name),
+              points: rule.points,
+              duration: rule.seconds,
+              // While Redis is not connected, count in memory at once instead of waiting for it.
+              rejectIfRedisNotReady: true,
+              insuranceLimiter: inMemory,
+            }),
       );
     }
   }

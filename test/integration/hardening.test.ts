@@ -90,7 +90,12 @@ describe('query limits', () => {
     const streamed = await fetch(app.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: new ReadableStream({ start(controller) { for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk)); controller.close(); } }),
+      body: new ReadableStream({
+        start(controller) {
+          for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk));
+          controller.close();
+        },
+      }),
       duplex: 'half',
     });
     expect(streamed.status).toBe(413);

@@ -48,7 +48,7 @@ function decodeError(cursor: string): InvalidCursorError {
 /** decodeCursor must reject `cursor` with an InvalidCursorError that shows what it received. */
 function expectRejected(cursor: string): void {
   const error = decodeError(cursor);
-  expect((error).name).toBe('InvalidCursorError');
+  expect(error.name).toBe('InvalidCursorError');
   // The message quotes (a prefix of) the received cursor so a client can see what it sent.
   expect(error.message).toContain(`"${cursor.slice(0, 20)}`);
 }
@@ -383,11 +383,7 @@ describe('seed examples', () => {
   });
 
   it('regression: a tie group of 7 between other items, in pages of 2', () => {
-    const list: ScoredId[] = [
-      { id: 100, score: 2000 },
-      ...[11, 12, 13, 14, 15, 16, 17].map((id) => ({ id, score: 1000 })),
-      { id: 1, score: 500 },
-    ];
+    const list: ScoredId[] = [{ id: 100, score: 2000 }, ...[11, 12, 13, 14, 15, 16, 17].map((id) => ({ id, score: 1000 })), { id: 1, score: 500 }];
     const pages = scroll(list, 2);
     expect(pages.flatMap((p) => p.ids)).toEqual([100, 17, 16, 15, 14, 13, 12, 11, 1]);
     expect(pages.map((p) => p.ids)).toEqual([[100, 17], [16, 15], [14, 13], [12, 11], [1]]);

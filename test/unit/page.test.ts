@@ -9,14 +9,7 @@
  */
 import fc from 'fast-check';
 import { decodeCursor, encodeCursor, FeedPosition, InvalidCursorError, ScoredId, START } from '../../src/feed/cursor';
-import {
-  DEFAULT_PAGE_SIZE,
-  fetchSize,
-  InvalidPageSizeError,
-  MAX_PAGE_SIZE,
-  pageRequest,
-  slicePage,
-} from '../../src/feed/page';
+import { DEFAULT_PAGE_SIZE, fetchSize, InvalidPageSizeError, MAX_PAGE_SIZE, pageRequest, slicePage } from '../../src/feed/page';
 
 const NUM_RUNS = 250;
 
@@ -372,9 +365,7 @@ describe('first = 0', () => {
   it('returns no items, and hasNextPage tells whether items are left', () => {
     fc.assert(
       fc.property(
-        anyListArb.chain((list) =>
-          fc.tuple(fc.constant(list), fc.option(validPositionArb(list), { nil: undefined })),
-        ),
+        anyListArb.chain((list) => fc.tuple(fc.constant(list), fc.option(validPositionArb(list), { nil: undefined }))),
         ([list, position]) => {
           const request = pageRequest(0, position === undefined ? undefined : encodeCursor(position));
           const fetched = modelFetch(list, request.from, fetchSize(request));
