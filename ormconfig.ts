@@ -7,4 +7,4 @@ import 'reflect-metadata';
 import { loadConfig } from './src/config';
 import { createDataSource, SqlStatementLog } from './src/db/data-source';
 
-export default createDataSource(loadConfig().databaseUrl, new SqlStatementLog(true));
+export default createDataSource(loadConfig().databaseUrl, new SqlStatementLog(console, true));

@@ -76,7 +76,6 @@ export async function startProfiler(): Promise<{ stop(file: string): Promise<str
   };
 }
 
-
 /** The JWT secret of the benchmarks' own servers. */
 const BENCH_JWT_SECRET = 'bench-secret-bench-secret';
 

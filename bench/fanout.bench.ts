@@ -21,7 +21,7 @@
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
 import { startApp, warn } from '../src/app';
-import { openDatabase } from '../src/db/data-source';
+import { SqlStatementLog, openDatabase } from '../src/db/data-source';
 import { FanoutWorkers } from '../src/fanout/fanout.worker';
 import { fromGlobalId } from '../src/graphql/global-id';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
@@ -38,8 +38,8 @@ const FIRST_FOLLOWER_ID = 10_000_000;
 async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench');
   const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024' });
-  const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config) as Redis;
+  const db = await openDatabase(config.databaseUrl, new SqlStatementLog(console));
+  const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   const app = await startApp({ config, db, redis });
   console.log(`fan-out benchmark: ${FOLLOWERS.toLocaleString('en-US')} followers, Redis ${config.redisUrl}, MySQL ${databaseUrl}`);
@@ -103,7 +103,11 @@ async function main(): Promise<void> {
   const redisCpu = (await redisCpuSeconds(redis)) - redisCpuBefore;
   if (profiler) console.log(`CPU profile of the delivery written to ${await profiler.stop('fanout-delivery.cpuprofile')}`);
   await workers.stop();
-  const holding = await countHolding(redis, followerIds.map((id) => keys.feed(id)), inboxMember(blogId));
+  const holding = await countHolding(
+    redis,
+    followerIds.map((id) => keys.feed(id)),
+    inboxMember(blogId),
+  );
   if (holding !== FOLLOWERS) throw new Error(`only ${holding} of ${FOLLOWERS} inboxes hold the blog`);
 
   // 4. Baselines on the same Redis, from a plain client (the app's client auto-pipelines, which
@@ -131,10 +135,16 @@ async function main(): Promise<void> {
   const p50many = percentile(latencies.many, 50);
   console.log('');
   console.log(`publishBlog, 1 follower:       p50 ${ms(p50one)}  p99 ${ms(percentile(latencies.one, 99))}  (${PUBLISHES} requests)`);
-  console.log(`publishBlog, ${FOLLOWERS.toLocaleString('en-US')} followers: p50 ${ms(p50many)}  p99 ${ms(percentile(latencies.many, 99))}  (${PUBLISHES} requests)`);
+  console.log(
+    `publishBlog, ${FOLLOWERS.toLocaleString('en-US')} followers: p50 ${ms(p50many)}  p99 ${ms(percentile(latencies.many, 99))}  (${PUBLISHES} requests)`,
+  );
   console.log(`  ratio p50 N / p50 1: ${(p50many / p50one).toFixed(2)}x  (target <= 1.2x)`);
-  console.log(`delivery to ${FOLLOWERS.toLocaleString('en-US')} inboxes: ${deliverySeconds.toFixed(2)} s from publish to the last inbox write = ${rate(deliveryRate)} inbox writes`);
-  console.log(`  Redis was busy ${redisCpu.toFixed(2)} s of those ${deliverySeconds.toFixed(2)} s (INFO cpu), ${(redisCpu / deliverySeconds * 100).toFixed(0)}%`);
+  console.log(
+    `delivery to ${FOLLOWERS.toLocaleString('en-US')} inboxes: ${deliverySeconds.toFixed(2)} s from publish to the last inbox write = ${rate(deliveryRate)} inbox writes`,
+  );
+  console.log(
+    `  Redis was busy ${redisCpu.toFixed(2)} s of those ${deliverySeconds.toFixed(2)} s (INFO cpu), ${((redisCpu / deliverySeconds) * 100).toFixed(0)}%`,
+  );
   console.log(`plain pipelined ZADD + trim loop (one client, chunks of 1000, ${PLAIN_LOOP_SAMPLE.toLocaleString('en-US')} followers): ${rate(plainRate)}`);
   console.log(`seed loop (one awaited ZADD per follower, ${SEED_LOOP_SAMPLE.toLocaleString('en-US')} followers): ${rate(seedRate)}`);
   console.log(`  delivery / plain pipelined: ${(deliveryRate / plainRate).toFixed(2)}x  (target >= 0.7x)`);

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RunningApp, startApp } from '../src/app';
-import { openDatabase, openEmbeddedDatabase } from '../src/db/data-source';
+import { SqlStatementLog, openDatabase, openEmbeddedDatabase } from '../src/db/data-source';
 import { insertRows, select, Sql } from '../src/db/sql';
 import { cursorsForPage, encodeCursor, START } from '../src/feed/cursor';
 import { FeedStore } from '../src/feed/feed.store';
@@ -63,8 +63,8 @@ async function main(): Promise<void> {
   const configOf = (model: string) =>
     benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:feed:', FANOUT_WORKERS: '0', FEED_MODEL: model, BIG_V_FOLLOWERS: '100' });
   const config = configOf('push');
-  const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config) as Redis;
+  const db = await openDatabase(config.databaseUrl, new SqlStatementLog(console));
+  const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   console.log(`feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`);
 
@@ -76,7 +76,7 @@ async function main(): Promise<void> {
   await seed(db, now, authorIds, bigIds, readerIds);
   const embeddedDir = mkdtempSync(join(tmpdir(), 'feed-bench-'));
   const embeddedFile = join(embeddedDir, 'feed.sqlite');
-  const embeddedDb = await openEmbeddedDatabase(embeddedFile);
+  const embeddedDb = await openEmbeddedDatabase(embeddedFile, new SqlStatementLog(console));
   await seed(embeddedDb, now, authorIds, bigIds, readerIds);
 
   // Servers: the API in each model, the embedded mode, and the plain handler.
@@ -103,7 +103,13 @@ async function main(): Promise<void> {
   const firstBodies = readerIds.map(() => JSON.stringify({ query: QUERY, variables: { after: null } }));
 
   // Every scenario answers a full page before it is measured.
-  for (const [name, url, body] of [['push', apps.push.url, firstBodies[0]], ['pull', apps.pull.url, firstBodies[0]], ['hybrid', apps.hybrid.url, firstBodies[0]], ['cold', apps.push.url, deepBodies[0]], ['plain', plain.url, firstBodies[0]]] as const) {
+  for (const [name, url, body] of [
+    ['push', apps.push.url, firstBodies[0]],
+    ['pull', apps.pull.url, firstBodies[0]],
+    ['hybrid', apps.hybrid.url, firstBodies[0]],
+    ['cold', apps.push.url, deepBodies[0]],
+    ['plain', plain.url, firstBodies[0]],
+  ] as const) {
     const data = await graphql(url, JSON.parse(body).query, JSON.parse(body).variables, tokens[0]);
     if (data.followFeed.edges.length !== 20) throw new Error(`${name} answered ${data.followFeed.edges.length} edges`);
   }
@@ -151,7 +157,10 @@ async function main(): Promise<void> {
   console.log(`  pull / push:                   ${ratio(results.pull, results.push)}x`);
   console.log(`  embedded (SQLite) / pull on MySQL: ${ratio(results.embedded, results.pull)}x`);
 
-  for (const [label, args] of [['default settings', []], ['zset-max-listpack-entries 1024', ['--zset-max-listpack-entries', '1024']]] as const) {
+  for (const [label, args] of [
+    ['default settings', []],
+    ['zset-max-listpack-entries 1024', ['--zset-max-listpack-entries', '1024']],
+  ] as const) {
     const bytes = await memoryPerEntry(config.feedMaxItems, [...args]);
     console.log(`Redis memory per inbox entry, ${config.feedMaxItems}-entry inboxes, ${label}: ${bytes.toFixed(1)} bytes  (target <= 64)`);
   }
@@ -174,7 +183,14 @@ async function seed(db: Sql, now: number, authorIds: number[], bigIds: number[],
     [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
   );
   const blogs = authorIds.flatMap((author, a) =>
-    Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [author, `blog ${a}.${i}`, 'Some content of a typical length for a post in a feed.', '[]', new Date(now - 3_600_000 + Math.floor((a * BLOGS_PER_AUTHOR + i) / 3) * 7), !bigIds.includes(author)]),
+    Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [
+      author,
+      `blog ${a}.${i}`,
+      'Some content of a typical length for a post in a feed.',
+      '[]',
+      new Date(now - 3_600_000 + Math.floor((a * BLOGS_PER_AUTHOR + i) / 3) * 7),
+      !bigIds.includes(author),
+    ]),
   );
   await insertRows(db, 'INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', blogs);
   const follows: unknown[][] = [];
@@ -194,7 +210,7 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', async () => {
+    const respond = async (): Promise<void> => {
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { variables?: { after?: string | null } };
         const auth = services.tokens.check(req.headers.authorization);
@@ -211,7 +227,15 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
           const blog = edge.node;
           return {
             cursor: edge.cursor,
-            node: { id: blog.id, title: blog.title, content: blog.content, likeCount: blog.likeCount, isLiked: liked[i], createdAt: blog.createdAt.toISOString(), author: { id: author.id, nickName: author.nickName } },
+            node: {
+              id: blog.id,
+              title: blog.title,
+              content: blog.content,
+              likeCount: blog.likeCount,
+              isLiked: liked[i],
+              createdAt: blog.createdAt.toISOString(),
+              author: { id: author.id, nickName: author.nickName },
+            },
           };
         });
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -219,7 +243,9 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
       } catch (error) {
         res.writeHead(500).end(String(error));
       }
-    });
+    };
+    // The handler catches everything it throws and answers 500, so its promise never rejects: `void` marks that.
+    req.on('end', () => void respond());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

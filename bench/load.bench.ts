@@ -12,7 +12,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp, warn } from '../src/app';
-import { openDatabase } from '../src/db/data-source';
+import { SqlStatementLog, openDatabase } from '../src/db/data-source';
 import { toGlobalId } from '../src/graphql/global-id';
 import { createRedis } from '../src/redis/redis.client';
 import { benchConfig, flag, freshBenchDatabase, ms, rate } from './bench.support';
@@ -27,8 +27,8 @@ const FIRST_ID = 2_000_000;
 async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench_load');
   const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:load:' });
-  const db = await openDatabase(config.databaseUrl);
-  const redis = createRedis(config) as Redis;
+  const db = await openDatabase(config.databaseUrl, new SqlStatementLog(console));
+  const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   const now = Date.now();
   const authors = Array.from({ length: AUTHORS }, (_, i) => FIRST_ID + i);
   const readers = Array.from({ length: READERS }, (_, i) => FIRST_ID + 10_000 + i);
@@ -36,11 +36,21 @@ async function main(): Promise<void> {
     [...authors, ...readers].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now)]),
   ]);
   await db.query('INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?', [
-    authors.flatMap((author, a) => Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [author, `blog ${a}.${i}`, 'content', '[]', new Date(now - 3_600_000 + (a * BLOGS_PER_AUTHOR + i) * 11)])),
+    authors.flatMap((author, a) =>
+      Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [
+        author,
+        `blog ${a}.${i}`,
+        'content',
+        '[]',
+        new Date(now - 3_600_000 + (a * BLOGS_PER_AUTHOR + i) * 11),
+      ]),
+    ),
   ]);
   const follows = readers.flatMap((reader, r) => Array.from({ length: 30 }, (_, k) => [reader, authors[(r * 3 + k * 7) % AUTHORS], new Date(now)]));
   await db.query('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [follows]);
-  await db.query('UPDATE tb_user u SET follower_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.follow_user_id = u.id), following_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.user_id = u.id)');
+  await db.query(
+    'UPDATE tb_user u SET follower_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.follow_user_id = u.id), following_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.user_id = u.id)',
+  );
   const blogIds: Array<{ id: string }> = await db.query('SELECT id FROM tb_blog ORDER BY RAND() LIMIT 2000');
 
   const app = await startApp({ config, db, redis });
@@ -73,7 +83,9 @@ async function main(): Promise<void> {
     const r = result[operation];
     total += r.count;
     errors += r.errors;
-    console.log(`${operation.padEnd(8)} ${String(r.count).padStart(7)} requests  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}  errors ${r.errors}${r.firstError ? `  first: ${r.firstError}` : ''}`);
+    console.log(
+      `${operation.padEnd(8)} ${String(r.count).padStart(7)} requests  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}  errors ${r.errors}${r.firstError ? `  first: ${r.firstError}` : ''}`,
+    );
   }
   console.log(`total    ${String(total).padStart(7)} requests in ${result.seconds.toFixed(1)} s = ${rate(total / result.seconds)}, errors ${errors}`);
   await app.services.fanout.idle(120_000).catch((error: unknown) => warn('fan-out still running at the end', error));

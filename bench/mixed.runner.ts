@@ -47,9 +47,18 @@ async function main(): Promise<void> {
         edges { cursor node { id title likeCount isLiked author { nickName } } } pageInfo { hasNextPage endCursor } } }`,
       variables: { after: null },
     }),
-    like: () => ({ query: 'mutation($b: ID!, $l: Boolean!) { likeBlog(blogId: $b, liked: $l) { likeCount } }', variables: { b: any(spec.blogIds), l: Math.random() < 0.6 } }),
-    follow: () => ({ query: 'mutation($u: ID!, $f: Boolean!) { follow(userId: $u, follow: $f) { followerCount } }', variables: { u: any(spec.userIds), f: Math.random() < 0.6 } }),
-    publish: () => ({ query: 'mutation($t: String!) { publishBlog(input: { title: $t, content: "load test" }) { id } }', variables: { t: `load ${Date.now()}` } }),
+    like: () => ({
+      query: 'mutation($b: ID!, $l: Boolean!) { likeBlog(blogId: $b, liked: $l) { likeCount } }',
+      variables: { b: any(spec.blogIds), l: Math.random() < 0.6 },
+    }),
+    follow: () => ({
+      query: 'mutation($u: ID!, $f: Boolean!) { follow(userId: $u, follow: $f) { followerCount } }',
+      variables: { u: any(spec.userIds), f: Math.random() < 0.6 },
+    }),
+    publish: () => ({
+      query: 'mutation($t: String!) { publishBlog(input: { title: $t, content: "load test" }) { id } }',
+      variables: { t: `load ${Date.now()}` },
+    }),
   };
   const stats = new Map<Operation, { latencies: number[]; errors: number; firstError?: string }>(
     WEIGHTS.map(([operation]) => [operation, { latencies: [], errors: 0 }]),

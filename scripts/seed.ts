@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   const likes = flag('likes', 3000);
   const config = loadConfig();
   console.log(`Seeding ${describeStores(config)}`);
-  const stores = await openStores(config);
+  const stores = await openStores(config, console);
   const { db, redis } = stores;
   const [{ n: existing }] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM tb_user WHERE nick_key = ?', ['demo1']);
   if (Number(existing) > 0) {
@@ -79,7 +79,11 @@ async function main(): Promise<void> {
     for (let u = start; u < Math.min(users, start + 500); u += 1) {
       for (let k = 1; k <= followsPerUser; k += 1) rows.push([ids[u], ids[(u + k * 7) % users], new Date(now)]);
     }
-    await insertRows(db, 'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', rows.filter((r) => r[0] !== r[1]));
+    await insertRows(
+      db,
+      'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
+      rows.filter((r) => r[0] !== r[1]),
+    );
     followBar(Math.min(users, start + 500));
   }
   await write(
@@ -112,11 +116,10 @@ async function main(): Promise<void> {
   if (blogIds.length > 0 && likes > 0) {
     const rows = Array.from({ length: likes }, (_, i) => [Number(blogIds[(i * 31) % blogIds.length].id), ids[(i * 17) % users], new Date(now)]);
     await insertRows(db, 'INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', rows);
-    await write(
-      db,
-      'UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id) WHERE user_id BETWEEN ? AND ?',
-      [ids[0], ids[ids.length - 1]],
-    );
+    await write(db, 'UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id) WHERE user_id BETWEEN ? AND ?', [
+      ids[0],
+      ids[ids.length - 1],
+    ]);
   }
 
   if (redis && config.feedModel !== 'pull') {

@@ -36,7 +36,7 @@ import { Context, Services } from './graphql/context';
 import { createDataSource, SqlStatementLog } from './db/data-source';
 import { isDatabaseTooSlow, isDatabaseUnavailable } from './db/sql';
 import { poolLimits } from './stores';
-import { ErrorCode } from './graphql/errors';
+import { ErrorCode, internalServerError, serviceUnavailable, validationFailed } from './graphql/errors';
 import { clientAddressOf } from './graphql/client-address';
 import { queryLimitsPlugin } from './graphql/limits';
 import { graphqlHandler, isGraphQLPost } from './graphql/http';
@@ -84,12 +84,12 @@ export interface AppDeps {
   now?: () => Date;
 }
 
-/** Warnings of background work (fan-out, relay): printed, never thrown at a request. */
 /** The service's log (JSON lines, see observability.ts). */
 export const logger = createLogger();
 
 /** Warnings of background work (fan-out, relay): logged, never thrown at a request. */
 export function warn(message: string, error?: unknown): void {
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a thrown non-Error has nothing better than its String() form
   logger.warn(error === undefined ? { msg: message } : { msg: message, err: error instanceof Error ? error.message : String(error) });
 }
 
@@ -150,7 +150,10 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   const app = express();
   // POST /graphql, nearly all the traffic, skips Express (see graphql/http.ts). handleGraphQL is
   // made below, once Apollo has started; no request arrives before the server listens.
-  const httpServer = http.createServer((req, res) => (isGraphQLPost(req) ? handleGraphQL(req, res) : app(req, res)));
+  const httpServer = http.createServer((req, res) => {
+    if (isGraphQLPost(req)) handleGraphQL(req, res);
+    else app(req, res);
+  });
   const schema = buildFeedSchema();
   const apollo = new ApolloServer<Context>({
     schema,
@@ -209,7 +212,10 @@ export async function startApp(deps: AppDeps): Promise<RunningApp> {
   // the load balancer at once for an outage they all ride out.
   app.get('/readyz', async (_req, res) => {
     const check = (name: string, probe: Promise<unknown>) =>
-      withTimeout(probe, READY_TIMEOUT_MS, name).then(() => 'ok', (error: unknown) => String(error));
+      withTimeout(probe, READY_TIMEOUT_MS, name).then(
+        () => 'ok',
+        (error: unknown) => String(error),
+      );
     const database = config.embedded ? 'sqlite' : 'mysql';
     const [db, redisCheck] = await Promise.all([
       check(config.embedded ? 'SQLite' : 'MySQL', deps.db.query('SELECT 1')),
@@ -277,7 +283,7 @@ function metricsAuthorization(token: string | null): (header: string | undefined
 
 /** The in-process fan-out workers' MySQL pool (migrations have run: the API's pool opened first). */
 async function openWorkerPool(config: Config): Promise<DataSource> {
-  const db = createDataSource(config.databaseUrl, new SqlStatementLog(), poolLimits(config));
+  const db = createDataSource(config.databaseUrl, new SqlStatementLog(logger), poolLimits(config));
   await db.initialize();
   return db;
 }
@@ -342,27 +348,17 @@ function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefiniti
 function formatError(formatted: GraphQLFormattedError, error: unknown, production: boolean): GraphQLFormattedError {
   // MySQL too slow: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS and was stopped.
   if (isDatabaseTooSlow((error as { originalError?: unknown })?.originalError ?? error)) {
-    return {
-      message: 'the database is too slow right now (a statement ran out of time); nothing changed; retry shortly',
-      locations: formatted.locations,
-      path: formatted.path,
-      extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
-    };
+    return serviceUnavailable('the database is too slow right now (a statement ran out of time); nothing changed; retry shortly', formatted);
   }
   // MySQL unreachable: the request failed for a reason the client can wait out.
   if (isDatabaseUnavailable((error as { originalError?: unknown })?.originalError ?? error)) {
-    return {
-      message: 'the database is unavailable; retry shortly',
-      locations: formatted.locations,
-      path: formatted.path,
-      extensions: { code: ErrorCode.SERVICE_UNAVAILABLE },
-    };
+    return serviceUnavailable('the database is unavailable; retry shortly', formatted);
   }
   // graphql-js's own refusals before any resolver ran (e.g. a subscription, which this schema
   // does not have) carry no original error: the request was at fault, not the server.
   const original = (error as { originalError?: unknown })?.originalError;
   if (formatted.extensions?.code === ErrorCode.INTERNAL_SERVER_ERROR && error instanceof GraphQLError && !original && !formatted.path) {
-    return { message: formatted.message, locations: formatted.locations, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } };
+    return validationFailed(formatted.message, formatted);
   }
   // Our typed errors and Apollo's own (GRAPHQL_PARSE_FAILED, ...) carry their code; Apollo
   // marks everything else INTERNAL_SERVER_ERROR.
@@ -374,10 +370,5 @@ function formatError(formatted: GraphQLFormattedError, error: unknown, productio
   const cause = (error as { originalError?: unknown })?.originalError ?? error;
   logger.error({ msg: 'internal error', err: cause instanceof Error ? { message: cause.message, stack: cause.stack } : String(cause) });
   if (!production) return formatted;
-  return {
-    message: 'Internal server error',
-    locations: formatted.locations,
-    path: formatted.path,
-    extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR },
-  };
+  return internalServerError(formatted);
 }

@@ -257,7 +257,7 @@ function parseOnOff(env: Env, name: string, fallback: boolean): boolean {
 
 /** "points/seconds", e.g. "10/900": at most 10 per 15 minutes. */
 function parseRule(env: Env, name: string, fallback: string): RateLimitRule {
-  const raw = env[name] === undefined || env[name] === '' ? fallback : env[name]!;
+  const raw = env[name] === undefined || env[name] === '' ? fallback : env[name];
   const match = /^(\d{1,9})\/(\d{1,9})$/.exec(raw.trim());
   if (!match || Number(match[1]) < 1 || Number(match[2]) < 1) {
     throw new ConfigError(`${name} must be <points>/<seconds>, e.g. 10/900 (got "${raw}")`);

@@ -6,10 +6,15 @@
 import { logger } from './app';
 import { ConfigError } from './config';
 
-/** Runs an entry point; a ConfigError prints as one line, anything else in full; both exit 1. */
+/**
+ * Runs an entry point; both kinds of failure exit 1. Anything but a ConfigError is logged in full
+ * (pino's err: message and stack). A ConfigError is one plain line on stderr, not a JSON log line:
+ * it is read by whoever just started the process with a wrong setting, and the README quotes it.
+ */
 export function runEntryPoint(main: () => Promise<void>): void {
   main().catch((error: unknown) => {
-    console.error(error instanceof ConfigError ? `configuration error: ${error.message}` : error);
+    if (error instanceof ConfigError) process.stderr.write(`configuration error: ${error.message}\n`);
+    else logger.fatal({ err: error }, 'startup failed');
     process.exit(1);
   });
 }

@@ -85,7 +85,7 @@ export class Metrics {
         labelNames: ['state'],
         registers: [this.registry],
         async collect() {
-          const counts = await queueDepth().catch(() => ({}) as Record<string, number>);
+          const counts = await queueDepth().catch(() => ({}));
           for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
         },
       });

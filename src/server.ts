@@ -19,8 +19,8 @@ async function main(): Promise<void> {
         'Set JWT_SECRET (required when NODE_ENV=production). !!!',
     );
   }
-  const stores = await openStores(config);
-  if (stores.redis && config.feedModel !== 'pull') void checkInboxEncoding(stores.redis, config.feedMaxItems);
+  const stores = await openStores(config, logger);
+  if (stores.redis && config.feedModel !== 'pull') void checkInboxEncoding(stores.redis, config.feedMaxItems, (message) => logger.warn(message));
   const app = await startApp({ config, db: stores.db, redis: stores.redis });
   const workers = config.embedded ? 'no fan-out' : `FANOUT_WORKERS=${config.fanoutWorkers}`;
   logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers})`);

@@ -8,7 +8,7 @@
 import { resolve } from 'node:path';
 import { DataSource } from 'typeorm';
 import { Config, ConfigError } from './config';
-import { openDatabase, openEmbeddedDatabase, PoolLimits, SqlStatementLog } from './db/data-source';
+import { LogSink, openDatabase, openEmbeddedDatabase, PoolLimits, SqlStatementLog } from './db/data-source';
 import { createRedis, RedisClient } from './redis/redis.client';
 
 export interface Stores {
@@ -19,7 +19,8 @@ export interface Stores {
   close(): Promise<void>;
 }
 
-export async function openStores(config: Config, sqlLog?: SqlStatementLog): Promise<Stores> {
+/** `log` receives the database's and Redis's warnings: the service's logger, passed down from the entry point. */
+export async function openStores(config: Config, log: LogSink, sqlLog = new SqlStatementLog(log)): Promise<Stores> {
   if (config.embedded) {
     const db = await openEmbeddedDatabase(config.embeddedDbFile, sqlLog).catch((error: unknown) => {
       throw new ConfigError(`cannot open the embedded database EMBEDDED_DB_FILE (${resolve(config.embeddedDbFile)}): ${String(error)}`);
@@ -29,7 +30,7 @@ export async function openStores(config: Config, sqlLog?: SqlStatementLog): Prom
   const db = await openDatabase(config.databaseUrl, sqlLog, poolLimits(config)).catch((error: unknown) => {
     throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
   });
-  const redis = createRedis(config);
+  const redis = createRedis(config, (message) => log.warn(message));
   return {
     db,
     redis,

@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     );
   }
   logger.info(describeStores(config));
-  const stores = await openStores(config);
+  const stores = await openStores(config, logger);
   const { db } = stores;
   const redis = stores.redis!; // never null outside the embedded mode
   const queue = new FanoutQueue(config);

@@ -14,9 +14,7 @@ const PARALLELISM = 1;
 function scryptAsync(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   // scrypt needs about 128 * N * r bytes; allow twice that over Node's 32 MiB default.
   const maxmem = 256 * (options.N ?? 16384) * (options.r ?? BLOCK_SIZE) + 1024 * 1024;
-  return new Promise((resolve, reject) =>
-    scrypt(password, salt, KEY_LENGTH, { ...options, maxmem }, (error, key) => (error ? reject(error) : resolve(key))),
-  );
+  return new Promise((resolve, reject) => scrypt(password, salt, KEY_LENGTH, { ...options, maxmem }, (error, key) => (error ? reject(error) : resolve(key))));
 }
 
 export class PasswordHasher {

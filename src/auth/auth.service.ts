@@ -25,6 +25,7 @@ export interface AuthPayloadData {
 }
 
 // Control characters (C0, DEL, C1) make a nickName impossible to show or type.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point of this pattern
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 
 export function validateNickName(nickName: string): void {
@@ -37,10 +38,7 @@ export function validateNickName(nickName: string): void {
   }
   const keyLength = charLength(nickNameKey(nickName));
   if (keyLength > NICKNAME_KEY_MAX) {
-    throw badUserInput(
-      `nickName must be at most ${NICKNAME_KEY_MAX} characters once normalised (NFKC, lower case) (got ${keyLength})`,
-      'nickName',
-    );
+    throw badUserInput(`nickName must be at most ${NICKNAME_KEY_MAX} characters once normalised (NFKC, lower case) (got ${keyLength})`, 'nickName');
   }
 }
 

@@ -10,10 +10,7 @@ const ALGORITHM = 'HS256';
 /** Tolerated difference between the clocks of the servers that sign and verify (seconds). */
 const CLOCK_TOLERANCE_SECONDS = 5;
 
-export type TokenCheck =
-  | { kind: 'anonymous' }
-  | { kind: 'viewer'; userId: number }
-  | { kind: 'rejected'; reason: string };
+export type TokenCheck = { kind: 'anonymous' } | { kind: 'viewer'; userId: number } | { kind: 'rejected'; reason: string };
 
 export class TokenService {
   /**

@@ -62,11 +62,15 @@ export class BlogService {
         created_at: this.now(),
         pushed,
       };
-      const result = await write(
-        sql,
-        'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        [row.user_id, row.title, row.content, row.images, row.liked, row.created_at, row.pushed],
-      );
+      const result = await write(sql, 'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+        row.user_id,
+        row.title,
+        row.content,
+        row.images,
+        row.liked,
+        row.created_at,
+        row.pushed,
+      ]);
       const blog = Blog.fromRow({ ...row, id: result.insertId });
       if (!pushed) return { blog, taskId: null };
       const recorded = await this.fanout.recordDeliver(sql, blog);
@@ -85,10 +89,7 @@ export class BlogService {
     if (!blog) throw notFound(`blog ${blogId} does not exist`);
     if (blog.authorId !== viewerId) throw forbidden('only the author may delete a blog');
     const taskId = await inTransaction(this.db, async (sql) => {
-      const result = await write(sql, 'UPDATE tb_blog SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [
-        this.now(),
-        blogId,
-      ]);
+      const result = await write(sql, 'UPDATE tb_blog SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [this.now(), blogId]);
       if (result.affectedRows === 0) throw notFound(`blog ${blogId} does not exist`);
       // A blog that no inbox holds (hybrid: a big author's) needs no walk over the followers.
       return this.feed.inInboxes(blog) ? this.fanout.recordRetract(sql, blog) : null;
@@ -99,11 +100,7 @@ export class BlogService {
   /** Live (not deleted) blogs by id, in one statement. */
   async findByIds(ids: readonly number[], sql: Sql = this.db): Promise<Map<number, Blog>> {
     if (ids.length === 0) return new Map();
-    const rows = await select<BlogRow>(
-      sql,
-      `SELECT ${BLOG_COLUMNS} FROM tb_blog WHERE id IN (?) AND deleted_at IS NULL`,
-      [ids],
-    );
+    const rows = await select<BlogRow>(sql, `SELECT ${BLOG_COLUMNS} FROM tb_blog WHERE id IN (?) AND deleted_at IS NULL`, [ids]);
     return new Map(rows.map((row) => [Number(row.id), Blog.fromRow(row)]));
   }
 

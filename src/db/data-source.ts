@@ -8,6 +8,16 @@ import { MIGRATIONS } from '../../migrations';
 import { ENTITIES } from './entities';
 
 /**
+ * Where the database layer reports: the service passes its pino logger (app.ts), so these lines
+ * are JSON like every other log line and obey LOG_LEVEL; tools and tests may pass `console`.
+ */
+export interface LogSink {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/**
  * Counts SQL statements and reports failing ones. The count lets tests prove that a feed page
  * costs a constant number of statements, whatever its size.
  */
@@ -15,29 +25,32 @@ export class SqlStatementLog implements TypeOrmLogger {
   statements = 0;
 
   /** @param printStatements print every statement (debugging, and the TypeORM CLI) */
-  constructor(private readonly printStatements = false) {}
+  constructor(
+    readonly sink: LogSink,
+    private readonly printStatements = false,
+  ) {}
 
   logQuery(query: string): void {
     this.statements += 1;
-    if (this.printStatements) console.log(`[sql] ${query}`);
+    if (this.printStatements) this.sink.info(`[sql] ${query}`);
   }
   logQueryError(error: string | Error, query: string): void {
     // Expected failures (duplicate keys, dead connections) are handled by the caller; printing
     // them here too would only double the noise. Print only when asked to.
-    if (this.printStatements) console.error(`[sql] failed: ${query}: ${String(error)}`);
+    if (this.printStatements) this.sink.error(`[sql] failed: ${query}: ${String(error)}`);
   }
   logQuerySlow(time: number, query: string): void {
-    console.warn(`[sql] slow (${time} ms): ${query.slice(0, 200)}`);
+    this.sink.warn(`[sql] slow (${time} ms): ${query.slice(0, 200)}`);
   }
   logSchemaBuild(message: string): void {
-    if (this.printStatements) console.log(`[schema] ${message}`);
+    if (this.printStatements) this.sink.info(`[schema] ${message}`);
   }
   logMigration(message: string): void {
-    console.log(`[migration] ${message}`);
+    this.sink.info(`[migration] ${message}`);
   }
   log(level: 'log' | 'info' | 'warn', message: unknown): void {
-    if (level === 'warn') console.warn(`[typeorm] ${String(message)}`);
-    else if (this.printStatements) console.log(`[typeorm] ${String(message)}`);
+    if (level === 'warn') this.sink.warn(`[typeorm] ${String(message)}`);
+    else if (this.printStatements) this.sink.info(`[typeorm] ${String(message)}`);
   }
 }
 
@@ -51,7 +64,7 @@ export interface PoolLimits {
 /** No statement limit: for migrations, whose ALTERs on a big table may rightly take minutes. */
 export const UNLIMITED_POOL: PoolLimits = { poolSize: 10, statementTimeoutMs: 0 };
 
-export function createDataSource(databaseUrl: string, logger = new SqlStatementLog(), limits: PoolLimits = UNLIMITED_POOL): DataSource {
+export function createDataSource(databaseUrl: string, logger: SqlStatementLog, limits: PoolLimits = UNLIMITED_POOL): DataSource {
   const dataSource = new DataSource({
     type: 'mysql',
     url: databaseUrl,
@@ -65,7 +78,7 @@ export function createDataSource(databaseUrl: string, logger = new SqlStatementL
     bigNumberStrings: true,
     maxQueryExecutionTime: 1000,
     poolSize: limits.poolSize,
-    ...(limits.statementTimeoutMs > 0 ? { driver: mysqlWithStatementLimit(limits.statementTimeoutMs) } : {}),
+    ...(limits.statementTimeoutMs > 0 ? { driver: mysqlWithStatementLimit(limits.statementTimeoutMs, logger.sink) } : {}),
     logger,
   });
   return dataSource;
@@ -85,7 +98,7 @@ interface MysqlConnection {
  * ER_STATEMENT_TIMEOUT / ER_QUERY_TIMEOUT, answered SERVICE_UNAVAILABLE (db/sql.ts): a slow
  * database costs a request a bounded wait, and the connection returns to the pool.
  */
-function mysqlWithStatementLimit(timeoutMs: number): typeof mysql2 {
+function mysqlWithStatementLimit(timeoutMs: number, sink: LogSink): typeof mysql2 {
   return {
     ...mysql2,
     createPool(options: PoolOptions) {
@@ -93,11 +106,9 @@ function mysqlWithStatementLimit(timeoutMs: number): typeof mysql2 {
       pool.on('connection', (connection) => {
         const raw = connection as unknown as MysqlConnection;
         const mariaDb = /mariadb/i.test(raw._handshakePacket?.serverVersion ?? '');
-        const [statement, value] = mariaDb
-          ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000]
-          : ['SET SESSION max_execution_time = ?', timeoutMs];
+        const [statement, value] = mariaDb ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000] : ['SET SESSION max_execution_time = ?', timeoutMs];
         raw.query(statement, [value], (error) => {
-          if (error) console.warn(`[sql] cannot limit statement time (DATABASE_STATEMENT_TIMEOUT_MS): ${error.message}`);
+          if (error) sink.warn(`[sql] cannot limit statement time (DATABASE_STATEMENT_TIMEOUT_MS): ${error.message}`);
         });
       });
       return pool;
@@ -125,9 +136,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   serverUrl.pathname = '/';
   const connection = await createConnection({ uri: serverUrl.toString(), connectTimeout: 10_000 });
   try {
-    await connection.query(
-      `CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
-    );
+    await connection.query(`CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
   } finally {
     await connection.end();
   }
@@ -141,7 +150,7 @@ const MIGRATION_LOCK_SECONDS = 120;
  * starting together on a fresh database would both run the migrations: a named lock
  * (GET_LOCK) lets one run them while the other waits and then finds nothing pending.
  */
-export async function openDatabase(databaseUrl: string, logger?: SqlStatementLog, limits: PoolLimits = UNLIMITED_POOL): Promise<DataSource> {
+export async function openDatabase(databaseUrl: string, logger: SqlStatementLog, limits: PoolLimits = UNLIMITED_POOL): Promise<DataSource> {
   await ensureDatabase(databaseUrl);
   await migrate(databaseUrl, logger);
   const dataSource = createDataSource(databaseUrl, logger, limits);
@@ -150,7 +159,7 @@ export async function openDatabase(databaseUrl: string, logger?: SqlStatementLog
 }
 
 /** Runs the pending migrations on a connection of their own, without the statement limit. */
-async function migrate(databaseUrl: string, logger?: SqlStatementLog): Promise<void> {
+async function migrate(databaseUrl: string, logger: SqlStatementLog): Promise<void> {
   // Two connections: one holds the migration lock while the migrations run on the other.
   const dataSource = createDataSource(databaseUrl, logger, { poolSize: 2, statementTimeoutMs: 0 });
   await dataSource.initialize();
@@ -165,7 +174,7 @@ async function runMigrationsLocked(dataSource: DataSource, databaseUrl: string):
   const runner = dataSource.createQueryRunner();
   try {
     const lockName = `migrations:${databaseNameOf(databaseUrl)}`;
-    const [{ locked }] = await runner.query('SELECT GET_LOCK(?, ?) AS locked', [lockName, MIGRATION_LOCK_SECONDS]);
+    const [{ locked }] = (await runner.query('SELECT GET_LOCK(?, ?) AS locked', [lockName, MIGRATION_LOCK_SECONDS])) as Array<{ locked: unknown }>;
     if (Number(locked) !== 1) throw new Error(`another process held the migration lock for ${MIGRATION_LOCK_SECONDS} s`);
     try {
       await dataSource.runMigrations();
@@ -183,7 +192,7 @@ async function runMigrationsLocked(dataSource: DataSource, databaseUrl: string):
  * process, a sqlite3 shell) work while the service writes; a writer waits up to `timeout` ms for
  * another process's write to end.
  */
-export function createEmbeddedDataSource(file: string, logger = new SqlStatementLog()): DataSource {
+export function createEmbeddedDataSource(file: string, logger: SqlStatementLog): DataSource {
   return new DataSource({
     type: 'better-sqlite3',
     database: file,
@@ -198,7 +207,7 @@ export function createEmbeddedDataSource(file: string, logger = new SqlStatement
 }
 
 /** Opens (creating when needed) and migrates the embedded store. */
-export async function openEmbeddedDatabase(file: string, logger?: SqlStatementLog): Promise<DataSource> {
+export async function openEmbeddedDatabase(file: string, logger: SqlStatementLog): Promise<DataSource> {
   const dataSource = createEmbeddedDataSource(file, logger);
   await dataSource.initialize();
   await dataSource.runMigrations();

@@ -46,7 +46,6 @@ export class UserEntity {
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt!: Date;
 
-
   /** The user has blogs that were not fanned out (hybrid model): readers merge them in. */
   @Column({ name: 'has_pulled_blogs', type: 'boolean', default: false })
   hasPulledBlogs!: boolean;

@@ -28,7 +28,7 @@ function inOpenTransaction(sql: Sql): boolean {
 
 export async function write(sql: Sql, statement: string, params: unknown[]): Promise<WriteResult> {
   const dataSource = dataSourceOf(sql);
-  if (!isSqliteDataSource(dataSource)) return (await sql.query(statement, params)) as WriteResult;
+  if (!isSqliteDataSource(dataSource)) return await sql.query<WriteResult>(statement, params);
   const run = async (): Promise<WriteResult> => {
     const rewritten = toSqlite(statement, params);
     // The structured result: the plain one of TypeORM's SQLite driver drops the changed-row count.
@@ -53,9 +53,9 @@ export async function insertRows(sql: Sql, statement: string, rows: readonly unk
 }
 
 export async function select<Row>(sql: Sql, statement: string, params: unknown[]): Promise<Row[]> {
-  if (!isSqliteDataSource(dataSourceOf(sql))) return (await sql.query(statement, params)) as Row[];
+  if (!isSqliteDataSource(dataSourceOf(sql))) return await sql.query<Row[]>(statement, params);
   const rewritten = toSqlite(statement, params);
-  const rows = (await sql.query(rewritten.statement, rewritten.params)) as Array<Record<string, unknown>>;
+  const rows = await sql.query<Array<Record<string, unknown>>>(rewritten.statement, rewritten.params);
   return rows.map((row) => rowFromSqlite<Row>(row));
 }
 

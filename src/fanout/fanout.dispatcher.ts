@@ -57,9 +57,7 @@ export class FanoutDispatcher {
         const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
         if (chunks.length === 0) break;
         await this.store.addChunks(task.id, chunks);
-        await this.queue.add(
-          chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize), readAt)),
-        );
+        await this.queue.add(chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize), readAt)));
         cursor = chunks[chunks.length - 1].throughUserId;
         seq = chunks[chunks.length - 1].seq;
         if (followerIds.length < pageSize) break;

@@ -85,7 +85,9 @@ export class FanoutQueue {
   /** FANOUT_JOB_ATTEMPTS and FANOUT_JOB_BACKOFF_MS, given to every job. */
   private readonly retry: JobsOptions;
 
-  constructor(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisKeyPrefix' | 'redisCommandTimeoutMs' | 'fanoutJobAttempts' | 'fanoutJobBackoffMs'>) {
+  constructor(
+    config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisKeyPrefix' | 'redisCommandTimeoutMs' | 'fanoutJobAttempts' | 'fanoutJobBackoffMs'>,
+  ) {
     // A Redis that hangs fails an add after REDIS_COMMAND_TIMEOUT_MS, like one that is down.
     this.connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: config.redisCommandTimeoutMs });
     this.connection.on('error', () => {

@@ -78,19 +78,15 @@ export class FanoutStore {
 
   async markQueued(taskIds: readonly number[]): Promise<void> {
     if (taskIds.length === 0) return;
-    await write(this.db, "UPDATE tb_fanout_task SET status = 'queued', queued_at = ? WHERE id IN (?) AND status = 'pending'", [
-      this.now(),
-      taskIds,
-    ]);
+    await write(this.db, "UPDATE tb_fanout_task SET status = 'queued', queued_at = ? WHERE id IN (?) AND status = 'pending'", [this.now(), taskIds]);
   }
 
   /** Events still only in the outbox, created at least `olderThanMs` ago, oldest first. */
   async pendingTaskIds(olderThanMs: number, limit: number): Promise<number[]> {
-    const rows = await select<{ id: string }>(
-      this.db,
-      "SELECT id FROM tb_fanout_task WHERE status = 'pending' AND created_at <= ? ORDER BY id LIMIT ?",
-      [new Date(this.now().getTime() - olderThanMs), limit],
-    );
+    const rows = await select<{ id: string }>(this.db, "SELECT id FROM tb_fanout_task WHERE status = 'pending' AND created_at <= ? ORDER BY id LIMIT ?", [
+      new Date(this.now().getTime() - olderThanMs),
+      limit,
+    ]);
     return rows.map((row) => Number(row.id));
   }
 
@@ -100,11 +96,10 @@ export class FanoutStore {
    * only way they finish. Re-adding a job that still exists is a no-op (same job id).
    */
   async staleQueuedTaskIds(olderThanMs: number, limit: number): Promise<number[]> {
-    const rows = await select<{ id: string }>(
-      this.db,
-      "SELECT id FROM tb_fanout_task WHERE status = 'queued' AND queued_at <= ? ORDER BY id LIMIT ?",
-      [new Date(this.now().getTime() - olderThanMs), limit],
-    );
+    const rows = await select<{ id: string }>(this.db, "SELECT id FROM tb_fanout_task WHERE status = 'queued' AND queued_at <= ? ORDER BY id LIMIT ?", [
+      new Date(this.now().getTime() - olderThanMs),
+      limit,
+    ]);
     return rows.map((row) => Number(row.id));
   }
 
@@ -141,11 +136,7 @@ export class FanoutStore {
       await write(sql, 'INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [
         chunks.map((chunk) => [taskId, chunk.seq, chunk.afterUserId, chunk.throughUserId, 0]),
       ]);
-      await write(sql, 'UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ? WHERE id = ?', [
-        last.throughUserId,
-        last.seq,
-        taskId,
-      ]);
+      await write(sql, 'UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ? WHERE id = ?', [last.throughUserId, last.seq, taskId]);
     });
   }
 
@@ -168,11 +159,7 @@ export class FanoutStore {
 
   /** Counts a run of a chunk (more than 1 = redone); false when it is unknown or finished. */
   async startChunk(taskId: number, seq: number): Promise<boolean> {
-    const counted = await write(
-      this.db,
-      'UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL',
-      [taskId, seq],
-    );
+    const counted = await write(this.db, 'UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL', [taskId, seq]);
     return counted.affectedRows > 0;
   }
 
@@ -219,11 +206,11 @@ export class FanoutStore {
    * costs less than joining every follower to tb_user.
    */
   async followerIdsAfter(authorId: number, afterUserId: number, limit: number): Promise<number[]> {
-    const rows = await select<{ user_id: string }>(
-      this.db,
-      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?',
-      [authorId, afterUserId, limit],
-    );
+    const rows = await select<{ user_id: string }>(this.db, 'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?', [
+      authorId,
+      afterUserId,
+      limit,
+    ]);
     return rows.map((row) => Number(row.user_id));
   }
 
@@ -264,11 +251,10 @@ export class FanoutStore {
    * first: a purge cut short leaves finished tasks with fewer chunks, never orphan chunks.
    */
   async purgeFinished(before: Date, limit: number): Promise<number> {
-    const rows = await select<{ id: string }>(
-      this.db,
-      "SELECT id FROM tb_fanout_task WHERE status = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?",
-      [before, limit],
-    );
+    const rows = await select<{ id: string }>(this.db, "SELECT id FROM tb_fanout_task WHERE status = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?", [
+      before,
+      limit,
+    ]);
     if (rows.length === 0) return 0;
     const ids = rows.map((row) => Number(row.id));
     let deleted: number;

@@ -13,7 +13,7 @@ import type { Metrics } from '../observability';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';
-import { ChunkJob, DispatchJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queuePrefix } from './fanout.queue';
+import { ChunkJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queuePrefix } from './fanout.queue';
 import { FanoutPurger } from './fanout.purge';
 import { OutboxRelay } from './fanout.relay';
 import { FanoutLog } from './fanout.service';
@@ -88,7 +88,7 @@ export class FanoutWorkers {
 
   private async process(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
     if (job.name === 'dispatch') {
-      await this.dispatcher.dispatch((job.data as DispatchJob).taskId);
+      await this.dispatcher.dispatch(job.data.taskId);
     } else {
       await this.executor.runChunk(job.data as ChunkJob);
     }

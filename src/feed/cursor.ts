@@ -19,8 +19,8 @@
  * when the offset still points at the cursor's blog. The inbox read checks that it does, and
  * recounts the tie group from the id when it does not (src/feed/inbox.redis.ts).
  *
- * The offset counts the items of score maxScore up to and including the edge's blog. The seed's
- * code reset it on every page; when a whole page lies inside the previous page's tie group it
+ * The offset counts the items of score maxScore up to and including the edge's blog. Resetting it on
+ * every page is not enough: when a whole page lies inside the previous page's tie group it
  * must *accumulate* (see `cursorsForPage`), otherwise the next page restarts at the top of the
  * group and the scroll loops.
  *
@@ -94,9 +94,7 @@ export function decodeCursor(cursor: string): FeedPosition {
     throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range time (${maxScore})`);
   }
   if (offset > MAX_CURSOR_OFFSET) {
-    throw new InvalidCursorError(
-      `cursor "${shown}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`,
-    );
+    throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`);
   }
   const afterId = match[3] === undefined ? null : Number(match[3]);
   if (afterId !== null && (afterId < 1 || afterId > Number.MAX_SAFE_INTEGER)) {
@@ -118,7 +116,8 @@ export function positionAfter(after: string | null | undefined): FeedPosition {
  * item i with score s, let n be the number of items of score s in that prefix (they are its
  * tail, since the order is by score). The next position is (s, n), plus `from.offset` when s is
  * `from.maxScore`: those first `from.offset` items of score s were skipped before this page
- * began, so they count as already returned. That addition is the case the seed forgot.
+ * began, so they count as already returned. Without that addition a page inside one tie group
+ * would restart at the top of the group, and the scroll would loop.
  */
 export function cursorsForPage(from: FeedPosition, items: readonly ScoredId[]): FeedPosition[] {
   const positions: FeedPosition[] = [];

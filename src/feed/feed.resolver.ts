@@ -8,8 +8,7 @@ import { Context, requireViewerId } from '../graphql/context';
 export class FeedResolver {
   @Query(() => BlogConnection, {
     complexity: connectionCost,
-    description:
-      'Blogs of the users the viewer follows, newest first (ties: larger blog id first). Requires a viewer.',
+    description: 'Blogs of the users the viewer follows, newest first (ties: larger blog id first). Requires a viewer.',
   })
   followFeed(
     @Arg('first', () => Int, { nullable: true, defaultValue: 10, description: '0..100' }) first: number,

@@ -411,7 +411,7 @@ export class FeedService {
    * A signed-in user is active: their inbox lives ACTIVE_DAYS from now, at most once per
    * ACTIVITY_WRITE_INTERVAL_MS per process. Activity is kept nowhere else: an inbox's expiry is
    * what makes fan-out skip an inactive follower (it writes only to inboxes that exist), so a
-   * MySQL column of it (the seed's last_active_at) was written and never read, and is gone.
+   * MySQL column of it would be written on every request and read by nothing.
    */
   async recordActivity(userId: number): Promise<void> {
     const { inbox } = this;

@@ -159,10 +159,7 @@ export class FeedStore {
   /** Which of `blogIds` were written by `authorId` (an unfollow's cleanup). */
   async idsOfAuthorAmong(authorId: number, blogIds: readonly number[]): Promise<number[]> {
     if (blogIds.length === 0) return [];
-    const rows = await select<{ id: string }>(this.db, 'SELECT id FROM tb_blog WHERE user_id = ? AND id IN (?)', [
-      authorId,
-      blogIds,
-    ]);
+    const rows = await select<{ id: string }>(this.db, 'SELECT id FROM tb_blog WHERE user_id = ? AND id IN (?)', [authorId, blogIds]);
     return rows.map((row) => Number(row.id));
   }
 
@@ -179,11 +176,11 @@ export class FeedStore {
    */
   async followersAmong(authorId: number, readerIds: readonly number[]): Promise<Set<number>> {
     if (readerIds.length === 0) return new Set();
-    const rows = await select<{ user_id: string }>(
-      this.db,
-      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ?',
-      [authorId, Math.min(...readerIds), Math.max(...readerIds)],
-    );
+    const rows = await select<{ user_id: string }>(this.db, 'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ?', [
+      authorId,
+      Math.min(...readerIds),
+      Math.max(...readerIds),
+    ]);
     return new Set(rows.map((row) => Number(row.user_id)));
   }
 
@@ -202,5 +199,4 @@ export class FeedStore {
     );
     return rows.map((row) => ({ readerId: Number(row.id), follows: Number(row.follows) === 1, version: Number(row.feed_version) }));
   }
-
 }

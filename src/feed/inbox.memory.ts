@@ -1,6 +1,6 @@
 /**
  * The inbox in process memory: the specification of the Redis scripts (inbox.redis.ts), with
- * exactly their semantics, written to be read. test/unit/inbox-conformance.test.ts runs random
+ * exactly their semantics, written to be read. test/integration/inbox-conformance.test.ts runs random
  * operation sequences against both and compares every answer and every state; the model test of
  * the feed rules (test/unit/feed-model.test.ts) runs FeedService on it.
  *
@@ -127,7 +127,13 @@ export class MemoryInbox implements Inbox {
     return state ? [...state.entries.keys()] : null;
   }
 
-  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null, stale: readonly number[] = []): Promise<boolean> {
+  async applyFollow(
+    readerId: number,
+    change: FollowChange,
+    entries: readonly ScoredId[],
+    floor: number | null,
+    stale: readonly number[] = [],
+  ): Promise<boolean> {
     const state = this.states.get(readerId);
     if (!state || !this.admit(state, change, 1)) return false;
     // While building, the snapshot brings the followee's blogs (or the finish gives up).

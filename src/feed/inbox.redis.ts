@@ -18,7 +18,7 @@
  * the blog's score) and the member "~synced" at -inf that says the set is complete.
  *
  * Batching: a delivery to many inboxes is one script call per SCRIPT_BATCH inboxes (about
- * 500,000 inboxes a second in isolation; the seed awaited one ZADD per follower, about 17,000).
+ * 500,000 inboxes a second in isolation; one awaited ZADD per follower manages about 17,000).
  * On a cluster a script may only touch keys of one slot, so there each inbox gets its own call,
  * which ioredis pipelines per node.
  */
@@ -279,8 +279,19 @@ function withInboxScripts(redis: RedisClient): ScriptedRedis {
   if (typeof scripted.feedRead !== 'function') {
     // Declared with their key count, so that ioredis knows which arguments are keys: on a
     // cluster it routes (and auto-pipelines) each call to the inbox's node.
-    const perInbox = { feedRead: READ, feedBlogIds: BLOG_IDS, feedRetractUnfollowed: RETRACT_UNFOLLOWED, feedFollow: FOLLOW, feedMarkUnfollow: MARK_UNFOLLOW,
-      feedRemoveUnfollowed: REMOVE_UNFOLLOWED, feedMarkPending: MARK_PENDING, feedClearPending: CLEAR_PENDING, feedCreate: CREATE, feedBeginBuild: BEGIN_BUILD, feedFinishBuild: FINISH_BUILD };
+    const perInbox = {
+      feedRead: READ,
+      feedBlogIds: BLOG_IDS,
+      feedRetractUnfollowed: RETRACT_UNFOLLOWED,
+      feedFollow: FOLLOW,
+      feedMarkUnfollow: MARK_UNFOLLOW,
+      feedRemoveUnfollowed: REMOVE_UNFOLLOWED,
+      feedMarkPending: MARK_PENDING,
+      feedClearPending: CLEAR_PENDING,
+      feedCreate: CREATE,
+      feedBeginBuild: BEGIN_BUILD,
+      feedFinishBuild: FINISH_BUILD,
+    };
     for (const [name, lua] of Object.entries(perInbox)) redis.defineCommand(name, { lua, numberOfKeys: 2 });
     redis.defineCommand('feedDeliverPair', { lua: DELIVER, numberOfKeys: 2 });
     redis.defineCommand('feedRetractPair', { lua: RETRACT, numberOfKeys: 2 });
@@ -344,14 +355,18 @@ export class RedisInbox implements Inbox {
         .zrange(watermarkKey, '0', '1', 'WITHSCORES')
         .exec()) as Array<[Error | null, unknown]>;
       const failed = results.find(([error]) => error);
-      if (failed) throw failed[0];
+      if (failed?.[0]) throw failed[0];
       reply = results[0][1] as unknown[];
       lowest = results[1][1] as string[];
     }
     return { view: viewOf(reply, limit), watermark: watermarkOf(lowest) };
   }
 
-  private async forInboxes(readerIds: readonly number[], many: (keys: string[]) => Promise<number>, one: (inbox: string, meta: string) => Promise<number>): Promise<void> {
+  private async forInboxes(
+    readerIds: readonly number[],
+    many: (keys: string[]) => Promise<number>,
+    one: (inbox: string, meta: string) => Promise<number>,
+  ): Promise<void> {
     if (this.perInbox) {
       await Promise.all(readerIds.map((id) => one(...this.pair(id))));
       return;
@@ -388,7 +403,13 @@ export class RedisInbox implements Inbox {
     return exists === 1 ? (members ?? []).map(blogIdOfMember) : null;
   }
 
-  async applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null, stale: readonly number[] = []): Promise<boolean> {
+  async applyFollow(
+    readerId: number,
+    change: FollowChange,
+    entries: readonly ScoredId[],
+    floor: number | null,
+    stale: readonly number[] = [],
+  ): Promise<boolean> {
     const applied = await this.redis.feedFollow(
       ...this.pair(readerId),
       change.version,

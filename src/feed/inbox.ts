@@ -4,7 +4,7 @@
  * - RedisInbox (inbox.redis.ts): Lua scripts over a sorted set and a hash per reader, used by
  *   the service;
  * - MemoryInbox (inbox.memory.ts): the same operations on plain maps, the specification the
- *   scripts are tested against (test/unit/inbox-conformance.test.ts) and the inbox of the model
+ *   scripts are tested against (test/integration/inbox-conformance.test.ts) and the inbox of the model
  *   test of the feed rules (test/unit/feed-model.test.ts).
  * Nothing but feed/ and the fan-out executor (through FeedService) writes to an inbox.
  *

@@ -33,21 +33,18 @@ export class FollowService {
 
   /** Inserts the row; the follower's new feed_version, or null when it existed already. */
   private async insertFollow(sql: Sql, followerId: number, followeeId: number): Promise<number | null> {
-    const inserted = await write(
-      sql,
-      'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)',
-      [followerId, followeeId, this.now()],
-    );
+    const inserted = await write(sql, 'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [
+      followerId,
+      followeeId,
+      this.now(),
+    ]);
     if (inserted.affectedRows === 0) return null;
     return this.adjustCounts(sql, followerId, followeeId, +1);
   }
 
   /** Deletes the row; the follower's new feed_version, or null when there was none. */
   private async deleteFollow(sql: Sql, followerId: number, followeeId: number): Promise<number | null> {
-    const deleted = await write(sql, 'DELETE FROM tb_follow WHERE user_id = ? AND follow_user_id = ?', [
-      followerId,
-      followeeId,
-    ]);
+    const deleted = await write(sql, 'DELETE FROM tb_follow WHERE user_id = ? AND follow_user_id = ?', [followerId, followeeId]);
     if (deleted.affectedRows === 0) return null;
     return this.adjustCounts(sql, followerId, followeeId, -1);
   }
@@ -75,11 +72,10 @@ export class FollowService {
   /** Which of `userIds` the viewer follows, in one statement. */
   async followedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>> {
     if (userIds.length === 0) return new Set();
-    const rows = await select<{ follow_user_id: string }>(
-      this.db,
-      'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND follow_user_id IN (?)',
-      [viewerId, userIds],
-    );
+    const rows = await select<{ follow_user_id: string }>(this.db, 'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND follow_user_id IN (?)', [
+      viewerId,
+      userIds,
+    ]);
     return new Set(rows.map((row) => Number(row.follow_user_id)));
   }
 }

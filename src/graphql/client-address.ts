@@ -19,7 +19,7 @@ export function clientAddressOf(trustedProxies: readonly string[]): ClientAddres
   if (trustedProxies.length === 0) return (req) => canonicalAddress(req.socket.remoteAddress ?? 'unknown');
   const trust = proxyaddr.compile([...trustedProxies]);
   // proxy-addr's types ask for an Express request; it reads only the socket and the header.
-  return (req) => canonicalAddress(proxyaddr(req as Parameters<typeof proxyaddr>[0], trust));
+  return (req) => canonicalAddress(proxyaddr(req, trust));
 }
 
 /** The canonical text of an address (IPv4-mapped IPv6 as IPv4); anything that does not parse, as given. */

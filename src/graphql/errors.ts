@@ -1,25 +1,40 @@
 /**
- * The typed errors of the API. Every error a client can cause carries `extensions.code`, so a
- * client branches on the code, never on the message; the message says what was received.
+ * The error vocabulary of the API: every `extensions.code` it answers with, and a factory per
+ * code. Every error a client can cause carries a code, so a client branches on the code, never
+ * on the message; the message says what was received. README.md's "Errors and limits" table
+ * lists exactly these codes (test/unit/error-codes.test.ts holds the two together).
  *
  * Services throw these directly: authorisation and validation live in services (the rules hold
  * whatever calls them), and GraphQLError is a plain Error subclass with no GraphQL coupling that
  * matters to a service.
  */
-import { GraphQLError } from 'graphql';
+import { GraphQLError, GraphQLFormattedError } from 'graphql';
 
 export const ErrorCode = {
   UNAUTHENTICATED: 'UNAUTHENTICATED',
   FORBIDDEN: 'FORBIDDEN',
   NOT_FOUND: 'NOT_FOUND',
   BAD_USER_INPUT: 'BAD_USER_INPUT',
+  /** The query text is not GraphQL. Answered by Apollo itself; listed so the vocabulary is complete. */
+  GRAPHQL_PARSE_FAILED: 'GRAPHQL_PARSE_FAILED',
+  /** The query does not fit the schema (Apollo), or breaks a query limit (limits.ts, with extensions.limit). */
+  GRAPHQL_VALIDATION_FAILED: 'GRAPHQL_VALIDATION_FAILED',
   /** Over a rate limit; extensions.retryAfterSeconds says when to retry (rate-limits.ts). */
   RATE_LIMITED: 'RATE_LIMITED',
-  /** MySQL cannot be reached right now; the request changed nothing and may be retried. */
+  /** MySQL cannot be reached right now, or is too slow; the request changed nothing and may be retried. */
   SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
+  /** A request body that cannot be read (HTTP 400, http.ts); Apollo answers it too, e.g. to a request without `query`. */
+  BAD_REQUEST: 'BAD_REQUEST',
+  /** A request body over the limit after decompression (HTTP 413, http.ts). */
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  /** A request body in a Content-Encoding the server does not read (HTTP 415, http.ts). */
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Every code the API answers with (the README's table lists the same ones). */
+export const ERROR_CODES: readonly ErrorCode[] = Object.values(ErrorCode);
 
 function typedError(code: ErrorCode, message: string, extra: Record<string, unknown> = {}): GraphQLError {
   return new GraphQLError(message, { extensions: { code, ...extra } });
@@ -43,4 +58,73 @@ export function notFound(message: string): GraphQLError {
 /** Input that breaks a rule; `field` names the argument or input field at fault. */
 export function badUserInput(message: string, field?: string): GraphQLError {
   return typedError(ErrorCode.BAD_USER_INPUT, message, field ? { field } : {});
+}
+
+/** Over the rate limit `limit`; the client may retry after `retryAfterSeconds`. */
+export function rateLimited(message: string, limit: string, retryAfterSeconds: number): GraphQLError {
+  return typedError(ErrorCode.RATE_LIMITED, message, { retryAfterSeconds, limit });
+}
+
+/**
+ * An operation over a query limit (limits.ts), refused before anything executes. HTTP 400 like
+ * every other validation failure, so a client cannot tell a limit from a schema mismatch by status.
+ */
+export function queryLimitExceeded(limit: string, actual: number, max: number): GraphQLError {
+  return typedError(ErrorCode.GRAPHQL_VALIDATION_FAILED, `query ${limit} ${actual} is over the limit of ${max}`, {
+    limit,
+    max,
+    actual,
+    http: { status: 400 },
+  });
+}
+
+/*
+ * formatError (app.ts) replaces an error already formatted by Apollo; these keep its location
+ * and path, so the client still sees where the error happened.
+ */
+type Place = Pick<GraphQLFormattedError, 'locations' | 'path'>;
+
+/** MySQL unreachable or too slow, in place of the driver's error. */
+export function serviceUnavailable(message: string, at: Place): GraphQLFormattedError {
+  return { message, locations: at.locations, path: at.path, extensions: { code: ErrorCode.SERVICE_UNAVAILABLE } };
+}
+
+/** graphql-js's own refusal of a request before any resolver ran (Apollo calls it internal). */
+export function validationFailed(message: string, at: Place): GraphQLFormattedError {
+  return { message, locations: at.locations, extensions: { code: ErrorCode.GRAPHQL_VALIDATION_FAILED } };
+}
+
+/** A fault of ours, as production clients see it: no message, no stack. */
+export function internalServerError(at: Place): GraphQLFormattedError {
+  return { message: 'Internal server error', locations: at.locations, path: at.path, extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } };
+}
+
+/** An error answered before GraphQL runs (http.ts): an HTTP status and a GraphQL-shaped body. */
+export interface HttpError {
+  status: number;
+  body: { errors: GraphQLFormattedError[] };
+}
+
+function httpError(status: number, code: ErrorCode, message: string): HttpError {
+  return { status, body: { errors: [{ message, extensions: { code } }] } };
+}
+
+/** A request body that is not JSON, or that broke off. */
+export function badRequest(message: string): HttpError {
+  return httpError(400, ErrorCode.BAD_REQUEST, message);
+}
+
+/** A request body over `maxBytes` after decompression. */
+export function payloadTooLarge(maxBytes: number): HttpError {
+  return httpError(413, ErrorCode.PAYLOAD_TOO_LARGE, `request body over ${maxBytes} bytes`);
+}
+
+/** A request body in a Content-Encoding other than gzip, deflate or br. */
+export function unsupportedMediaType(encoding: string): HttpError {
+  return httpError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Encoding "${encoding}" is not supported (gzip, deflate, br or none)`);
+}
+
+/** A failure of ours before or outside Apollo (a CORS check that threw, a broken response). */
+export function httpInternalError(message: string): HttpError {
+  return httpError(500, ErrorCode.INTERNAL_SERVER_ERROR, message);
 }

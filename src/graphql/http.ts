@@ -21,7 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Context } from './context';
-import { ErrorCode } from './errors';
+import { badRequest, HttpError, httpInternalError, payloadTooLarge, unsupportedMediaType } from './errors';
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 
@@ -46,23 +46,18 @@ export function isGraphQLPost(req: IncomingMessage): boolean {
 export function graphqlHandler(options: GraphQLHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     options.cors(req, res, (error?: unknown) => {
-      if (error) return sendError(res, 500, ErrorCode.INTERNAL_SERVER_ERROR, 'CORS check failed');
+      if (error) return sendError(res, httpInternalError('CORS check failed'));
       const requestId = options.requestIdOf(req);
       res.setHeader('x-request-id', requestId);
       // Only POST carries a body (Apollo refuses other methods but GET).
       const reading: Promise<Body> = req.method === 'POST' ? readBody(req, options.maxBodyBytes) : Promise.resolve({ kind: 'ok', value: undefined });
-      void reading.then((body) =>
-        body.kind === 'ok' ? execute(options, req, res, requestId, body.value) : rejectBody(res, body, options.maxBodyBytes),
-      );
+      void reading.then((body) => (body.kind === 'ok' ? execute(options, req, res, requestId, body.value) : rejectBody(res, body, options.maxBodyBytes)));
     });
   };
 }
 
 type Body =
-  | { kind: 'ok'; value: unknown }
-  | { kind: 'too-large' }
-  | { kind: 'unreadable'; reason: string }
-  | { kind: 'unsupported-encoding'; encoding: string };
+  { kind: 'ok'; value: unknown } | { kind: 'too-large' } | { kind: 'unreadable'; reason: string } | { kind: 'unsupported-encoding'; encoding: string };
 
 /** The decompressor the body needs: none (plain body), one, or 'unsupported'. */
 function inflaterFor(req: IncomingMessage): Transform | null | 'unsupported' {
@@ -123,10 +118,9 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<Body> {
 }
 
 function rejectBody(res: ServerResponse, body: Exclude<Body, { kind: 'ok' }>, maxBodyBytes: number): void {
-  if (body.kind === 'too-large') sendError(res, 413, 'PAYLOAD_TOO_LARGE', `request body over ${maxBodyBytes} bytes`);
-  else if (body.kind === 'unsupported-encoding') {
-    sendError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', `Content-Encoding "${body.encoding}" is not supported (gzip, deflate, br or none)`);
-  } else sendError(res, 400, 'BAD_REQUEST', `unreadable request body: ${body.reason}`);
+  if (body.kind === 'too-large') sendError(res, payloadTooLarge(maxBodyBytes));
+  else if (body.kind === 'unsupported-encoding') sendError(res, unsupportedMediaType(body.encoding));
+  else sendError(res, badRequest(`unreadable request body: ${body.reason}`));
 }
 
 async function execute(options: GraphQLHandlerOptions, req: IncomingMessage, res: ServerResponse, requestId: string, body: unknown): Promise<void> {
@@ -148,13 +142,13 @@ async function execute(options: GraphQLHandlerOptions, req: IncomingMessage, res
     res.end();
   } catch {
     // Apollo answers its own failures; this is a broken connection or a bug of ours.
-    if (!res.headersSent) sendError(res, 500, ErrorCode.INTERNAL_SERVER_ERROR, 'Internal server error');
+    if (!res.headersSent) sendError(res, httpInternalError('Internal server error'));
     else res.destroy();
   }
 }
 
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  res.statusCode = status;
+function sendError(res: ServerResponse, error: HttpError): void {
+  res.statusCode = error.status;
   res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
+  res.end(JSON.stringify(error.body));
 }

@@ -25,7 +25,6 @@ import {
   getDirectiveValues,
   getNamedType,
   GraphQLCompositeType,
-  GraphQLError,
   GraphQLField,
   GraphQLIncludeDirective,
   GraphQLSchema,
@@ -43,7 +42,8 @@ import {
   TypeNameMetaFieldDef,
 } from 'graphql';
 import { getVariableValues } from 'graphql/execution/values';
-import type { ComplexityEstimatorArgs } from 'graphql-query-complexity';
+import type { ComplexityEstimator, ComplexityEstimatorArgs } from 'graphql-query-complexity';
+import { queryLimitExceeded } from './errors';
 
 export const QUERY_LIMITS = {
   /** Nesting of fields. The deepest legitimate query (feed > edges > node > author > blogs > edges > node > title) is 8. */
@@ -83,12 +83,6 @@ const add = (a: number, b: number): number => Math.min(a + b, SATURATED);
  * repeating one) even the linear walk.
  */
 const VERDICT_CACHE_ENTRIES = 1000;
-
-function limitExceeded(limit: QueryLimit, actual: number, max: number): GraphQLError {
-  return new GraphQLError(`query ${limit} ${actual} is over the limit of ${max}`, {
-    extensions: { code: 'GRAPHQL_VALIDATION_FAILED', limit, max, actual, http: { status: 400 } },
-  });
-}
 
 const isIntrospection = (name: string) => name.startsWith('__');
 
@@ -175,9 +169,7 @@ class OperationMeasurer {
         const name = selection.name.value;
         const field = type ? this.fieldOf(type, name) : undefined;
         const childType = field ? getNamedType(field.type) : undefined;
-        const child = selection.selectionSet
-          ? this.selectionSet(selection.selectionSet, isCompositeType(childType) ? childType : undefined)
-          : null;
+        const child = selection.selectionSet ? this.selectionSet(selection.selectionSet, isCompositeType(childType) ? childType : undefined) : null;
         if (!isIntrospection(name)) {
           if (selection.alias) aliases = add(aliases, 1);
           depth = Math.max(depth, 1 + (child?.depth ?? 0));
@@ -236,18 +228,24 @@ class OperationMeasurer {
   }
 
   /** The field's `complexity` option, else 1 + its selection; null when its arguments cannot be read (execution reports them). */
-  private fieldCost(field: GraphQLField<unknown, unknown>, node: SelectionNode & { kind: Kind.FIELD }, type: GraphQLCompositeType, childComplexity: number): number | null {
+  private fieldCost(
+    field: GraphQLField<unknown, unknown>,
+    node: SelectionNode & { kind: Kind.FIELD },
+    type: GraphQLCompositeType,
+    childComplexity: number,
+  ): number | null {
     let args: Record<string, unknown>;
     try {
       args = getArgumentValues(field, node, this.variables);
     } catch {
       return null;
     }
-    const complexity = field.extensions?.complexity as unknown;
+    const complexity = field.extensions?.complexity;
     if (typeof complexity === 'number') return add(childComplexity, complexity);
     if (typeof complexity === 'function') {
       const estimatorArgs: ComplexityEstimatorArgs = { childComplexity, args, field, node, type, context: undefined };
-      const cost: unknown = complexity(estimatorArgs);
+      // type-graphql stores a field's estimator as an untyped extension; this is its documented signature.
+      const cost: unknown = (complexity as ComplexityEstimator)(estimatorArgs);
       if (typeof cost === 'number' && !Number.isNaN(cost)) return Math.min(Math.max(cost, 0), SATURATED);
     }
     return add(1, childComplexity);
@@ -255,9 +253,7 @@ class OperationMeasurer {
 }
 
 function rootFieldCount(operation: OperationDefinitionNode): number {
-  return operation.selectionSet.selections.filter(
-    (selection) => selection.kind !== Kind.FIELD || !isIntrospection(selection.name.value),
-  ).length;
+  return operation.selectionSet.selections.filter((selection) => selection.kind !== Kind.FIELD || !isIntrospection(selection.name.value)).length;
 }
 
 /** Measures `operation` of `document` with the request's variables (see OperationMeasurer). */
@@ -339,7 +335,7 @@ export function checkQueryLimits(
             .digest('base64url'),
           compute,
         );
-  if (verdict) throw limitExceeded(verdict.limit, verdict.actual, QUERY_LIMITS[verdict.limit]);
+  if (verdict) throw queryLimitExceeded(verdict.limit, verdict.actual, QUERY_LIMITS[verdict.limit]);
 }
 
 /** The Apollo plugin that applies the limits to every operation. */

@@ -10,7 +10,6 @@
  * RATE_LIMITS=off turns them off (benchmarks, load tests). Without Redis at all (the embedded
  * mode, one process) they are counted in process memory from the start.
  */
-import { GraphQLError } from 'graphql';
 import { RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { RateLimitRule, RateLimitSettings } from '../config';
 import { RedisKeys } from '../redis/keys';
@@ -18,7 +17,7 @@ import { redisAvailable } from '../redis/breaker';
 import type { RedisClient } from '../redis/redis.client';
 import { nickNameKey } from '../user/user.service';
 import { addressLimitKey } from './client-address';
-import { ErrorCode } from './errors';
+import { rateLimited } from './errors';
 
 type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
 
@@ -39,15 +38,17 @@ export class RateLimits {
       this.inMemory.set(name, inMemory);
       this.limiters.set(
         name,
-        !redis ? inMemory : new RateLimiterRedis({
-          storeClient: redis,
-          keyPrefix: keys.rateLimit(name),
-          points: rule.points,
-          duration: rule.seconds,
-          // While Redis is not connected, count in memory at once instead of waiting for it.
-          rejectIfRedisNotReady: true,
-          insuranceLimiter: inMemory,
-        }),
+        !redis
+          ? inMemory
+          : new RateLimiterRedis({
+              storeClient: redis,
+              keyPrefix: keys.rateLimit(name),
+              points: rule.points,
+              duration: rule.seconds,
+              // While Redis is not connected, count in memory at once instead of waiting for it.
+              rejectIfRedisNotReady: true,
+              insuranceLimiter: inMemory,
+            }),
       );
     }
   }
@@ -81,9 +82,7 @@ export class RateLimits {
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      throw new GraphQLError(`too many ${what}: at most ${rule.points} per ${rule.seconds} s; retry in ${retryAfterSeconds} s`, {
-        extensions: { code: ErrorCode.RATE_LIMITED, retryAfterSeconds, limit: name },
-      });
+      throw rateLimited(`too many ${what}: at most ${rule.points} per ${rule.seconds} s; retry in ${retryAfterSeconds} s`, name, retryAfterSeconds);
     }
   }
 }

@@ -11,5 +11,5 @@ export const DateTimeScalar = new GraphQLScalarType({
   ...DateTimeResolver.toConfig(),
   name: 'DateTime',
   description: 'ISO-8601 date-time in UTC with milliseconds, e.g. 2026-11-30T09:52:42.123Z',
-  serialize: (value) => (DateTimeResolver.serialize(value) as Date).toISOString(),
+  serialize: (value) => DateTimeResolver.serialize(value).toISOString(),
 });

@@ -102,7 +102,7 @@ export function watchRedis(redis: RedisClient, coolDownMs: number, onChange?: (s
   const breaker = new RedisBreaker(redis, coolDownMs, onChange);
   breakers.set(redis, breaker);
   const target = redis as unknown as { sendCommand: SendCommand };
-  const send = target.sendCommand.bind(redis) as SendCommand;
+  const send = target.sendCommand.bind<SendCommand>(redis);
   target.sendCommand = (...args: unknown[]) => {
     const result = send(...args);
     if (result instanceof Promise) result.catch((error: unknown) => breaker.failed(error));

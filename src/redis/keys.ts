@@ -20,8 +20,8 @@
 
 /**
  * Width of an inbox member. Redis orders members of equal score lexicographically, so ids are
- * zero-padded to a fixed width to make that order numeric: the seed stored plain ids, and
- * "10833" sorted before "1673" inside one millisecond. 20 digits hold any unsigned BIGINT.
+ * zero-padded to a fixed width to make that order numeric: plain ids would sort "10833" before
+ * "1673" inside one millisecond. 20 digits hold any unsigned BIGINT.
  */
 export const INBOX_MEMBER_WIDTH = 20;
 

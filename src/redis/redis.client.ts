@@ -46,7 +46,7 @@ export function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNode
  * The service's main client: requests and in-process fan-out writes go through it. It carries
  * the circuit breaker (breaker.ts) that callers consult through redisAvailable().
  */
-export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisCommandTimeoutMs'>): RedisClient {
+export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisCommandTimeoutMs'>, warn: (message: string) => void): RedisClient {
   const redis = connectRedis(config, {
     // Fail a command after a few reconnect attempts instead of queueing it forever: a request
     // should get an error (and the feed a fallback), not hang while Redis is away.
@@ -58,18 +58,21 @@ export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes
   });
   const where = config.redisClusterNodes ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : new URL(config.redisUrl).host;
   watchRedis(redis, BREAKER_COOL_DOWN_MS, (state, error) => {
-    if (state === 'open') console.warn(`Redis (${where}) does not answer (${error instanceof Error ? error.message : String(error)}): feeds from MySQL, rate limits in memory, inbox writes skipped`);
-    else if (state === 'closed') console.warn(`Redis (${where}) answers again`);
+    if (state === 'open')
+      warn(
+        `Redis (${where}) does not answer (${error instanceof Error ? error.message : String(error)}): feeds from MySQL, rate limits in memory, inbox writes skipped`,
+      );
+    else if (state === 'closed') warn(`Redis (${where}) answers again`);
   });
   // Without a listener ioredis prints every failed reconnect as an unhandled error. Commands
   // fail on their own (and are reported where they fail); say once that Redis is away.
   let down = false;
   redis.on('error', (error: Error) => {
-    if (!down) console.warn(`Redis (${where}) unreachable: ${error.message}`);
+    if (!down) warn(`Redis (${where}) unreachable: ${error.message}`);
     down = true;
   });
   redis.on('ready', () => {
-    if (down) console.warn(`Redis (${where}) reachable again`);
+    if (down) warn(`Redis (${where}) reachable again`);
     down = false;
   });
   return redis;
@@ -81,11 +84,11 @@ export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes
  * here); above it, a skiplist and a hash table (about 120 bytes per entry; bench:feed measures
  * both). With FEED_MAX_ITEMS 800 and Redis's default of 128 every full inbox takes the large one.
  */
-export async function checkInboxEncoding(redis: RedisClient, feedMaxItems: number): Promise<void> {
+export async function checkInboxEncoding(redis: RedisClient, feedMaxItems: number, warn: (message: string) => void): Promise<void> {
   try {
     const [, value] = (await redis.config('GET', 'zset-max-listpack-entries')) as [string, string];
     if (Number(value) < feedMaxItems) {
-      console.warn(
+      warn(
         `Redis zset-max-listpack-entries is ${value}: inboxes of up to FEED_MAX_ITEMS=${feedMaxItems} entries will ` +
           `take about 3x the memory. Set it to at least ${feedMaxItems} (redis.conf, or CONFIG SET).`,
       );

@@ -32,11 +32,9 @@ export class UserService {
 
   /** The user and stored password hash for a login. */
   async findCredentials(nickName: string): Promise<{ user: User; passwordHash: string } | null> {
-    const [row] = await select<UserRow & { password: string }>(
-      this.db,
-      `SELECT ${USER_COLUMNS}, password FROM tb_user WHERE nick_key = ?`,
-      [nickNameKey(nickName)],
-    );
+    const [row] = await select<UserRow & { password: string }>(this.db, `SELECT ${USER_COLUMNS}, password FROM tb_user WHERE nick_key = ?`, [
+      nickNameKey(nickName),
+    ]);
     return row ? { user: User.fromRow(row), passwordHash: row.password } : null;
   }
 

@@ -58,9 +58,7 @@ async function liveBlogCount(): Promise<number> {
 /** The response failed with exactly one error of this code (and this extensions.field, or none). */
 function expectError(response: GqlResponse, code: string, field?: string): void {
   errorCode(response); // fails with the whole response when there is no error at all
-  expect(response.errors!.map((e) => ({ code: e.extensions?.code, field: e.extensions?.field }))).toEqual([
-    { code, field },
-  ]);
+  expect(response.errors!.map((e) => ({ code: e.extensions?.code, field: e.extensions?.field }))).toEqual([{ code, field }]);
 }
 
 /** A normal query still works: the server survived the bad input before it. */
@@ -173,10 +171,7 @@ describe('publishBlog limits', () => {
     expect(blog).toMatchObject(input);
     expect(await readBlog(blog.id)).toMatchObject(input);
     expect(await blogCount()).toBe(before + 1);
-    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE title = ? AND content = ?', [
-      input.title,
-      input.content,
-    ]);
+    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE title = ? AND content = ?', [input.title, input.content]);
     expect(row).toEqual({ title: input.title, content: input.content });
   });
 
@@ -196,9 +191,7 @@ describe('publishBlog limits', () => {
     const blog = await publishInput(input);
     expect(blog).toMatchObject(input);
     expect(await readBlog(blog.id)).toMatchObject(input);
-    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE id = ?', [
-      Buffer.from(blog.id, 'base64').toString('utf8').split(':')[1],
-    ]);
+    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE id = ?', [Buffer.from(blog.id, 'base64').toString('utf8').split(':')[1]]);
     expect(row).toEqual({ title: input.title, content: input.content });
     await expectServing();
   });
@@ -221,7 +214,7 @@ describe('User.blogs', () => {
     expected = ids.reverse();
   });
 
-  it('pages of 10 give 10, 10, 5 blogs, newest first, without duplicates, only the user\'s own', async () => {
+  it("pages of 10 give 10, 10, 5 blogs, newest first, without duplicates, only the user's own", async () => {
     const pages: any[] = [];
     let after: string | null = null;
     for (let i = 0; i < 5; i += 1) {

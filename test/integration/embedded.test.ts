@@ -65,7 +65,9 @@ it('serves sign-up, follow, publish, like and a scrolled feed from the file', as
   ok(await gql('mutation($u: ID!) { follow(userId: $u) { id } }', { u: author.user.id }, reader.token));
   const published: string[] = [];
   for (let i = 0; i < 5; i += 1) {
-    published.unshift(ok(await gql('mutation($t: String!) { publishBlog(input: { title: $t, content: "c" }) { id } }', { t: `post ${i}` }, author.token)).publishBlog.id);
+    published.unshift(
+      ok(await gql('mutation($t: String!) { publishBlog(input: { title: $t, content: "c" }) { id } }', { t: `post ${i}` }, author.token)).publishBlog.id,
+    );
   }
   const liked = ok(await gql('mutation($b: ID!) { likeBlog(blogId: $b) { likeCount isLiked } }', { b: published[0] }, reader.token)).likeBlog;
   expect(liked).toEqual({ likeCount: 1, isLiked: true });

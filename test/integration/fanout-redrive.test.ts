@@ -42,7 +42,7 @@ describe('a fan-out job that used up its attempts', () => {
     await proxy.start();
     const behindProxy = new URL(MYSQL_URL);
     behindProxy.port = String(proxy.port);
-    workerDb = createDataSource(`${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('fanout_redrive')}`, new SqlStatementLog(), {
+    workerDb = createDataSource(`${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('fanout_redrive')}`, new SqlStatementLog(console), {
       poolSize: 4,
       statementTimeoutMs: 1000,
     });
@@ -116,10 +116,18 @@ describe('the purge of finished fan-out tasks', () => {
     const tasks: unknown[][] = Array.from({ length: oldCount }, (_, i) => [i + 1, 'deliver', 1, 1, 1, 'done', old, old]);
     tasks.push([oldCount + 1, 'deliver', 1, 1, 1, 'done', recent, recent], [oldCount + 2, 'deliver', 1, 1, 1, 'queued', old, null]);
     await app.db.query('INSERT INTO tb_fanout_task (id, kind, blog_id, author_id, score, status, created_at, finished_at) VALUES ?', [tasks]);
-    const chunks = tasks.flatMap(([id]) => [[id, 1, 0, 1, 1], [id, 2, 1, 2, 1]]);
+    const chunks = tasks.flatMap(([id]) => [
+      [id, 1, 0, 1, 1],
+      [id, 2, 1, 2, 1],
+    ]);
     await app.db.query('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [chunks]);
 
-    const purger = new FanoutPurger(new FanoutStore(app.db, () => new Date()), app.config.fanoutRetentionDays, () => new Date(now), () => {});
+    const purger = new FanoutPurger(
+      new FanoutStore(app.db, () => new Date()),
+      app.config.fanoutRetentionDays,
+      () => new Date(now),
+      () => {},
+    );
     expect(await purger.purgeOnce()).toBe(oldCount);
     const left = await app.query('SELECT id FROM tb_fanout_task ORDER BY id');
     expect(left.map((row) => Number(row.id))).toEqual([oldCount + 1, oldCount + 2]);
@@ -127,7 +135,12 @@ describe('the purge of finished fan-out tasks', () => {
     expect(Number(n)).toBe(4);
     // A second pass finds nothing more; two days later the recent one goes too.
     expect(await purger.purgeOnce()).toBe(0);
-    const later = new FanoutPurger(new FanoutStore(app.db, () => new Date()), 7, () => new Date(now + 2 * day), () => {});
+    const later = new FanoutPurger(
+      new FanoutStore(app.db, () => new Date()),
+      7,
+      () => new Date(now + 2 * day),
+      () => {},
+    );
     expect(await later.purgeOnce()).toBe(1);
     expect((await app.query('SELECT id FROM tb_fanout_task')).map((row) => Number(row.id))).toEqual([oldCount + 2]);
   });

@@ -16,9 +16,7 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 const tasksOf = (blogId: string) =>
-  app.db.query('SELECT kind, status, dispatched, chunks_total, chunks_done FROM tb_fanout_task WHERE blog_id = ? ORDER BY id', [
-    fromGlobalId(blogId).id,
-  ]);
+  app.db.query('SELECT kind, status, dispatched, chunks_total, chunks_done FROM tb_fanout_task WHERE blog_id = ? ORDER BY id', [fromGlobalId(blogId).id]);
 
 it('records the event with the blog and delivers it to every follower in chunks', async () => {
   const author = await signUp(app, 'author');

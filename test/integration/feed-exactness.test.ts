@@ -38,7 +38,12 @@ describe('between two pages', () => {
     await follow(app, reader, author);
     await follow(app, reader, other);
     const blogs: Record<string, string> = {};
-    for (const [title, by] of [['one', author], ['two', author], ['three', other], ['four', author]] as const) {
+    for (const [title, by] of [
+      ['one', author],
+      ['two', author],
+      ['three', other],
+      ['four', author],
+    ] as const) {
       clock.tick(60_000);
       blogs[title] = await publish(app, by, title);
     }
@@ -89,7 +94,15 @@ describe('between two pages', () => {
     const v = await signUp(app, 'cut_v');
     const [d, a, p] = [await signUp(app, 'cut_d'), await signUp(app, 'cut_a'), await signUp(app, 'cut_p')];
     const posted: string[] = [];
-    for (const [author, title] of [[d, 'd1'], [a, 'a1'], [p, 'p1'], [p, 'p2'], [p, 'p3'], [p, 'p4'], [p, 'p5']] as const) {
+    for (const [author, title] of [
+      [d, 'd1'],
+      [a, 'a1'],
+      [p, 'p1'],
+      [p, 'p2'],
+      [p, 'p3'],
+      [p, 'p4'],
+      [p, 'p5'],
+    ] as const) {
       clock.tick(60_000);
       posted.unshift(await publish(app, author, title));
     }

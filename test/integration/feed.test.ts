@@ -5,18 +5,7 @@
  */
 import { fromGlobalId } from '../../src/graphql/global-id';
 import { TestClock } from '../support/clock';
-import {
-  errorCode,
-  FEED_PAGE,
-  feedTruth,
-  ok,
-  publish,
-  readerOfThree,
-  scrollFeed,
-  startTestApp,
-  TestApp,
-  TestUser,
-} from '../support/harness';
+import { errorCode, FEED_PAGE, feedTruth, ok, publish, readerOfThree, scrollFeed, startTestApp, TestApp, TestUser } from '../support/harness';
 
 const clock = new TestClock();
 let app: TestApp;

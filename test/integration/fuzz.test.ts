@@ -26,7 +26,23 @@ const schema: GraphQLSchema = buildFeedSchema();
 /** Strings that have broken servers before: SQL, script, unicode edge cases, huge and empty. */
 const nastyString = fc.oneof(
   fc.string({ maxLength: 40 }),
-  fc.constantFrom('', ' ', "'; DROP TABLE tb_user; --", '<script>alert(1)</script>', '\u0000', '\uD800', '😀'.repeat(300), 'x'.repeat(20_000), 'VXNlcjox', 'QmxvZzox', 'VXNlcjow', 'Rm9vOjE=', '%%%', '{}', 'null'),
+  fc.constantFrom(
+    '',
+    ' ',
+    "'; DROP TABLE tb_user; --",
+    '<script>alert(1)</script>',
+    '\u0000',
+    '\uD800',
+    '😀'.repeat(300),
+    'x'.repeat(20_000),
+    'VXNlcjox',
+    'QmxvZzox',
+    'VXNlcjow',
+    'Rm9vOjE=',
+    '%%%',
+    '{}',
+    'null',
+  ),
 );
 
 /** A literal for an input type, sometimes of the wrong type on purpose. */
@@ -38,9 +54,13 @@ function literalFor(type: GraphQLInputType, depth = 0): fc.Arbitrary<string> {
     right = fc.array(literalFor(named as GraphQLInputType, depth + 1), { maxLength: 12 }).map((items) => `[${items.join(', ')}]`);
   } else if (isInputObjectType(named) && depth < 3) {
     const fields = Object.values(named.getFields());
-    right = fc.subarray(fields).chain((chosen) =>
-      fc.tuple(...chosen.map((field) => literalFor(field.type, depth + 1))).map((values) => `{ ${chosen.map((f, i) => `${f.name}: ${values[i]}`).join(', ')} }`),
-    );
+    right = fc
+      .subarray(fields)
+      .chain((chosen) =>
+        fc
+          .tuple(...chosen.map((field) => literalFor(field.type, depth + 1)))
+          .map((values) => `{ ${chosen.map((f, i) => `${f.name}: ${values[i]}`).join(', ')} }`),
+      );
   } else if (isScalarType(named) && named.name === 'Int') {
     right = fc.oneof(fc.integer({ min: -5, max: 120 }), fc.integer()).map(String);
   } else if (isScalarType(named) && named.name === 'Boolean') {
@@ -63,11 +83,13 @@ function selectionFor(type: GraphQLObjectType, depth: number): fc.Arbitrary<stri
 }
 
 function fieldSelection(field: GraphQLField<unknown, unknown>, depth: number): fc.Arbitrary<string> {
-  const args = fc.subarray([...field.args]).chain((chosen) =>
-    fc.tuple(...chosen.map((arg) => literalFor(arg.type))).map((values) =>
-      chosen.length === 0 ? '' : `(${chosen.map((arg, i) => `${arg.name}: ${values[i]}`).join(', ')})`,
-    ),
-  );
+  const args = fc
+    .subarray([...field.args])
+    .chain((chosen) =>
+      fc
+        .tuple(...chosen.map((arg) => literalFor(arg.type)))
+        .map((values) => (chosen.length === 0 ? '' : `(${chosen.map((arg, i) => `${arg.name}: ${values[i]}`).join(', ')})`)),
+    );
   const alias = fc.option(fc.constantFrom('a', 'b', 'c'), { freq: 4 }).map((name) => (name ? `${name}: ` : ''));
   const named = getNamedType(field.type);
   const inner: fc.Arbitrary<string> =
@@ -85,12 +107,25 @@ const document = fc.oneof(
   { weight: 6, arbitrary: fc.integer({ min: 0, max: 6 }).chain((depth) => selectionFor(schema.getQueryType()!, depth).map((s) => `query ${s}`)) },
   { weight: 4, arbitrary: fc.integer({ min: 0, max: 3 }).chain((depth) => selectionFor(schema.getMutationType()!, depth).map((s) => `mutation ${s}`)) },
   { weight: 1, arbitrary: fc.string({ maxLength: 200 }) },
-  { weight: 1, arbitrary: fc.constantFrom('{', '{ viewer { id }', 'query($a: Int!) { followFeed(first: $a) { edges { cursor } } }', '{ __schema { types { name } } }', 'subscription { x }', '{ viewer { ...F } } fragment F on User { ...F }') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '{',
+      '{ viewer { id }',
+      'query($a: Int!) { followFeed(first: $a) { edges { cursor } } }',
+      '{ __schema { types { name } } }',
+      'subscription { x }',
+      '{ viewer { ...F } } fragment F on User { ...F }',
+    ),
+  },
 );
 
 const variables = fc.oneof(
   fc.constant(undefined),
-  fc.dictionary(fc.constantFrom('a', 'first', 'after', 'id', 'i'), fc.oneof(fc.integer(), nastyString, fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }))),
+  fc.dictionary(
+    fc.constantFrom('a', 'first', 'after', 'id', 'i'),
+    fc.oneof(fc.integer(), nastyString, fc.constant(null), fc.array(fc.integer(), { maxLength: 3 })),
+  ),
 );
 
 let app: TestApp;

@@ -20,7 +20,16 @@ beforeAll(async () => {
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     // Headless, as root, and without the background connections this closed network refuses.
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 afterAll(async () => {

@@ -90,9 +90,14 @@ describe('query limits', () => {
     const streamed = await fetch(app.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: new ReadableStream({ start(controller) { for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk)); controller.close(); } }),
+      body: new ReadableStream({
+        start(controller) {
+          for (const chunk of chunks) controller.enqueue(new TextEncoder().encode(chunk));
+          controller.close();
+        },
+      }),
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(streamed.status).toBe(413);
     expect(((await streamed.json()) as any).errors[0].extensions.code).toBe('PAYLOAD_TOO_LARGE');
     // ...and the server answers the next request normally.

@@ -35,7 +35,9 @@ const authorArb = fc.constantFrom(...AUTHORS);
 const versionArb = fc.integer({ min: 1, max: 8 });
 const timeArb = fc.integer({ min: 0, max: 4 });
 const changeArb = fc.record({ version: versionArb, authorId: authorArb });
-const tokenArb = fc.record({ owner: fc.constantFrom('a', 'b'), startedAt: fc.constantFrom(0, 10_000, 40_000, 80_000) }).map(({ owner, startedAt }) => buildToken(owner, startedAt));
+const tokenArb = fc
+  .record({ owner: fc.constantFrom('a', 'b'), startedAt: fc.constantFrom(0, 10_000, 40_000, 80_000) })
+  .map(({ owner, startedAt }) => buildToken(owner, startedAt));
 const positionArb: fc.Arbitrary<FeedPosition> = fc.oneof(
   fc.constant({ maxScore: null, offset: 0, afterId: null }),
   fc.record({ maxScore: fc.integer({ min: 0, max: 9 }), offset: fc.integer({ min: 0, max: 4 }), afterId: fc.constant(null) }),
@@ -73,7 +75,16 @@ const taskArb = fc.record({ taskId: fc.integer({ min: 1, max: 6 }), score: fc.in
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ op: fc.constant('read' as const), reader: readerArb, from: positionArb, limit: fc.integer({ min: 0, max: 6 }) }) },
   { weight: 5, arbitrary: fc.record({ op: fc.constant('deliver' as const), readers: readersArb, blog: blogArb, authorId: authorArb, readAt: timeArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('retractUnfollowed' as const), reader: readerArb, blogId: fc.integer({ min: 1, max: 25 }), change: changeArb, readAt: timeArb }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('retractUnfollowed' as const),
+      reader: readerArb,
+      blogId: fc.integer({ min: 1, max: 25 }),
+      change: changeArb,
+      readAt: timeArb,
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('retract' as const), readers: readersArb, blogId: fc.integer({ min: 1, max: 25 }) }) },
   {
     weight: 2,
@@ -90,7 +101,12 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('blogIds' as const), reader: readerArb }) },
   {
     weight: 2,
-    arbitrary: fc.record({ op: fc.constant('removeUnfollowed' as const), reader: readerArb, change: changeArb, blogIds: fc.uniqueArray(fc.integer({ min: 1, max: 25 }), { maxLength: 5 }) }),
+    arbitrary: fc.record({
+      op: fc.constant('removeUnfollowed' as const),
+      reader: readerArb,
+      change: changeArb,
+      blogIds: fc.uniqueArray(fc.integer({ min: 1, max: 25 }), { maxLength: 5 }),
+    }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('create' as const), reader: readerArb, version: fc.integer({ min: 0, max: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('markPending' as const), reader: readerArb, at: fc.integer({ min: 1, max: 9 }) }) },
@@ -98,7 +114,10 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('beginBuild' as const), reader: readerArb, token: tokenArb, since: timeArb }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('finishBuild' as const), reader: readerArb, token: tokenArb, snapshot: snapshotArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('drop' as const), reader: readerArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('markInFlight' as const), taskId: fc.integer({ min: 1, max: 6 }), score: fc.integer({ min: 1, max: 8 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('markInFlight' as const), taskId: fc.integer({ min: 1, max: 6 }), score: fc.integer({ min: 1, max: 8 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('clearInFlight' as const), taskIds: fc.uniqueArray(fc.integer({ min: 1, max: 6 }), { maxLength: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unsyncWatermark' as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('syncInFlight' as const), tasks: fc.array(taskArb, { maxLength: 3 }), complete: fc.boolean() }) },

@@ -133,7 +133,6 @@ it("follow: the followee's newest blogs enter the inbox at once (the rest via th
   expect((await inboxIds()).filter((id) => droppedIds.includes(id) || id === fresh)).toEqual([]);
 });
 
-
 describe('cost of a page', () => {
   // An app of its own without fan-out workers: the outbox relay and the workers would add their
   // own statements to the count while the page is measured.

@@ -45,7 +45,7 @@ it('counts requests by operation, fan-out, inbox writes and where feed pages cam
   expect(text).toContain('feed_process_cpu_user_seconds_total');
 });
 
-it('keeps the operation label to the schema\'s root fields, introspection and other, whatever names clients send', async () => {
+it("keeps the operation label to the schema's root fields, introspection and other, whatever names clients send", async () => {
   for (let i = 0; i < 300; i += 1) ok(await app.gql(`query MadeUp${i} { viewer { id } }`));
   ok(await app.gql('query Typename { __typename }'));
   ok(await app.gql('{ __schema { queryType { name } } }'));
@@ -71,8 +71,7 @@ describe('METRICS_TOKEN', () => {
   afterAll(() => guarded.close());
 
   it('serves /metrics only to a bearer of the token', async () => {
-    const scrape = (authorization?: string) =>
-      fetch(guarded.url.replace('/graphql', '/metrics'), { headers: authorization ? { authorization } : {} });
+    const scrape = (authorization?: string) => fetch(guarded.url.replace('/graphql', '/metrics'), { headers: authorization ? { authorization } : {} });
     expect((await scrape()).status).toBe(401);
     expect((await scrape(`Bearer ${TOKEN.slice(0, -1)}`)).status).toBe(401);
     expect((await scrape(`Bearer ${TOKEN}x`)).status).toBe(401);
@@ -89,7 +88,7 @@ describe('METRICS_TOKEN', () => {
   });
 });
 
-it('echoes the caller\'s request id, or makes one', async () => {
+it("echoes the caller's request id, or makes one", async () => {
   const given = await fetch(app.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-request-id': 'trace-123' },

@@ -52,7 +52,14 @@ async function startServer(name: string, env: Record<string, string>): Promise<{
 function post(agent: http.Agent, port: number, query: string, token?: string): Promise<any> {
   return new Promise((resolve, reject) => {
     const request = http.request(
-      { agent, host: '127.0.0.1', port, path: '/graphql', method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } },
+      {
+        agent,
+        host: '127.0.0.1',
+        port,
+        path: '/graphql',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      },
       (response) => {
         let body = '';
         response.on('data', (chunk) => (body += chunk)).on('end', () => resolve(JSON.parse(body)));
@@ -120,7 +127,11 @@ describe('with its Redis hung (SIGSTOP)', () => {
 
   it('the server and a worker exit within SHUTDOWN_TIMEOUT_MS of SIGTERM', async () => {
     const timeoutMs = 2000;
-    const { server, port, env } = await startServer('shutdown_redis_hung', { REDIS_URL: redis.url, SHUTDOWN_TIMEOUT_MS: String(timeoutMs), FANOUT_WORKERS: '1' });
+    const { server, port, env } = await startServer('shutdown_redis_hung', {
+      REDIS_URL: redis.url,
+      SHUTDOWN_TIMEOUT_MS: String(timeoutMs),
+      FANOUT_WORKERS: '1',
+    });
     const worker = startWorkerProcess(env);
     started.push(worker);
     await waitFor('the worker to start', async () => worker.output().includes('fan-out worker running'), 30_000);

@@ -35,8 +35,24 @@ async function startCluster(): Promise<void> {
   for (const port of ports) {
     const node = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
-        '--dir', dir, '--save', '', '--appendonly', 'no', '--zset-max-listpack-entries', '1024'],
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--zset-max-listpack-entries',
+        '1024',
+      ],
       { stdio: 'ignore', detached: true },
     );
     node.unref();
@@ -53,7 +69,11 @@ async function startCluster(): Promise<void> {
 
 function ping(port: number): boolean {
   try {
-    return execFileSync('redis-cli', ['-p', String(port), 'ping']).toString().trim() === 'PONG';
+    return (
+      execFileSync('redis-cli', ['-p', String(port), 'ping'])
+        .toString()
+        .trim() === 'PONG'
+    );
   } catch {
     return false;
   }
@@ -61,7 +81,9 @@ function ping(port: number): boolean {
 
 function clusterOk(port: number): boolean {
   try {
-    return execFileSync('redis-cli', ['-p', String(port), 'cluster', 'info']).toString().includes('cluster_state:ok');
+    return execFileSync('redis-cli', ['-p', String(port), 'cluster', 'info'])
+      .toString()
+      .includes('cluster_state:ok');
   } catch {
     return false;
   }

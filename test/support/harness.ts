@@ -132,8 +132,8 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     ...options.env,
   };
   const config = loadConfig(env);
-  const sqlLog = new SqlStatementLog();
-  const stores = await openStores(config, sqlLog);
+  const sqlLog = new SqlStatementLog(console);
+  const stores = await openStores(config, console, sqlLog);
   const { db, redis } = stores;
   const keys = new RedisKeys(config.redisKeyPrefix);
   if (redis) {
@@ -189,10 +189,7 @@ export interface TestUser {
 
 export async function signUp(app: TestApp, nickName: string, password = 'password-123'): Promise<TestUser> {
   const data = ok(
-    await app.gql(
-      'mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }',
-      { n: nickName, p: password },
-    ),
+    await app.gql('mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }', { n: nickName, p: password }),
   );
   return { id: data.signUp.user.id, token: data.signUp.token, nickName };
 }
@@ -202,9 +199,7 @@ export async function follow(app: TestApp, reader: TestUser, author: TestUser, y
 }
 
 export async function publish(app: TestApp, author: TestUser, title = 'a title', content = 'some content'): Promise<string> {
-  const data = ok(
-    await app.gql('mutation($i: PublishBlogInput!) { publishBlog(input: $i) { id } }', { i: { title, content } }, author.token),
-  );
+  const data = ok(await app.gql('mutation($i: PublishBlogInput!) { publishBlog(input: $i) { id } }', { i: { title, content } }, author.token));
   return data.publishBlog.id;
 }
 
@@ -241,13 +236,10 @@ export async function addFollowers(app: TestApp, author: TestUser, firstId: numb
   const ids = Array.from({ length: count }, (_, i) => firstId + i);
   for (let start = 0; start < ids.length; start += 5000) {
     const batch = ids.slice(start, start + 5000);
-    await app.db.query(
-      'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at) VALUES ?',
-      [batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date()])],
-    );
-    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
-      batch.map((id) => [id, authorId, new Date()]),
+    await app.db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at) VALUES ?', [
+      batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date()]),
     ]);
+    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [batch.map((id) => [id, authorId, new Date()])]);
     // Valid, empty inboxes: one script call per inbox (auto-pipelined, per node on a cluster).
     await Promise.all(batch.map((id) => openInbox(app, id)));
   }

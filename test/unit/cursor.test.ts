@@ -48,7 +48,7 @@ function decodeError(cursor: string): InvalidCursorError {
 /** decodeCursor must reject `cursor` with an InvalidCursorError that shows what it received. */
 function expectRejected(cursor: string): void {
   const error = decodeError(cursor);
-  expect((error as Error).name).toBe('InvalidCursorError');
+  expect(error.name).toBe('InvalidCursorError');
   // The message quotes (a prefix of) the received cursor so a client can see what it sent.
   expect(error.message).toContain(`"${cursor.slice(0, 20)}`);
 }
@@ -322,7 +322,7 @@ function scroll(list: readonly ScoredId[], first: number): ScrolledPage[] {
     }
     const request = pageRequest(first, after);
     const page = slicePage(request, modelFetch(list, request.from, fetchSize(request)));
-    const endCursor = page.cursors.length > 0 ? page.cursors[page.cursors.length - 1]! : null;
+    const endCursor = page.cursors.length > 0 ? page.cursors[page.cursors.length - 1] : null;
     pages.push({ ids: page.items.map((item) => item.id), endCursor, hasNextPage: page.hasNextPage });
     if (!page.hasNextPage) return pages;
     if (endCursor === null) throw new Error('hasNextPage without items');
@@ -342,9 +342,9 @@ describe('seed examples', () => {
     const pages = scroll(list, 2);
     expect(pages.map((p) => p.ids)).toEqual([[10, 9], [8, 7], [6]]);
     expect(pages.map((p) => p.hasNextPage)).toEqual([true, true, false]);
-    expect(pages[0]!.endCursor).toEqual({ maxScore: 900, offset: 1, afterId: 9 });
-    expect(pages[1]!.endCursor).toEqual({ maxScore: 800, offset: 1, afterId: 7 });
-    expect(pages[2]!.endCursor).toEqual({ maxScore: 700, offset: 1, afterId: 6 });
+    expect(pages[0].endCursor).toEqual({ maxScore: 900, offset: 1, afterId: 9 });
+    expect(pages[1].endCursor).toEqual({ maxScore: 800, offset: 1, afterId: 7 });
+    expect(pages[2].endCursor).toEqual({ maxScore: 700, offset: 1, afterId: 6 });
   });
 
   it('gives every edge of the example page its own position', () => {
@@ -383,11 +383,7 @@ describe('seed examples', () => {
   });
 
   it('regression: a tie group of 7 between other items, in pages of 2', () => {
-    const list: ScoredId[] = [
-      { id: 100, score: 2000 },
-      ...[11, 12, 13, 14, 15, 16, 17].map((id) => ({ id, score: 1000 })),
-      { id: 1, score: 500 },
-    ];
+    const list: ScoredId[] = [{ id: 100, score: 2000 }, ...[11, 12, 13, 14, 15, 16, 17].map((id) => ({ id, score: 1000 })), { id: 1, score: 500 }];
     const pages = scroll(list, 2);
     expect(pages.flatMap((p) => p.ids)).toEqual([100, 17, 16, 15, 14, 13, 12, 11, 1]);
     expect(pages.map((p) => p.ids)).toEqual([[100, 17], [16, 15], [14, 13], [12, 11], [1]]);

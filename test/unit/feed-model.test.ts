@@ -82,7 +82,10 @@ class Truth implements FeedTruth {
   }
 
   async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null): Promise<ScoredId[]> {
-    return after(this.feed(readerId).map(({ id, score }) => ({ id, score })), from)
+    return after(
+      this.feed(readerId).map(({ id, score }) => ({ id, score })),
+      from,
+    )
       .filter((item) => minScore === null || item.score >= minScore)
       .slice(0, limit);
   }
@@ -112,7 +115,12 @@ class Truth implements FeedTruth {
       .map(({ id, score }) => ({ id, score }))
       .sort(compareCanonical);
     // Each author's branch stops after `limit` (FeedStore's UNION ALL); the caller merges.
-    return authorIds.flatMap((author) => after(blogs.filter((blog) => this.blogs.get(blog.id)!.author === author), { ...from, offset: 0 }).slice(0, limit));
+    return authorIds.flatMap((author) =>
+      after(
+        blogs.filter((blog) => this.blogs.get(blog.id)!.author === author),
+        { ...from, offset: 0 },
+      ).slice(0, limit),
+    );
   }
 
   async hasFewerFollowers(_sql: unknown, authorId: number, bigAuthorFollowers: number): Promise<boolean> {
@@ -146,7 +154,6 @@ class Truth implements FeedTruth {
   async followStates(authorId: number, readerIds: readonly number[]) {
     return readerIds.map((readerId) => ({ readerId, follows: this.following(readerId, authorId), version: this.versions.get(readerId) ?? 0 }));
   }
-
 }
 
 /** Items after a position, legacy or keyset, in a list already in canonical order. */
@@ -349,7 +356,16 @@ class World {
           return ids.map((id) => {
             const row = truth.blogs.get(id);
             if (!row || row.deleted) return null;
-            return Blog.fromRow({ id: String(row.id), user_id: String(row.author), pushed: row.pushed, title: 't', content: 'c', images: '[]', liked: 0, created_at: new Date(row.score) } as never);
+            return Blog.fromRow({
+              id: String(row.id),
+              user_id: String(row.author),
+              pushed: row.pushed,
+              title: 't',
+              content: 'c',
+              images: '[]',
+              liked: 0,
+              created_at: new Date(row.score),
+            });
           });
         },
       },
@@ -421,7 +437,10 @@ type Op =
   | { op: 'relay' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('follow' as const), reader: fc.constantFrom(...READERS), author: fc.constantFrom(...AUTHORS), yes: fc.boolean() }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({ op: fc.constant('follow' as const), reader: fc.constantFrom(...READERS), author: fc.constantFrom(...AUTHORS), yes: fc.boolean() }),
+  },
   { weight: 5, arbitrary: fc.record({ op: fc.constant('publish' as const), author: fc.constantFrom(...AUTHORS), count: fc.integer({ min: 1, max: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('delete' as const), pick: fc.nat(50) }) },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('scroll' as const), reader: fc.constantFrom(...READERS), first: fc.integer({ min: 1, max: 3 }) }) },
@@ -535,13 +554,20 @@ async function runScenario(model: FeedModel, s: fc.Scheduler, setup: Op[], ops: 
 const TIMEOUT_MS = Math.max(300_000, Number(process.env.FC_RUNS ?? 0) * 100);
 
 describe.each(['push', 'hybrid', 'pull'] as const)('the %s model', (model) => {
-  it('keeps every scroll exact under any interleaving, and every inbox equal to the truth at rest', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.scheduler(), setupArb, fc.array(opArb, { minLength: 1, maxLength: Number(process.env.FC_OPS ?? 14) }), async (s, setup, ops) => {
-        await runScenario(model, s, setup, ops);
-      }),
-      // FC_SEED and FC_PATH replay a failure that fast-check reported; FC_RUNS and FC_OPS search longer.
-      { numRuns: Number(process.env.FC_RUNS ?? (model === 'pull' ? 150 : 1000)), ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
-    );
-  }, TIMEOUT_MS);
+  it(
+    'keeps every scroll exact under any interleaving, and every inbox equal to the truth at rest',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.scheduler(), setupArb, fc.array(opArb, { minLength: 1, maxLength: Number(process.env.FC_OPS ?? 14) }), async (s, setup, ops) => {
+          await runScenario(model, s, setup, ops);
+        }),
+        // FC_SEED and FC_PATH replay a failure that fast-check reported; FC_RUNS and FC_OPS search longer.
+        {
+          numRuns: Number(process.env.FC_RUNS ?? (model === 'pull' ? 150 : 1000)),
+          ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}),
+        },
+      );
+    },
+    TIMEOUT_MS,
+  );
 });

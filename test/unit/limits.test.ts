@@ -8,16 +8,7 @@
  */
 import 'reflect-metadata';
 import fc from 'fast-check';
-import {
-  DocumentNode,
-  FragmentDefinitionNode,
-  Kind,
-  OperationDefinitionNode,
-  parse,
-  SelectionSetNode,
-  validate,
-  visit,
-} from 'graphql';
+import { DocumentNode, FragmentDefinitionNode, Kind, OperationDefinitionNode, parse, SelectionSetNode, validate, visit } from 'graphql';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
 import { brokenLimit, measureOperation, QUERY_LIMITS, QueryLimits, QueryMeasure } from '../../src/graphql/limits';
 import { buildFeedSchema } from '../../src/graphql/schema';
@@ -86,18 +77,20 @@ interface Generated {
 /** A query over `count` fragments on User, each spread by the operation (so none is unused) and at random by earlier ones. */
 const documentArb = (maxFragments: number, depth: number): fc.Arbitrary<Generated> =>
   fc.integer({ min: 1, max: maxFragments }).chain((count) =>
-    fc.record({
-      fragments: fc.tuple(...Array.from({ length: count }, (_, i) => selectionsArb(i, count, depth))),
-      operation: selectionsArb(-1, count, depth),
-      flag: fc.boolean(),
-    }).map(({ fragments, operation, flag }) => {
-      const all = Array.from({ length: count }, (_, i) => `...F${i}`).join(' ');
-      const text = [
-        `query Q($flag: Boolean!) { viewer { flagged: __typename @include(if: $flag) ${all} ${printSelections(operation)} } }`,
-        ...fragments.map((selections, i) => `fragment F${i} on User { ${printSelections(selections)} }`),
-      ].join('\n');
-      return { text, flag };
-    }),
+    fc
+      .record({
+        fragments: fc.tuple(...Array.from({ length: count }, (_, i) => selectionsArb(i, count, depth))),
+        operation: selectionsArb(-1, count, depth),
+        flag: fc.boolean(),
+      })
+      .map(({ fragments, operation, flag }) => {
+        const all = Array.from({ length: count }, (_, i) => `...F${i}`).join(' ');
+        const text = [
+          `query Q($flag: Boolean!) { viewer { flagged: __typename @include(if: $flag) ${all} ${printSelections(operation)} } }`,
+          ...fragments.map((selections, i) => `fragment F${i} on User { ${printSelections(selections)} }`),
+        ].join('\n');
+        return { text, flag };
+      }),
   );
 
 function operationOf(document: DocumentNode): OperationDefinitionNode {
@@ -205,26 +198,22 @@ describe('query limit measure', () => {
 
   it('visits no more selections than a large fragment-heavy document holds, and refuses it', () => {
     fc.assert(
-      fc.property(
-        fc.integer({ min: 20, max: 400 }),
-        fc.array(fc.integer({ min: 2, max: 3 }), { minLength: 400, maxLength: 400 }),
-        (levels, repeats) => {
-          // Fragment i spreads fragment i + 1 twice, and now and then fragment i + 2 too.
-          const fragments = Array.from({ length: levels }, (_, i) => {
-            const skipping = repeats[i] === 3 ? ` ...F${Math.min(levels, i + 2)}` : '';
-            return `fragment F${i} on User { id ...F${i + 1} ...F${i + 1}${skipping} }`;
-          });
-          fragments.push(`fragment F${levels} on User { nickName blogs(first: 2) { edges { node { title } } } }`);
-          // Valid by construction (graphql-js's own validation may stop early on such documents: it budgets its work).
-          const document = parse(`query Q { viewer { ...F0 } }\n${fragments.join('\n')}`);
-          const measured = measureOperation(schema, document, operationOf(document), {});
-          expect(measured.visits).toBeLessThanOrEqual(selectionsIn(document));
-          // At least 2^20 paths: far over the node cap, and counted without overflowing.
-          expect(measured.nodes).toBeGreaterThan(2 ** 20);
-          expect(Number.isSafeInteger(measured.nodes)).toBe(true);
-          expect(brokenLimit(measured)).toEqual({ limit: 'nodes', actual: measured.nodes });
-        },
-      ),
+      fc.property(fc.integer({ min: 20, max: 400 }), fc.array(fc.integer({ min: 2, max: 3 }), { minLength: 400, maxLength: 400 }), (levels, repeats) => {
+        // Fragment i spreads fragment i + 1 twice, and now and then fragment i + 2 too.
+        const fragments = Array.from({ length: levels }, (_, i) => {
+          const skipping = repeats[i] === 3 ? ` ...F${Math.min(levels, i + 2)}` : '';
+          return `fragment F${i} on User { id ...F${i + 1} ...F${i + 1}${skipping} }`;
+        });
+        fragments.push(`fragment F${levels} on User { nickName blogs(first: 2) { edges { node { title } } } }`);
+        // Valid by construction (graphql-js's own validation may stop early on such documents: it budgets its work).
+        const document = parse(`query Q { viewer { ...F0 } }\n${fragments.join('\n')}`);
+        const measured = measureOperation(schema, document, operationOf(document), {});
+        expect(measured.visits).toBeLessThanOrEqual(selectionsIn(document));
+        // At least 2^20 paths: far over the node cap, and counted without overflowing.
+        expect(measured.nodes).toBeGreaterThan(2 ** 20);
+        expect(Number.isSafeInteger(measured.nodes)).toBe(true);
+        expect(brokenLimit(measured)).toEqual({ limit: 'nodes', actual: measured.nodes });
+      }),
       { numRuns: 50 },
     );
   });

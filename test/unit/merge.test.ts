@@ -19,9 +19,7 @@ it('is the sorted union of its sources, each blog once', () => {
   fc.assert(
     fc.property(pool, fc.array(fc.array(fc.nat()), { minLength: 1, maxLength: 4 }), (blogs, picks) => {
       // Each source: some blogs of the pool, in canonical order (as every source answers).
-      const sources = picks.map((indexes) =>
-        bruteForce([indexes.filter((i) => i < blogs.length).map((i) => blogs[i])]),
-      );
+      const sources = picks.map((indexes) => bruteForce([indexes.filter((i) => i < blogs.length).map((i) => blogs[i])]));
       expect(mergeCanonical(sources)).toEqual(bruteForce(sources));
     }),
     { numRuns: 300 },

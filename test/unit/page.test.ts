@@ -9,14 +9,7 @@
  */
 import fc from 'fast-check';
 import { decodeCursor, encodeCursor, FeedPosition, InvalidCursorError, ScoredId, START } from '../../src/feed/cursor';
-import {
-  DEFAULT_PAGE_SIZE,
-  fetchSize,
-  InvalidPageSizeError,
-  MAX_PAGE_SIZE,
-  pageRequest,
-  slicePage,
-} from '../../src/feed/page';
+import { DEFAULT_PAGE_SIZE, fetchSize, InvalidPageSizeError, MAX_PAGE_SIZE, pageRequest, slicePage } from '../../src/feed/page';
 
 const NUM_RUNS = 250;
 
@@ -119,7 +112,7 @@ function scrollAll(
     if (page > maxPages) {
       throw new Error(`the scroll did not end after ${maxPages} pages (it loops)`);
     }
-    const first = pageSizes[page % pageSizes.length]!;
+    const first = pageSizes[page % pageSizes.length];
     const request = pageRequest(first, after);
     expect(request.first).toBe(first);
     expect(fetchSize(request)).toBe(first + 1);
@@ -137,7 +130,7 @@ function scrollAll(
     steps.push(step);
     if (!result.hasNextPage) break;
     expect(result.items.length).toBeGreaterThan(0);
-    after = encodeCursor(result.cursors[result.cursors.length - 1]!);
+    after = encodeCursor(result.cursors[result.cursors.length - 1]);
     if (between) list.push(...between(step, page));
   }
   return { steps, list };
@@ -170,7 +163,7 @@ describe('scrolling a feed from the top', () => {
         expect(ids(scrolled)).toEqual(ids(canonical(list)));
         expect(new Set(ids(scrolled)).size).toBe(scrolled.length);
         // the first page was read from the top
-        expect(steps[0]!.from).toEqual(START);
+        expect(steps[0].from).toEqual(START);
       }),
       { numRuns: NUM_RUNS },
     );
@@ -184,7 +177,7 @@ describe('scrolling a feed from the top', () => {
         ([list, position], pageSizes) => {
           const { steps } = scrollAll(list, pageSizes, encodeCursor(position));
           checkSteps(steps);
-          expect(steps[0]!.from).toEqual(position);
+          expect(steps[0].from).toEqual(position);
           const expected = canonical(list)
             .filter((item) => item.score <= position.maxScore!)
             .slice(position.offset);
@@ -206,7 +199,7 @@ describe('scrolling a feed from the top', () => {
             const position = decodeCursor(encodeCursor(cursor));
             expect(position).toEqual(cursor);
             // the item the cursor follows is the one it belongs to
-            expect(position.maxScore).toBe(step.items[i]!.score);
+            expect(position.maxScore).toBe(step.items[i].score);
             expect(ids(modelRest(list, position))).toEqual(ids(all.slice(seen + i + 1)));
             // and a client resuming there through the API gets the same thing
             const request = pageRequest(MAX_PAGE_SIZE, encodeCursor(cursor));
@@ -272,7 +265,7 @@ describe('scrolling while new items arrive', () => {
         const olderInserted: ScoredId[] = [];
         const newerInserted: ScoredId[] = [];
         const { steps, list: finalList } = scrollAll(list, pageSizes, undefined, (step, pageIndex) => {
-          const position = step.cursors[step.cursors.length - 1]!;
+          const position = step.cursors[step.cursors.length - 1];
           const maxScore = position.maxScore!;
           const added: ScoredId[] = [];
           for (const insert of plan[pageIndex] ?? []) {
@@ -372,9 +365,7 @@ describe('first = 0', () => {
   it('returns no items, and hasNextPage tells whether items are left', () => {
     fc.assert(
       fc.property(
-        anyListArb.chain((list) =>
-          fc.tuple(fc.constant(list), fc.option(validPositionArb(list), { nil: undefined })),
-        ),
+        anyListArb.chain((list) => fc.tuple(fc.constant(list), fc.option(validPositionArb(list), { nil: undefined }))),
         ([list, position]) => {
           const request = pageRequest(0, position === undefined ? undefined : encodeCursor(position));
           const fetched = modelFetch(list, request.from, fetchSize(request));
