@@ -47,11 +47,6 @@ it('atOrAbove keeps exactly the items up to the bound in canonical order', () =>
 // delivered blogs at or above its floor; the recent source is MySQL above the watermark; each
 // source answers "the first `limit` items after P" the slow way, as the stores do.
 
-interface Blog extends ScoredId {
-  kind: 'pushed' | 'pulled';
-  delivered: boolean;
-}
-
 const world = fc
   .record({
     blogs: fc.uniqueArray(
