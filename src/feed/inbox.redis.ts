@@ -92,8 +92,8 @@ if after ~= '' then
   -- Fast path: the offset still points at the cursor's own blog. Else the tie group changed
   -- (a removal, a late arrival): count the members at or before the cursor's blog.
   start = math.max(offset - 1, 0)
-  local at = redis.call('ZRANGE', inbox, maxScore, floor, 'BYSCORE', 'REV', 'LIMIT', start, 1)
-  if at[1] == after then
+  local at = redis.call('ZRANGE', inbox, maxScore, floor, 'BYSCORE', 'REV', 'LIMIT', start, 1, 'WITHSCORES')
+  if at[1] == after and tonumber(at[2]) == tonumber(maxScore) then
     start = start + 1
   else
     start = 0
