@@ -277,10 +277,13 @@ export class FeedService {
     const following = await this.store.followersAmong(delivery.authorId, readerIds);
     const gone = readerIds.filter((id) => !following.has(id));
     if (gone.length === 0) return;
-    for (const state of await this.store.followStates(delivery.authorId, gone)) {
-      if (state.follows) continue;
-      await inbox.retractUnfollowed(state.readerId, delivery.entry.id, { version: state.version, authorId: delivery.authorId }, delivery.readAt);
-    }
+    // One script call per reader, sent together (the client pipelines them), not awaited in turn.
+    const unfollowed = (await this.store.followStates(delivery.authorId, gone)).filter((state) => !state.follows);
+    await Promise.all(
+      unfollowed.map((state) =>
+        inbox.retractUnfollowed(state.readerId, delivery.entry.id, { version: state.version, authorId: delivery.authorId }, delivery.readAt),
+      ),
+    );
   }
 
   /** Takes a deleted blog out of these readers' inboxes. */

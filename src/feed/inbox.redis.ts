@@ -53,20 +53,17 @@ local function raiseFloor(inbox, meta, to)
 end
 -- After adding to an inbox: a set that holds one member was just created and takes the hash's
 -- time to live; one over maxItems is trimmed. (One ZCARD, not two PTTLs, on the hot path.)
-local function afterAdd(inbox, meta, max)
-  local card = redis.call('ZCARD', inbox)
-  if card == 1 then syncTtl(inbox, meta) end
-  if card > max then
-    local cut = redis.call('ZRANGE', inbox, card - max - 1, card - max - 1, 'WITHSCORES')
-    raiseFloor(inbox, meta, tonumber(cut[2]) + 1)
-  end
-end
-local function trim(inbox, meta, max)
-  local extra = redis.call('ZCARD', inbox) - max
+local function trim(inbox, meta, max, card)
+  local extra = (card or redis.call('ZCARD', inbox)) - max
   if extra > 0 then
     local cut = redis.call('ZRANGE', inbox, extra - 1, extra - 1, 'WITHSCORES')
     raiseFloor(inbox, meta, tonumber(cut[2]) + 1)
   end
+end
+local function afterAdd(inbox, meta, max)
+  local card = redis.call('ZCARD', inbox)
+  if card == 1 then syncTtl(inbox, meta) end
+  trim(inbox, meta, max, card)
 end
 local function admit(meta, author, version, sign)
   local m = redis.call('HMGET', meta, 'floor', 'base', 'a:' .. author, 'maxver')
