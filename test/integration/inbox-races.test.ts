@@ -11,7 +11,8 @@ import { RedisInbox } from '../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../src/graphql/global-id';
 import { blogIdOfMember } from '../../src/redis/keys';
 import { TestClock } from '../support/clock';
-import { dropInbox, FEED_PAGE, feedTruth, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import { dropInbox, FEED_PAGE, feedTruth, follow, ok, postGraphQL, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import { freePort, startNodeProcess, startWorkerProcess, waitFor, WorkerProcess } from '../support/processes';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
 const globalBlogId = (id: number) => Buffer.from(`Blog:${id}`).toString('base64');
@@ -69,6 +70,73 @@ describe('a scroll while fan-out is in flight', () => {
     await app.services.fanout.idle(60_000);
     expect(await scrollFeed(app, reader, 1)).toEqual(truth);
     await expectInboxIsTruth(app, reader);
+  });
+});
+
+describe('as users run it: two API processes in production and a fan-out worker process', () => {
+  let app: TestApp;
+  const processes: WorkerProcess[] = [];
+  const urls: string[] = [];
+  beforeAll(async () => {
+    // The in-process app only prepares the database and reads the truth; it runs no workers.
+    app = await startTestApp('races_processes', { env: { FANOUT_WORKERS: '0' } });
+    for (let i = 0; i < 2; i += 1) {
+      const port = await freePort();
+      processes.push(startNodeProcess('server.js', { ...app.env, NODE_ENV: 'production', PORT: String(port), FANOUT_WORKERS: '0' }));
+      urls.push(`http://127.0.0.1:${port}/graphql`);
+      await waitFor('an API process to listen', async () => (await fetch(urls[i].replace('/graphql', '/healthz')).catch(() => null))?.ok === true, 30_000);
+    }
+    // Delivery throttled to 40 jobs a second in the worker: the scroll runs while it delivers.
+    processes.push(startWorkerProcess({ ...app.env, NODE_ENV: 'production', FANOUT_JOBS_PER_SECOND: '40' }));
+  });
+  afterAll(async () => {
+    for (const child of processes) await child.kill('SIGTERM');
+    await app.close();
+  });
+
+  it('a scroll of pages of 1, alternating between the two processes, shows every blog once while chunks land', async () => {
+    const gql = (i: number, query: string, variables: Record<string, unknown>, token?: string) => postGraphQL(urls[i % 2], query, variables, token);
+    const signUpAt = async (i: number, nickName: string) =>
+      ok(await gql(i, 'mutation($n: String!) { signUp(nickName: $n, password: "password-123") { token user { id } } }', { n: nickName })).signUp;
+    const reader = await signUpAt(0, 'proc_reader');
+    const authors = [await signUpAt(1, 'proc_a0'), await signUpAt(0, 'proc_a1'), await signUpAt(1, 'proc_a2'), await signUpAt(0, 'proc_a3')];
+    for (const [i, author] of authors.entries()) ok(await gql(i, 'mutation($u: ID!) { follow(userId: $u) { id } }', { u: author.user.id }, reader.token));
+    for (let burst = 0; burst < 5; burst += 1) {
+      await Promise.all(
+        Array.from({ length: 24 }, async (_, i) =>
+          ok(
+            await gql(
+              i,
+              'mutation($t: String!) { publishBlog(input: { title: $t, content: "c" }) { id } }',
+              { t: `burst ${burst}.${i}` },
+              authors[i % 4].token,
+            ),
+          ),
+        ),
+      );
+    }
+    const truth = await feedTruth(app, fromGlobalId(reader.user.id).id);
+    expect(truth).toHaveLength(120);
+    const [{ open }] = await app.query<{ open: number }>("SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'");
+    expect(Number(open)).toBeGreaterThan(0);
+    const scroll = async () => {
+      const seen: string[] = [];
+      let after: string | null = null;
+      for (let page = 0; page < 500; page += 1) {
+        const data: any = ok(await gql(page, FEED_PAGE, { first: 1, after }, reader.token)).followFeed;
+        seen.push(...data.edges.map((edge: any) => edge.node.id));
+        if (!data.pageInfo.hasNextPage) break;
+        after = data.pageInfo.endCursor;
+      }
+      return seen;
+    };
+    expect(await scroll()).toEqual(truth);
+    await waitFor(
+      'the fan-out to finish',
+      async () => Number((await app.query<{ open: number }>("SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'"))[0].open) === 0,
+      60_000,
+    );
+    expect(await scroll()).toEqual(truth);
   });
 });
 
