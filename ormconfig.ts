@@ -4,7 +4,7 @@
  * It reads DATABASE_URL through the same configuration as the server.
  */
 import 'reflect-metadata';
-import { loadConfig } from './src/config';
+import { loadConfig } from './src/kernel/config';
 import { createDataSource, SqlStatementLog } from './src/db/data-source';
 
 export default createDataSource(loadConfig().databaseUrl, new SqlStatementLog(console, true));

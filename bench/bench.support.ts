@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
-import { Config, loadConfig } from '../src/config';
+import { Config, loadConfig } from '../src/kernel/config';
 
 /** `--name=value` or `--name value` from the command line, else the fallback. */
 export function flag(name: string, fallback: number): number {

@@ -23,7 +23,7 @@ import { Redis } from 'ioredis';
 import { startApp, warn } from '../src/app';
 import { SqlStatementLog, openDatabase } from '../src/db/data-source';
 import { FanoutWorkers } from '../src/fanout/fanout.worker';
-import { fromGlobalId } from '../src/graphql/global-id';
+import { fromGlobalId } from '../src/kernel/global-id';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
 import { createInbox } from '../src/feed/feed.setup';
 import { createRedis } from '../src/redis/redis.client';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp, warn } from '../src/app';
 import { SqlStatementLog, openDatabase } from '../src/db/data-source';
-import { toGlobalId } from '../src/graphql/global-id';
+import { toGlobalId } from '../src/kernel/global-id';
 import { createRedis } from '../src/redis/redis.client';
 import { benchConfig, flag, freshBenchDatabase, ms, rate } from './bench.support';
 

@@ -7,7 +7,7 @@
  */
 import 'reflect-metadata';
 import { PasswordHasher } from '../src/auth/auth.passwords';
-import { loadConfig } from '../src/config';
+import { loadConfig } from '../src/kernel/config';
 import { insertRows, select, write } from '../src/db/sql';
 import { FanoutStore } from '../src/fanout/fanout.store';
 import { createFeedService } from '../src/feed/feed.setup';

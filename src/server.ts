@@ -4,8 +4,8 @@
  */
 import 'reflect-metadata';
 import { logger, startApp } from './app';
-import { loadConfig } from './config';
-import { runEntryPoint, stopOnSignals } from './lifecycle';
+import { loadConfig } from './kernel/config';
+import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
 import { checkInboxEncoding } from './redis/redis.client';
 import { describeStores, openStores } from './stores';
 

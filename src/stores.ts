@@ -7,7 +7,7 @@
  */
 import { resolve } from 'node:path';
 import { DataSource } from 'typeorm';
-import { Config, ConfigError } from './config';
+import { Config, ConfigError } from './kernel/config';
 import { LogSink, openDatabase, openEmbeddedDatabase, PoolLimits, SqlStatementLog } from './db/data-source';
 import { createRedis, RedisClient } from './redis/redis.client';
 

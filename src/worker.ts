@@ -4,11 +4,11 @@
  */
 import 'reflect-metadata';
 import { logger, warn } from './app';
-import { ConfigError, loadConfig } from './config';
-import { runEntryPoint, stopOnSignals } from './lifecycle';
+import { ConfigError, loadConfig } from './kernel/config';
+import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
 import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutWorkers } from './fanout/fanout.worker';
-import { Metrics } from './observability';
+import { Metrics } from './kernel/observability';
 import { describeStores, openStores } from './stores';
 
 async function main(): Promise<void> {

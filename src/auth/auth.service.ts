@@ -1,6 +1,6 @@
 /** Sign-up and login: input rules, password hashing and token issue. */
-import { badUserInput, unauthenticated } from '../graphql/errors';
-import { charLength, checkText } from '../validation';
+import { badUserInput, unauthenticated } from '../kernel/errors';
+import { charLength, checkText } from '../kernel/validation';
 import { User } from '../user/user.types';
 import { nickNameKey, UserService } from '../user/user.service';
 import { PasswordHasher } from './auth.passwords';

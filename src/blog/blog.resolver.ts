@@ -1,6 +1,6 @@
 import { Arg, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { Context, optionalViewerId, requireViewerId } from '../graphql/context';
-import { idOfType } from '../graphql/global-id';
+import { idOfType } from '../kernel/global-id';
 import { User } from '../user/user.types';
 import { Blog, PublishBlogInput } from './blog.types';
 

@@ -1,13 +1,13 @@
 /** Blogs: publishing, deleting, lookups and a user's own blogs page. */
 import { DataSource } from 'typeorm';
 import { inTransaction, select, Sql, write } from '../db/sql';
-import { ScoredId } from '../feed/cursor';
+import { ScoredId } from '../kernel/pagination/cursor';
 import { positionSql } from '../feed/feed.store';
-import { fetchSize, PageRequest } from '../feed/page';
+import { fetchSize, PageRequest } from '../kernel/pagination/page';
 import type { FeedService } from '../feed/feed.service';
 import { FanoutService } from '../fanout/fanout.service';
-import { badUserInput, forbidden, notFound } from '../graphql/errors';
-import { checkText } from '../validation';
+import { badUserInput, forbidden, notFound } from '../kernel/errors';
+import { checkText } from '../kernel/validation';
 import { Blog, BLOG_COLUMNS, BlogRow, PublishBlogInput } from './blog.types';
 
 /** Title length in characters: one line in a list view; also the VARCHAR(255) column. */

@@ -1,9 +1,9 @@
 /** The Blog object type, its connection, and the publish input. */
 import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
-import { PageInfo } from '../graphql/connection';
-import { toGlobalId } from '../graphql/global-id';
-import { Node } from '../graphql/node';
-import { DateTimeScalar } from '../graphql/scalars';
+import { PageInfo } from '../kernel/pagination/connection';
+import { toGlobalId } from '../kernel/global-id';
+import { Node } from '../kernel/node';
+import { DateTimeScalar } from '../kernel/scalars';
 
 @ObjectType({ implements: Node, description: 'A post: a title, a text and up to 9 images' })
 export class Blog implements Node {

@@ -14,7 +14,7 @@
  * the last write to each inbox removes the blog.
  */
 import type { FeedService } from '../feed/feed.service';
-import type { Metrics } from '../observability';
+import type { Metrics } from '../kernel/observability';
 import { ChunkJob } from './fanout.queue';
 import { FanoutCompletion, FanoutStore } from './fanout.store';
 

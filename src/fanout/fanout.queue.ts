@@ -11,9 +11,9 @@
  * in the queue is a no-op: the outbox relay and a resumed dispatcher may both re-add safely.
  */
 import { JobsOptions, Queue } from 'bullmq';
-import type { Config } from '../config';
+import type { Config } from '../kernel/config';
 import { connectRedis, RedisClient } from '../redis/redis.client';
-import { withTimeout } from '../timeout';
+import { withTimeout } from '../kernel/timeout';
 import type { TaskKind } from './fanout.store';
 
 export const FANOUT_QUEUE = 'fanout';

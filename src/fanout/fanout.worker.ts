@@ -6,10 +6,10 @@
  */
 import { Job, Worker } from 'bullmq';
 import { DataSource } from 'typeorm';
-import { Config } from '../config';
+import { Config } from '../kernel/config';
 import type { FeedService } from '../feed/feed.service';
 import { createFeedService } from '../feed/feed.setup';
-import type { Metrics } from '../observability';
+import type { Metrics } from '../kernel/observability';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';

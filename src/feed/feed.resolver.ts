@@ -1,6 +1,6 @@
 import { Arg, Ctx, Int, Query, Resolver } from 'type-graphql';
 import { BlogConnection } from '../blog/blog.types';
-import { readPageArgs } from '../graphql/connection';
+import { readPageArgs } from '../kernel/pagination/connection';
 import { connectionCost } from '../graphql/limits';
 import { Context, requireViewerId } from '../graphql/context';
 

@@ -24,15 +24,15 @@
  */
 import { hostname } from 'node:os';
 import { Blog } from '../blog/blog.types';
-import type { FeedModel } from '../config';
-import { Connection, toConnection } from '../graphql/connection';
+import type { FeedModel } from '../kernel/config';
+import { Connection, toConnection } from '../kernel/pagination/connection';
 import type { Sql } from '../db/sql';
-import type { Metrics } from '../observability';
-import { FeedPosition, ScoredId } from './cursor';
+import type { Metrics } from '../kernel/observability';
+import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 import { FeedStore } from './feed.store';
 import { buildToken, Delivery, FollowChange, Inbox, PENDING_STALE_MS } from './inbox';
 import { certainMerge, keysetAfter, SourceReading, sourceRead } from './merge';
-import { fetchSize, PageRequest, slicePage } from './page';
+import { fetchSize, PageRequest, slicePage } from '../kernel/pagination/page';
 
 /** What a feed page needs from the request's loaders (src/graphql/loaders.ts). */
 export interface FeedLookups {

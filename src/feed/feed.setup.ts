@@ -4,8 +4,8 @@
  * FEED_MAX_ITEMS, ACTIVE_DAYS, the key prefix and the model.
  */
 import type { DataSource } from 'typeorm';
-import type { Config } from '../config';
-import type { Metrics } from '../observability';
+import type { Config } from '../kernel/config';
+import type { Metrics } from '../kernel/observability';
 import { RedisKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/redis.client';
 import { FeedService, InFlightSource } from './feed.service';

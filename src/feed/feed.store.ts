@@ -7,7 +7,7 @@
 import { DataSource } from 'typeorm';
 import { select, Sql, write } from '../db/sql';
 import { isSqliteDataSource } from '../db/sqlite';
-import { FeedPosition, ScoredId } from './cursor';
+import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 
 type Row = { id: string; created_at: Date };
 const entryOf = (row: Row): ScoredId => ({ id: Number(row.id), score: row.created_at.getTime() });

@@ -7,7 +7,7 @@
  * Expiry is not timed here: `expire` forgets an inbox as Redis would when its TTL runs out, and
  * `lose` forgets everything, as a Redis restart without persistence does.
  */
-import { compareCanonical, FeedPosition, isAfter, ScoredId } from './cursor';
+import { compareCanonical, FeedPosition, isAfter, ScoredId } from '../kernel/pagination/cursor';
 import { BUILD_STALE_MS, BuildOutcome, buildStartedAt, Delivery, FeedSnapshot, FollowChange, Inbox, InboxView, Watermark } from './inbox';
 
 /** One reader's inbox: the sorted set and the hash of the Redis version. */

@@ -25,7 +25,7 @@
 import { redisAvailable } from '../redis/breaker';
 import { isCluster, RedisClient } from '../redis/redis.client';
 import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
-import { FeedPosition, ScoredId } from './cursor';
+import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 import { BUILD_STALE_MS, buildStartedAt, BuildOutcome, Delivery, FeedSnapshot, FollowChange, Inbox, InboxView, Watermark } from './inbox';
 
 /**

@@ -63,7 +63,7 @@
  * above it from MySQL. The set also holds a marker that it is complete: after Redis lost it,
  * readers trust no inbox until it has been rebuilt from the unfinished tasks in MySQL.
  */
-import type { FeedPosition, ScoredId } from './cursor';
+import type { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 
 /** A change of the follow graph of one reader, with its version (see above). */
 export interface FollowChange {

@@ -16,7 +16,7 @@
  * floor. `certainMerge` keeps what lies at or above the highest of those bounds; the caller
  * continues below from MySQL (the cold path).
  */
-import { compareCanonical, FeedPosition, ScoredId } from './cursor';
+import { compareCanonical, FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 
 /** The union of sorted lists, in canonical order, each blog once. */
 export function mergeCanonical<T extends ScoredId>(lists: ReadonlyArray<readonly T[]>): T[] {

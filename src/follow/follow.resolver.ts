@@ -1,6 +1,6 @@
 import { Arg, Ctx, ID, Mutation, Resolver } from 'type-graphql';
 import { Context, requireViewerId } from '../graphql/context';
-import { idOfType } from '../graphql/global-id';
+import { idOfType } from '../kernel/global-id';
 import { User } from '../user/user.types';
 
 @Resolver()

@@ -2,7 +2,7 @@
 import { DataSource } from 'typeorm';
 import { inTransaction, select, Sql, write } from '../db/sql';
 import { FeedService } from '../feed/feed.service';
-import { badUserInput, notFound } from '../graphql/errors';
+import { badUserInput, notFound } from '../kernel/errors';
 import { UserService } from '../user/user.service';
 import { User } from '../user/user.types';
 

@@ -8,7 +8,7 @@ import type { FollowService } from '../follow/follow.service';
 import type { LikeService } from '../like/like.service';
 import type { RateLimits } from './rate-limits';
 import type { UserService } from '../user/user.service';
-import { unauthenticated } from './errors';
+import { unauthenticated } from '../kernel/errors';
 import type { Loaders } from './loaders';
 
 export interface Services {

@@ -21,7 +21,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Context } from './context';
-import { badRequest, HttpError, httpInternalError, payloadTooLarge, unsupportedMediaType } from './errors';
+import { badRequest, HttpError, httpInternalError, payloadTooLarge, unsupportedMediaType } from '../kernel/errors';
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 

@@ -43,7 +43,7 @@ import {
 } from 'graphql';
 import { getVariableValues } from 'graphql/execution/values';
 import type { ComplexityEstimator, ComplexityEstimatorArgs } from 'graphql-query-complexity';
-import { queryLimitExceeded } from './errors';
+import { queryLimitExceeded } from '../kernel/errors';
 
 export const QUERY_LIMITS = {
   /** Nesting of fields. The deepest legitimate query (feed > edges > node > author > blogs > edges > node > title) is 8. */

@@ -1,7 +1,7 @@
 import { Arg, Ctx, ID, Query, Resolver } from 'type-graphql';
 import type { Context } from './context';
-import { fromGlobalId } from './global-id';
-import { Node } from './node';
+import { fromGlobalId } from '../kernel/global-id';
+import { Node } from '../kernel/node';
 
 @Resolver()
 export class NodeResolver {

@@ -11,13 +11,13 @@
  * mode, one process) they are counted in process memory from the start.
  */
 import { RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import type { RateLimitRule, RateLimitSettings } from '../config';
+import type { RateLimitRule, RateLimitSettings } from '../kernel/config';
 import { RedisKeys } from '../redis/keys';
 import { redisAvailable } from '../redis/breaker';
 import type { RedisClient } from '../redis/redis.client';
 import { nickNameKey } from '../user/user.service';
 import { addressLimitKey } from './client-address';
-import { rateLimited } from './errors';
+import { rateLimited } from '../kernel/errors';
 
 type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
 

@@ -1,7 +1,7 @@
 import { Arg, Ctx, ID, Mutation, Resolver } from 'type-graphql';
 import { Blog } from '../blog/blog.types';
 import { Context, requireViewerId } from '../graphql/context';
-import { idOfType } from '../graphql/global-id';
+import { idOfType } from '../kernel/global-id';
 
 @Resolver()
 export class LikeResolver {

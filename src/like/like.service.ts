@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { BlogService } from '../blog/blog.service';
 import { Blog } from '../blog/blog.types';
 import { inTransaction, select, write } from '../db/sql';
-import { notFound } from '../graphql/errors';
+import { notFound } from '../kernel/errors';
 
 export class LikeService {
   constructor(

@@ -8,7 +8,7 @@
  * cluster (see feed/inbox.ts), and ioredis pipelines those calls per node.
  */
 import { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
-import type { Config } from '../config';
+import type { Config } from '../kernel/config';
 import { BREAKER_COOL_DOWN_MS, watchRedis } from './breaker';
 
 /** A client of either kind; both offer the same commands. */

@@ -1,9 +1,9 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Query, Resolver, Root } from 'type-graphql';
 import { BlogConnection } from '../blog/blog.types';
-import { slicePage } from '../feed/page';
-import { readPageArgs, toConnection } from '../graphql/connection';
+import { slicePage } from '../kernel/pagination/page';
+import { readPageArgs, toConnection } from '../kernel/pagination/connection';
 import { Context, optionalViewerId } from '../graphql/context';
-import { idOfType } from '../graphql/global-id';
+import { idOfType } from '../kernel/global-id';
 import { connectionCost } from '../graphql/limits';
 import { User } from './user.types';
 

@@ -1,7 +1,7 @@
 /** Users: lookups by id (batched for the loader) and by nickName, and creation. */
 import { DataSource } from 'typeorm';
 import { isDuplicateKey, select, Sql, write } from '../db/sql';
-import { badUserInput } from '../graphql/errors';
+import { badUserInput } from '../kernel/errors';
 import { User, USER_COLUMNS, UserRow } from './user.types';
 
 /**

@@ -1,7 +1,7 @@
 /** The User object type. Counts come from counters kept exact in the follow transaction. */
 import { Field, ID, Int, ObjectType } from 'type-graphql';
-import { toGlobalId } from '../graphql/global-id';
-import { Node } from '../graphql/node';
+import { toGlobalId } from '../kernel/global-id';
+import { Node } from '../kernel/node';
 
 @ObjectType({ implements: Node, description: 'A person who publishes blogs and follows others' })
 export class User implements Node {

@@ -3,7 +3,7 @@
  * - a worker process SIGKILLed in the middle of a 20,000-follower fan-out, then started again;
  * - publishing while the queue's Redis is down (a redis-server of this test's own, stopped).
  */
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { addFollowers, follow, inboxScores, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
 import { freePort, PrivateRedis, startWorkerProcess, waitFor } from '../support/processes';
 

@@ -10,7 +10,7 @@ import { FanoutPurger, PURGE_BATCH } from '../../src/fanout/fanout.purge';
 import { FanoutQueue } from '../../src/fanout/fanout.queue';
 import { FanoutStore } from '../../src/fanout/fanout.store';
 import { FanoutWorkers } from '../../src/fanout/fanout.worker';
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { addFollowers, inboxScores, MYSQL_URL, publish, signUp, startTestApp, TestApp, testDatabase } from '../support/harness';
 import { TcpProxy, waitFor } from '../support/processes';
 

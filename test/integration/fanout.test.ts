@@ -4,7 +4,7 @@
  */
 import { FanoutDispatcher } from '../../src/fanout/fanout.dispatcher';
 import { FanoutStore } from '../../src/fanout/fanout.store';
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { addFollowers, inboxScores, ok, publish, signUp, startTestApp, TestApp } from '../support/harness';
 import { waitFor } from '../support/processes';
 

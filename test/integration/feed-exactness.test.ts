@@ -5,7 +5,7 @@
  * embedded pass), and a scroll with pages of 1 to 7 while other clients publish in bursts,
  * delete, follow and unfollow. The inbox-only races are in inbox-races.test.ts.
  */
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { TestClock } from '../support/clock';
 import { FEED_PAGE, feedTruth, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 

@@ -4,7 +4,7 @@
  * inactive reader, and around a big author crossing the threshold either way.
  */
 import { RedisInbox } from '../../src/feed/inbox.redis';
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { TestClock } from '../support/clock';
 import { dropInbox, FEED_PAGE, feedTruth, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 import { freePort, PrivateRedis } from '../support/processes';

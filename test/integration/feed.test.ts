@@ -3,7 +3,7 @@
  * is also part of the embedded pass): scrolling with same-millisecond ties, deletes, and cursor
  * validation. What inboxes hold is in inbox.test.ts.
  */
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { TestClock } from '../support/clock';
 import { errorCode, FEED_PAGE, feedTruth, ok, publish, readerOfThree, scrollFeed, startTestApp, TestApp, TestUser } from '../support/harness';
 

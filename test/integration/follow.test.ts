@@ -1,5 +1,5 @@
 /** follow: idempotent, exact counts under concurrency, and the feed follows at once (inboxes: inbox.test.ts). */
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { errorCode, follow, ok, publish, publishInTurns, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 import { TestClock } from '../support/clock';
 

@@ -5,7 +5,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { getIntrospectionQuery } from 'graphql';
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { errorCode, FEED_PAGE, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp, testDatabase } from '../support/harness';
 import { freePort, PrivateRedis, TcpProxy } from '../support/processes';
 

@@ -4,8 +4,8 @@
  * finished fan-out bookkeeping.
  */
 import { Connection, createConnection } from 'mysql2/promise';
-import { fromGlobalId } from '../../src/graphql/global-id';
-import { withTimeout } from '../../src/timeout';
+import { fromGlobalId } from '../../src/kernel/global-id';
+import { withTimeout } from '../../src/kernel/timeout';
 import { errorCode, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp, testDatabase } from '../support/harness';
 
 const SIGN_UP = 'mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }';

@@ -7,7 +7,7 @@
  * proves of the memory inbox holds of Redis.
  */
 import fc from 'fast-check';
-import { FeedPosition, ScoredId } from '../../src/feed/cursor';
+import { FeedPosition, ScoredId } from '../../src/kernel/pagination/cursor';
 import { buildToken, FeedSnapshot, Inbox } from '../../src/feed/inbox';
 import { MemoryInbox } from '../../src/feed/inbox.memory';
 import { RedisInbox } from '../../src/feed/inbox.redis';

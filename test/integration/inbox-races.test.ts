@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { FeedStore } from '../../src/feed/feed.store';
 import { buildToken } from '../../src/feed/inbox';
 import { RedisInbox } from '../../src/feed/inbox.redis';
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { blogIdOfMember } from '../../src/redis/keys';
 import { TestClock } from '../support/clock';
 import { dropInbox, FEED_PAGE, feedTruth, follow, ok, postGraphQL, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';

@@ -4,7 +4,7 @@
  * The feeds they serve are checked in every mode by feed.test.ts and follow.test.ts.
  */
 import { Redis } from 'ioredis';
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { TestClock } from '../support/clock';
 import { freePort, PrivateRedis } from '../support/processes';
 import {

@@ -1,5 +1,5 @@
 /** likeBlog: idempotent, exact under concurrency, and isLiked per viewer. */
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { errorCode, ok, publish, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 
 const LIKE = 'mutation($b: ID!, $l: Boolean!) { likeBlog(blogId: $b, liked: $l) { id likeCount isLiked } }';

@@ -4,7 +4,7 @@
  * with SIGCONT. Every operation answers meanwhile; afterwards everything converges.
  * And a sign-up while Redis is down (killed) succeeds; the inbox is built later.
  */
-import { fromGlobalId } from '../../src/graphql/global-id';
+import { fromGlobalId } from '../../src/kernel/global-id';
 import { FEED_PAGE, errorCode, follow, inboxScores, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 import { freePort, PrivateRedis, waitFor } from '../support/processes';
 

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { DataSource } from 'typeorm';
 import { RunningApp, startApp } from '../../src/app';
-import { Config, loadConfig } from '../../src/config';
+import { Config, loadConfig } from '../../src/kernel/config';
 import { SqlStatementLog } from '../../src/db/data-source';
 import { select } from '../../src/db/sql';
 import { RedisKeys } from '../../src/redis/keys';

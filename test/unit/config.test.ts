@@ -1,5 +1,5 @@
 /** The settings of issue 11's hardening: their defaults, parsed once in config.ts, a bad value named with what it got. */
-import { ConfigError, loadConfig } from '../../src/config';
+import { ConfigError, loadConfig } from '../../src/kernel/config';
 import { addressLimitKey, canonicalAddress } from '../../src/graphql/client-address';
 
 const refused = (env: Record<string, string>, message: string) => {

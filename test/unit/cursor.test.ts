@@ -14,8 +14,8 @@ import {
   positionAfter,
   ScoredId,
   START,
-} from '../../src/feed/cursor';
-import { fetchSize, pageRequest, slicePage } from '../../src/feed/page';
+} from '../../src/kernel/pagination/cursor';
+import { fetchSize, pageRequest, slicePage } from '../../src/kernel/pagination/page';
 
 const NUM_RUNS = 300;
 

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ERROR_CODES } from '../../src/graphql/errors';
+import { ERROR_CODES } from '../../src/kernel/errors';
 
 /** The codes named in the first column of the table headed "| `extensions.code` |". */
 function readmeErrorCodes(): string[] {

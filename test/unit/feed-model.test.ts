@@ -22,8 +22,8 @@
 import 'reflect-metadata';
 import fc from 'fast-check';
 import { Blog } from '../../src/blog/blog.types';
-import type { FeedModel } from '../../src/config';
-import { compareCanonical, FeedPosition, isAfter, ScoredId, START } from '../../src/feed/cursor';
+import type { FeedModel } from '../../src/kernel/config';
+import { compareCanonical, FeedPosition, isAfter, ScoredId, START } from '../../src/kernel/pagination/cursor';
 import { FeedLookups, FeedService, FeedTruth, InFlightSource } from '../../src/feed/feed.service';
 import type { FeedCandidate, TruthSnapshot } from '../../src/feed/feed.store';
 import { MemoryInbox } from '../../src/feed/inbox.memory';

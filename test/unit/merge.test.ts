@@ -1,6 +1,6 @@
 /** The merge of feed sources against a brute-force model (property tests). */
 import fc from 'fast-check';
-import { FeedPosition, ScoredId, START } from '../../src/feed/cursor';
+import { FeedPosition, ScoredId, START } from '../../src/kernel/pagination/cursor';
 import { atOrAbove, certainMerge, keysetAfter, mergeCanonical, SourceReading, sourceRead } from '../../src/feed/merge';
 
 // A blog has one score wherever it appears, so sources are drawn from one pool of blogs.

@@ -8,8 +8,8 @@
  * scroll that loses, repeats or reorders items.
  */
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, FeedPosition, InvalidCursorError, ScoredId, START } from '../../src/feed/cursor';
-import { DEFAULT_PAGE_SIZE, fetchSize, InvalidPageSizeError, MAX_PAGE_SIZE, pageRequest, slicePage } from '../../src/feed/page';
+import { decodeCursor, encodeCursor, FeedPosition, InvalidCursorError, ScoredId, START } from '../../src/kernel/pagination/cursor';
+import { DEFAULT_PAGE_SIZE, fetchSize, InvalidPageSizeError, MAX_PAGE_SIZE, pageRequest, slicePage } from '../../src/kernel/pagination/page';
 
 const NUM_RUNS = 250;
 

@@ -3,9 +3,9 @@
  * cursor algorithm (src/feed/page.ts) into edges.
  */
 import { Field, ObjectType } from 'type-graphql';
-import { encodeCursor, InvalidCursorError, ScoredId } from '../feed/cursor';
-import { InvalidPageSizeError, Page, PageRequest, pageRequest } from '../feed/page';
-import { badUserInput } from './errors';
+import { encodeCursor, InvalidCursorError, ScoredId } from './cursor';
+import { InvalidPageSizeError, Page, PageRequest, pageRequest } from './page';
+import { badUserInput } from '../errors';
 
 @ObjectType({ description: 'Relay page information; pagination here is forward only (first/after)' })
 export class PageInfo {

@@ -2,7 +2,7 @@
  * Rules for user-supplied text, shared by every service that takes text input. Each failure is
  * a BAD_USER_INPUT that names the field and what was received.
  */
-import { badUserInput } from './graphql/errors';
+import { badUserInput } from './errors';
 
 /** Length in characters (Unicode code points), the way MySQL's utf8mb4 VARCHAR counts them. */
 export function charLength(text: string): number {
