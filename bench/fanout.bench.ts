@@ -20,12 +20,14 @@
  */
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
-import { startApp, warn } from '../src/app';
-import { SqlStatementLog, openDatabase } from '../src/db/data-source';
-import { FanoutWorkers } from '../src/fanout/fanout.worker';
+import { startApp } from '../src/app';
+import { createInbox, startFanoutWorkers } from '../src/composition';
+import { SqlStatementLog } from '../src/db/database';
+import { openMysql } from '../src/db/migrate';
+import { poolLimits } from '../src/stores';
+import { warn } from '../src/kernel/observability';
 import { fromGlobalId } from '../src/kernel/global-id';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
-import { createInbox } from '../src/feed/feed.setup';
 import { createRedis } from '../src/redis/redis.client';
 import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
 
@@ -38,7 +40,7 @@ const FIRST_FOLLOWER_ID = 10_000_000;
 async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench');
   const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024' });
-  const db = await openDatabase(config.databaseUrl, new SqlStatementLog(console));
+  const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   const app = await startApp({ config, db, redis });
@@ -87,8 +89,10 @@ async function main(): Promise<void> {
   await fanoutQueue.queue.obliterate({ force: true });
 
   // 3. Delivery with the workers running.
-  const workers = new FanoutWorkers({ config, db, redis, queue: fanoutQueue, warn });
-  workers.start(Math.max(1, flag('workers', 1)));
+  const workers = startFanoutWorkers({ config, redis, fanoutQueue, metrics: app.services.metrics, warn }, Math.max(1, flag('workers', 1)), {
+    kind: 'shared',
+    db,
+  });
   const profiler = process.argv.includes('--profile') ? await startProfiler() : null;
   const redisCpuBefore = await redisCpuSeconds(redis);
   const delivery = await publish(big.token, 'delivered');
@@ -152,7 +156,7 @@ async function main(): Promise<void> {
 
   await deleteByPrefix(redis, config.redisKeyPrefix);
   await app.stop();
-  await Promise.allSettled([db.destroy(), redis.quit()]);
+  await Promise.allSettled([db.close(), redis.quit()]);
 }
 
 /** CPU seconds the Redis server has used so far (user + system). */

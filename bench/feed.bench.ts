@@ -23,8 +23,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RunningApp, startApp } from '../src/app';
-import { SqlStatementLog, openDatabase, openEmbeddedDatabase } from '../src/db/data-source';
-import { insertRows, select, Sql } from '../src/db/sql';
+import { Database, SqlStatementLog } from '../src/db/database';
+import { openMysql, openSqlite } from '../src/db/migrate';
+import { poolLimits } from '../src/stores';
+import { blogConnection } from '../src/graphql/blog-connection';
 import { cursorsForPage, encodeCursor, START } from '../src/kernel/pagination/cursor';
 import { FeedStore } from '../src/feed/feed.store';
 import { RedisInbox } from '../src/feed/inbox.redis';
@@ -63,7 +65,7 @@ async function main(): Promise<void> {
   const configOf = (model: string) =>
     benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:feed:', FANOUT_WORKERS: '0', FEED_MODEL: model, BIG_V_FOLLOWERS: '100' });
   const config = configOf('push');
-  const db = await openDatabase(config.databaseUrl, new SqlStatementLog(console));
+  const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   console.log(`feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`);
@@ -76,7 +78,7 @@ async function main(): Promise<void> {
   await seed(db, now, authorIds, bigIds, readerIds);
   const embeddedDir = mkdtempSync(join(tmpdir(), 'feed-bench-'));
   const embeddedFile = join(embeddedDir, 'feed.sqlite');
-  const embeddedDb = await openEmbeddedDatabase(embeddedFile, new SqlStatementLog(console));
+  const embeddedDb = await openSqlite(embeddedFile, new SqlStatementLog(console));
   await seed(embeddedDb, now, authorIds, bigIds, readerIds);
 
   // Servers: the API in each model, the embedded mode, and the plain handler.
@@ -168,7 +170,7 @@ async function main(): Promise<void> {
   await plain.close();
   for (const app of Object.values(apps)) await app.stop();
   await deleteByPrefix(redis, config.redisKeyPrefix);
-  await Promise.allSettled([db.destroy(), redis.quit(), embeddedDb.destroy()]);
+  await Promise.allSettled([db.close(), redis.quit(), embeddedDb.close()]);
   rmSync(embeddedDir, { recursive: true, force: true });
 }
 
@@ -176,9 +178,8 @@ async function main(): Promise<void> {
  * The benchmark's data, through the dialect helpers so it seeds MySQL and SQLite alike (same
  * insert order, so blog ids and pages are the same in both).
  */
-async function seed(db: Sql, now: number, authorIds: number[], bigIds: number[], readerIds: number[]): Promise<void> {
-  await insertRows(
-    db,
+async function seed(db: Database, now: number, authorIds: number[], bigIds: number[], readerIds: number[]): Promise<void> {
+  await db.insertRows(
     'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, has_pulled_blogs, follower_count) VALUES ?',
     [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
   );
@@ -192,16 +193,16 @@ async function seed(db: Sql, now: number, authorIds: number[], bigIds: number[],
       !bigIds.includes(author),
     ]),
   );
-  await insertRows(db, 'INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', blogs);
+  await db.insertRows('INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', blogs);
   const follows: unknown[][] = [];
   readerIds.forEach((reader, r) => {
     for (let k = 0; k < FOLLOWS_PER_READER; k += 1) follows.push([reader, authorIds[(r * 7 + k * 13) % AUTHORS], new Date(now)]);
     for (const big of bigIds) follows.push([reader, big, new Date(now)]);
   });
-  await insertRows(db, 'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', follows);
-  const blogIds = await select<{ id: string }>(db, 'SELECT id FROM tb_blog ORDER BY id', []);
+  await db.insertRows('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', follows);
+  const blogIds = await db.select<{ id: string }>('SELECT id FROM tb_blog ORDER BY id');
   const likes = readerIds.flatMap((reader, r) => blogIds.filter((_, i) => (i + r) % 9 === 0).map((b) => [Number(b.id), reader, new Date(now)]));
-  await insertRows(db, 'INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', likes);
+  await db.insertRows('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', likes);
 }
 
 /** The baseline: node:http, no framework, the same services and loaders, a hand-built JSON. */
@@ -215,8 +216,18 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { variables?: { after?: string | null } };
         const auth = services.tokens.check(req.headers.authorization);
         if (auth.kind !== 'viewer') throw new Error('no viewer');
-        const loaders = createLoaders(services, auth.userId);
-        const page = await services.feed.followFeed(auth.userId, readPageArgs(20, body.variables?.after ?? null), loaders);
+        const loaders = createLoaders(
+          {
+            blogsByIds: (ids) => services.blogs.findByIds(ids),
+            usersByIds: (ids) => services.users.findByIds(ids),
+            likedAmong: (viewer, ids) => services.likes.likedAmong(viewer, ids),
+            followedAmong: (viewer, ids) => services.follows.followedAmong(viewer, ids),
+          },
+          auth.userId,
+        );
+        const page = await blogConnection(await services.feed.page(auth.userId, readPageArgs({ first: 20, after: body.variables?.after ?? null })), loaders, {
+          followedAuthorsOnly: true,
+        });
         const nodes = page.edges.map((edge) => edge.node);
         const [authors, liked] = await Promise.all([
           loaders.user.loadMany(nodes.map((blog) => blog.authorId)),

@@ -11,8 +11,11 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startApp, warn } from '../src/app';
-import { SqlStatementLog, openDatabase } from '../src/db/data-source';
+import { startApp } from '../src/app';
+import { SqlStatementLog } from '../src/db/database';
+import { openMysql } from '../src/db/migrate';
+import { warn } from '../src/kernel/observability';
+import { poolLimits } from '../src/stores';
 import { toGlobalId } from '../src/kernel/global-id';
 import { createRedis } from '../src/redis/redis.client';
 import { benchConfig, flag, freshBenchDatabase, ms, rate } from './bench.support';
@@ -27,7 +30,7 @@ const FIRST_ID = 2_000_000;
 async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench_load');
   const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:load:' });
-  const db = await openDatabase(config.databaseUrl, new SqlStatementLog(console));
+  const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   const now = Date.now();
   const authors = Array.from({ length: AUTHORS }, (_, i) => FIRST_ID + i);
@@ -88,9 +91,9 @@ async function main(): Promise<void> {
     );
   }
   console.log(`total    ${String(total).padStart(7)} requests in ${result.seconds.toFixed(1)} s = ${rate(total / result.seconds)}, errors ${errors}`);
-  await app.services.fanout.idle(120_000).catch((error: unknown) => warn('fan-out still running at the end', error));
+  await app.services.fanout?.idle(120_000).catch((error: unknown) => warn('fan-out still running at the end', error));
   await app.stop();
-  await Promise.allSettled([db.destroy(), redis.quit()]);
+  await Promise.allSettled([db.close(), redis.quit()]);
   if (errors > 0) process.exitCode = 1;
 }
 

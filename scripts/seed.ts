@@ -8,9 +8,9 @@
 import 'reflect-metadata';
 import { PasswordHasher } from '../src/auth/auth.passwords';
 import { loadConfig } from '../src/kernel/config';
-import { insertRows, select, write } from '../src/db/sql';
+import { createFeedService } from '../src/composition';
+import { isMysql } from '../src/db/mysql';
 import { FanoutStore } from '../src/fanout/fanout.store';
-import { createFeedService } from '../src/feed/feed.setup';
 import { describeStores, openStores } from '../src/stores';
 import { nickNameKey } from '../src/user/user.service';
 
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
   console.log(`Seeding ${describeStores(config)}`);
   const stores = await openStores(config, console);
   const { db, redis } = stores;
-  const [{ n: existing }] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM tb_user WHERE nick_key = ?', ['demo1']);
+  const [{ n: existing }] = await db.select<{ n: number }>('SELECT COUNT(*) AS n FROM tb_user WHERE nick_key = ?', ['demo1']);
   if (Number(existing) > 0) {
     console.error('demo users already exist in this database (demo1, ...): nothing to do.');
     process.exit(1);
@@ -62,13 +62,12 @@ async function main(): Promise<void> {
   const ids: number[] = [];
   for (let start = 1; start <= users; start += 1000) {
     const batch = Array.from({ length: Math.min(1000, users - start + 1) }, (_, i) => `demo${start + i}`);
-    await insertRows(
-      db,
+    await db.insertRows(
       'INSERT INTO tb_user (nick_name, nick_key, password, created_at) VALUES ?',
       batch.map((nick) => [nick, nickNameKey(nick), hash, new Date(now)]),
     );
     // The new ids, in demo order (an INSERT reports only one id, and which one differs by database).
-    const rows = await select<{ id: number }>(db, 'SELECT id FROM tb_user WHERE nick_key IN (?) ORDER BY id', [batch.map(nickNameKey)]);
+    const rows = await db.select<{ id: number }>('SELECT id FROM tb_user WHERE nick_key IN (?) ORDER BY id', [batch.map(nickNameKey)]);
     ids.push(...rows.map((row) => Number(row.id)));
     userBar(ids.length);
   }
@@ -79,15 +78,13 @@ async function main(): Promise<void> {
     for (let u = start; u < Math.min(users, start + 500); u += 1) {
       for (let k = 1; k <= followsPerUser; k += 1) rows.push([ids[u], ids[(u + k * 7) % users], new Date(now)]);
     }
-    await insertRows(
-      db,
+    await db.insertRows(
       'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
       rows.filter((r) => r[0] !== r[1]),
     );
     followBar(Math.min(users, start + 500));
   }
-  await write(
-    db,
+  await db.write(
     `UPDATE tb_user SET
        follower_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.follow_user_id = tb_user.id),
        following_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.user_id = tb_user.id)
@@ -108,15 +105,15 @@ async function main(): Promise<void> {
         rows.push([ids[u], `Post ${b + 1} by demo${u + 1}`, `Something demo${u + 1} wanted to share (#${b + 1}).`, '[]', new Date(at)]);
       }
     }
-    await insertRows(db, 'INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?', rows);
+    await db.insertRows('INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?', rows);
     blogBar(Math.min(users, start + 200));
   }
 
-  const blogIds = await select<{ id: string }>(db, 'SELECT id FROM tb_blog WHERE user_id BETWEEN ? AND ?', [ids[0], ids[ids.length - 1]]);
+  const blogIds = await db.select<{ id: string }>('SELECT id FROM tb_blog WHERE user_id BETWEEN ? AND ?', [ids[0], ids[ids.length - 1]]);
   if (blogIds.length > 0 && likes > 0) {
     const rows = Array.from({ length: likes }, (_, i) => [Number(blogIds[(i * 31) % blogIds.length].id), ids[(i * 17) % users], new Date(now)]);
-    await insertRows(db, 'INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', rows);
-    await write(db, 'UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id) WHERE user_id BETWEEN ? AND ?', [
+    await db.insertRows('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', rows);
+    await db.write('UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id) WHERE user_id BETWEEN ? AND ?', [
       ids[0],
       ids[ids.length - 1],
     ]);
@@ -124,7 +121,10 @@ async function main(): Promise<void> {
 
   if (redis && config.feedModel !== 'pull') {
     const inboxBar = progress('inboxes', users);
-    const feed = createFeedService(config, db, redis, { warn: (message) => console.warn(message), inFlight: new FanoutStore(db, () => new Date()) });
+    const feed = createFeedService(config, db, redis, {
+      warn: (message) => console.warn(message),
+      inFlight: isMysql(db) ? new FanoutStore(db, () => new Date()) : undefined,
+    });
     for (let u = 0; u < users; u += 1) {
       await feed.rebuildInbox(ids[u]);
       inboxBar(u + 1);

@@ -3,7 +3,8 @@
  * and migrated when needed), and the GraphQL endpoint at POST /graphql.
  */
 import 'reflect-metadata';
-import { logger, startApp } from './app';
+import { startApp } from './app';
+import { logger } from './kernel/observability';
 import { loadConfig } from './kernel/config';
 import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
 import { checkInboxEncoding } from './redis/redis.client';

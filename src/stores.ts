@@ -6,13 +6,15 @@
  *   and no Redis at all.
  */
 import { resolve } from 'node:path';
-import { DataSource } from 'typeorm';
+import { Database, LogSink, SqlStatementLog } from './db/database';
+import { openMysql, openSqlite } from './db/migrate';
+import type { PoolLimits } from './db/mysql';
 import { Config, ConfigError } from './kernel/config';
-import { LogSink, openDatabase, openEmbeddedDatabase, PoolLimits, SqlStatementLog } from './db/data-source';
 import { createRedis, RedisClient } from './redis/redis.client';
 
 export interface Stores {
-  db: DataSource;
+  /** The Database adapter chosen by the configuration: MySQL, or the embedded SQLite file. */
+  db: Database;
   /** null in the embedded mode. */
   redis: RedisClient | null;
   /** Closes both. */
@@ -22,12 +24,12 @@ export interface Stores {
 /** `log` receives the database's and Redis's warnings: the service's logger, passed down from the entry point. */
 export async function openStores(config: Config, log: LogSink, sqlLog = new SqlStatementLog(log)): Promise<Stores> {
   if (config.embedded) {
-    const db = await openEmbeddedDatabase(config.embeddedDbFile, sqlLog).catch((error: unknown) => {
+    const db = await openSqlite(config.embeddedDbFile, sqlLog).catch((error: unknown) => {
       throw new ConfigError(`cannot open the embedded database EMBEDDED_DB_FILE (${resolve(config.embeddedDbFile)}): ${String(error)}`);
     });
-    return { db, redis: null, close: () => db.destroy() };
+    return { db, redis: null, close: () => db.close() };
   }
-  const db = await openDatabase(config.databaseUrl, sqlLog, poolLimits(config)).catch((error: unknown) => {
+  const db = await openMysql(config.databaseUrl, sqlLog, poolLimits(config)).catch((error: unknown) => {
     throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
   });
   const redis = createRedis(config, (message) => log.warn(message));
@@ -35,7 +37,7 @@ export async function openStores(config: Config, log: LogSink, sqlLog = new SqlS
     db,
     redis,
     async close() {
-      await Promise.allSettled([db.destroy(), redis.quit()]);
+      await Promise.allSettled([db.close(), redis.quit()]);
     },
   };
 }

@@ -1,14 +1,18 @@
 /**
- * `npm run worker`: fan-out workers only (FANOUT_WORKERS of them, at least 1), no HTTP.
- * Start more processes to scale out; SIGTERM lets running jobs finish, then exits.
+ * `npm run worker`: fan-out workers only (FANOUT_WORKERS of them, at least 1), no HTTP. Start
+ * more processes to scale out; SIGTERM lets running jobs finish, then exits.
+ *
+ * It loads the domain and the stores only (composition.ts), never the API layer: no Apollo, no
+ * Express, no resolver (test/integration/worker-process.test.ts checks what a running worker
+ * has loaded).
  */
 import 'reflect-metadata';
-import { logger, warn } from './app';
+import { startFanoutWorkers } from './composition';
+import { isMysql } from './db/mysql';
+import { FanoutQueue } from './fanout/fanout.queue';
 import { ConfigError, loadConfig } from './kernel/config';
 import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
-import { FanoutQueue } from './fanout/fanout.queue';
-import { FanoutWorkers } from './fanout/fanout.worker';
-import { Metrics } from './kernel/observability';
+import { logger, Metrics, warn } from './kernel/observability';
 import { describeStores, openStores } from './stores';
 
 async function main(): Promise<void> {
@@ -21,18 +25,17 @@ async function main(): Promise<void> {
   }
   logger.info(describeStores(config));
   const stores = await openStores(config, logger);
-  const { db } = stores;
-  const redis = stores.redis!; // never null outside the embedded mode
-  const queue = new FanoutQueue(config);
-  const workers = new FanoutWorkers({ config, db, redis, queue, warn, metrics: new Metrics() });
+  const { db, redis } = stores;
+  if (!isMysql(db) || !redis) throw new Error('outside the embedded mode the stores are MySQL and Redis');
+  const fanoutQueue = new FanoutQueue(config);
   const count = Math.max(1, config.fanoutWorkers);
-  workers.start(count);
+  const workers = startFanoutWorkers({ config, redis, fanoutQueue, metrics: new Metrics(), warn }, count, { kind: 'shared', db });
   logger.info(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid})`);
   stopOnSignals(
     'finishing running fan-out jobs',
     async () => {
       await workers.stop();
-      await queue.close();
+      await fanoutQueue.close();
       await stores.close();
     },
     config.shutdownTimeoutMs,

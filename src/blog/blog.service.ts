@@ -1,14 +1,13 @@
 /** Blogs: publishing, deleting, lookups and a user's own blogs page. */
-import { DataSource } from 'typeorm';
-import { inTransaction, select, Sql, write } from '../db/sql';
-import { ScoredId } from '../kernel/pagination/cursor';
-import { positionSql } from '../feed/feed.store';
-import { fetchSize, PageRequest } from '../kernel/pagination/page';
+import type { Database, Sql } from '../db/database';
+import type { FanoutService } from '../fanout/fanout.service';
 import type { FeedService } from '../feed/feed.service';
-import { FanoutService } from '../fanout/fanout.service';
 import { badUserInput, forbidden, notFound } from '../kernel/errors';
+import { ScoredId } from '../kernel/pagination/cursor';
+import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
 import { checkText } from '../kernel/validation';
-import { Blog, BLOG_COLUMNS, BlogRow, PublishBlogInput } from './blog.types';
+import { BlogStore } from './blog.store';
+import { Blog, BlogRow, PublishBlogInput } from './blog.types';
 
 /** Title length in characters: one line in a list view; also the VARCHAR(255) column. */
 export const TITLE_MAX = 255;
@@ -36,8 +35,11 @@ export function validatePublishInput(input: PublishBlogInput): void {
 
 export class BlogService {
   constructor(
-    private readonly db: DataSource,
-    private readonly fanout: FanoutService,
+    /** Runs the transactions. */
+    private readonly db: Database,
+    private readonly store: BlogStore,
+    /** null in the embedded mode, where nothing is fanned out (the pull model). */
+    private readonly fanout: FanoutService | null,
     /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
     private readonly feed: Pick<FeedService, 'decidePush' | 'deliveryStarted' | 'inInboxes'>,
     private readonly now: () => Date,
@@ -50,7 +52,7 @@ export class BlogService {
    */
   async publish(authorId: number, input: PublishBlogInput): Promise<Blog> {
     validatePublishInput(input);
-    const { blog, taskId } = await inTransaction(this.db, async (sql) => {
+    const { blog, taskId } = await this.db.transaction(async (sql) => {
       const pushed = await this.feed.decidePush(sql, authorId);
       const row: Omit<BlogRow, 'id'> = {
         user_id: authorId,
@@ -62,24 +64,15 @@ export class BlogService {
         created_at: this.now(),
         pushed,
       };
-      const result = await write(sql, 'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-        row.user_id,
-        row.title,
-        row.content,
-        row.images,
-        row.liked,
-        row.created_at,
-        row.pushed,
-      ]);
-      const blog = Blog.fromRow({ ...row, id: result.insertId });
+      const blog = Blog.fromRow({ ...row, id: await this.store.insert(sql, row) });
       if (!pushed) return { blog, taskId: null };
-      const recorded = await this.fanout.recordDeliver(sql, blog);
+      const recorded = await this.requireFanout().recordDeliver(sql, blog);
       // The last step before the commit: from the moment the blog is visible in MySQL, readers
       // know that its delivery is in flight (the fan-out watermark).
       await this.feed.deliveryStarted(recorded, blog.score);
       return { blog, taskId: recorded };
     });
-    if (taskId !== null) this.fanout.enqueue(taskId);
+    if (taskId !== null) this.requireFanout().enqueue(taskId);
     return blog;
   }
 
@@ -88,42 +81,34 @@ export class BlogService {
     const blog = await this.findById(blogId);
     if (!blog) throw notFound(`blog ${blogId} does not exist`);
     if (blog.authorId !== viewerId) throw forbidden('only the author may delete a blog');
-    const taskId = await inTransaction(this.db, async (sql) => {
-      const result = await write(sql, 'UPDATE tb_blog SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [this.now(), blogId]);
-      if (result.affectedRows === 0) throw notFound(`blog ${blogId} does not exist`);
+    const taskId = await this.db.transaction(async (sql) => {
+      if (!(await this.store.softDelete(sql, blogId, this.now()))) throw notFound(`blog ${blogId} does not exist`);
       // A blog that no inbox holds (hybrid: a big author's) needs no walk over the followers.
-      return this.feed.inInboxes(blog) ? this.fanout.recordRetract(sql, blog) : null;
+      return this.feed.inInboxes(blog) ? this.requireFanout().recordRetract(sql, blog) : null;
     });
-    if (taskId !== null) this.fanout.enqueue(taskId);
+    if (taskId !== null) this.requireFanout().enqueue(taskId);
   }
 
   /** Live (not deleted) blogs by id, in one statement. */
-  async findByIds(ids: readonly number[], sql: Sql = this.db): Promise<Map<number, Blog>> {
-    if (ids.length === 0) return new Map();
-    const rows = await select<BlogRow>(sql, `SELECT ${BLOG_COLUMNS} FROM tb_blog WHERE id IN (?) AND deleted_at IS NULL`, [ids]);
-    return new Map(rows.map((row) => [Number(row.id), Blog.fromRow(row)]));
+  findByIds(ids: readonly number[], sql?: Sql): Promise<Map<number, Blog>> {
+    return this.store.findByIds(ids, sql);
   }
 
-  async findById(id: number, sql: Sql = this.db): Promise<Blog | null> {
+  async findById(id: number, sql?: Sql): Promise<Blog | null> {
     return (await this.findByIds([id], sql)).get(id) ?? null;
   }
 
-  /**
-   * A page of one user's own blogs, newest first, with the same cursor as the feed: one
-   * statement on the (user_id, created_at, id) index.
-   */
-  async pageOfAuthor(authorId: number, request: PageRequest): Promise<BlogItem[]> {
-    const position = positionSql(request.from);
-    const rows = await select<BlogRow>(
-      this.db,
-      `SELECT ${BLOG_COLUMNS} FROM tb_blog
-       WHERE user_id = ? AND deleted_at IS NULL ${position.where}
-       ORDER BY created_at DESC, id DESC LIMIT ?, ?`,
-      [authorId, ...position.params, position.skip, fetchSize(request)],
+  /** A page of one user's own blogs, newest first, with the same cursor as the feed. */
+  async pageOfAuthor(authorId: number, request: PageRequest): Promise<Page<BlogItem>> {
+    const blogs = await this.store.pageOfAuthor(authorId, request.from, fetchSize(request));
+    return slicePage(
+      request,
+      blogs.map((blog) => ({ id: blog.dbId, score: blog.score, blog })),
     );
-    return rows.map((row) => {
-      const blog = Blog.fromRow(row);
-      return { id: blog.dbId, score: blog.score, blog };
-    });
+  }
+
+  private requireFanout(): FanoutService {
+    if (!this.fanout) throw new Error('this blog is to be fanned out, but the embedded mode has no fan-out (FEED_MODEL=pull only)');
+    return this.fanout;
   }
 }

@@ -66,9 +66,6 @@ export interface BlogRow {
   pushed: number | boolean;
 }
 
-/** The columns of BlogRow, for SELECTs. */
-export const BLOG_COLUMNS = 'id, user_id, title, content, images, liked, created_at, pushed';
-
 @ObjectType()
 export class BlogEdge {
   @Field(() => String, { description: 'Pass as `after` to continue after this blog' })

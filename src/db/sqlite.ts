@@ -1,9 +1,10 @@
 /**
- * The embedded store: the services' SQL, written for MySQL, run on SQLite (better-sqlite3).
+ * The embedded Database: the stores' SQL, written for MySQL, run on a SQLite file
+ * (better-sqlite3, used directly).
  *
- * The services write one dialect, MySQL's, with `?` placeholders, and never know which database
- * answers. When it is SQLite, sql.ts passes every statement through `toSqlite` and every result
- * row through `rowFromSqlite`. The differences that matter, and what is done about each:
+ * The stores write one dialect, MySQL's, with `?` placeholders, and never know which database
+ * answers. Here every statement passes through `toSqlite` and every result row through
+ * `rowFromSqlite`. The differences that matter, and what is done about each:
  *
  * - `IN (?)` with an array: mysql2 expands the array into a list; better-sqlite3 binds one value
  *   per `?`. Here the `?` becomes `?, ?, ?` and the array is spread (an empty array becomes NULL,
@@ -11,38 +12,112 @@
  *   `(?, ?), (?, ?)` the same way.
  * - `INSERT IGNORE` is spelled `INSERT OR IGNORE`.
  * - Dates: SQLite has no date type, and better-sqlite3 binds no Date objects. A Date is stored
- *   as UTC text `YYYY-MM-DD HH:MM:SS.mmm` (TypeORM's own choice for SQLite), which sorts and
- *   compares in time order, so `created_at <= ?` and ORDER BY created_at work unchanged. Read
- *   back, a column named `*_at` (every time column follows that rule) becomes a Date again.
+ *   as UTC text `YYYY-MM-DD HH:MM:SS.mmm` (TypeORM's own choice for SQLite, whose migrations
+ *   create the tables), which sorts and compares in time order, so `created_at <= ?` and ORDER
+ *   BY created_at work unchanged. Read back, a column named `*_at` (every time column follows
+ *   that rule) becomes a Date again.
  * - Booleans bind as 1 and 0, the values MySQL's BOOLEAN (TINYINT) holds and returns too.
  * - `LIMIT ?, ?`, `CASE WHEN`, `UNION ALL` and TRUE are the same in both.
  *
- * SQLite is one file with one writer, and TypeORM's better-sqlite3 driver shares one connection
- * between all callers, where a transaction is a state of that connection. Two requests writing
- * at once would therefore land in one transaction (or nest as savepoints). `writeLock` gives
- * every write and every transaction the connection to itself, one at a time; statements inside
- * a transaction run under its hold. Reads do not wait: a read that runs while a transaction is
- * open can see its uncommitted rows, which only matters if it then rolls back (a like of a blog
- * deleted that very moment), and then only for that one read.
+ * SQLite is one file with one writer, and this process holds one connection to it, where a
+ * transaction is a state of that connection. Two requests writing at once would therefore land
+ * in one transaction. A lock gives every write and every transaction the connection to itself,
+ * one at a time; statements inside a transaction run under its hold. Reads do not wait: a read
+ * that runs while a transaction is open can see its uncommitted rows, which only matters if it
+ * then rolls back (a like of a blog deleted that very moment), and then only for that one read.
  */
+import BetterSqlite3 from 'better-sqlite3';
 import { Mutex } from 'async-mutex';
-import { DataSource } from 'typeorm';
+import { Database, insertInBatches, Params, Sql, SqlStatementLog, WriteResult } from './database';
 
-/** Whether this DataSource is the embedded SQLite store. */
-export function isSqliteDataSource(dataSource: DataSource): boolean {
-  return dataSource.options.type === 'better-sqlite3';
-}
+/** How long a write waits for another process's write to the same file (the seed script, a sqlite3 shell). */
+const BUSY_TIMEOUT_MS = 10_000;
 
-const writeLocks = new WeakMap<DataSource, Mutex>();
+/** Prepared statements kept per connection: the stores' statements, times the IN-list lengths in use. */
+const STATEMENT_CACHE_SIZE = 500;
 
-/** The one-writer-at-a-time lock of an embedded store (see above). */
-export function writeLock(dataSource: DataSource): Mutex {
-  let lock = writeLocks.get(dataSource);
-  if (!lock) {
-    lock = new Mutex();
-    writeLocks.set(dataSource, lock);
+export class SqliteFile implements Database {
+  readonly dialect = 'sqlite' as const;
+  private readonly db: BetterSqlite3.Database;
+  private readonly writeLock = new Mutex();
+  private readonly prepared = new Map<string, BetterSqlite3.Statement>();
+
+  constructor(
+    file: string,
+    private readonly log: SqlStatementLog,
+  ) {
+    this.db = new BetterSqlite3(file, { timeout: BUSY_TIMEOUT_MS });
+    // WAL lets readers in other processes work while this one writes.
+    this.db.pragma('journal_mode = WAL');
   }
-  return lock;
+
+  select<Row>(statement: string, params: Params = []): Promise<Row[]> {
+    return Promise.resolve(this.run(statement, params) as Row[]);
+  }
+
+  write(statement: string, params: Params = []): Promise<WriteResult> {
+    return this.writeLock.runExclusive(() => this.run(statement, params) as WriteResult);
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw results for scripts and tests, whose callers know the shape
+  query<T = any>(statement: string, params: Params = []): Promise<T> {
+    return this.writeLock.runExclusive(() => this.run(statement, params) as T);
+  }
+
+  insertRows(statement: string, rows: readonly unknown[][]): Promise<void> {
+    return insertInBatches(this, statement, rows);
+  }
+
+  now(): Promise<number> {
+    return Promise.resolve(Date.now());
+  }
+
+  /** One transaction at a time on the one connection; SQLite has no deadlocks to retry. */
+  transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+    const sql: Sql = {
+      select: <Row>(statement: string, params: Params = []) => Promise.resolve(this.run(statement, params) as Row[]),
+      write: (statement: string, params: Params = []) => Promise.resolve(this.run(statement, params) as WriteResult),
+    };
+    return this.writeLock.runExclusive(async () => {
+      this.run('BEGIN IMMEDIATE', []);
+      try {
+        const result = await work(sql);
+        this.run('COMMIT', []);
+        return result;
+      } catch (error) {
+        this.run('ROLLBACK', []);
+        throw error;
+      }
+    });
+  }
+
+  close(): Promise<void> {
+    this.db.close();
+    return Promise.resolve();
+  }
+
+  /** Runs one statement: the rows of a read, the WriteResult of anything else. */
+  private run(statement: string, params: Params): unknown {
+    const started = performance.now();
+    const rewritten = toSqlite(statement, params);
+    const prepared = this.prepare(rewritten.statement);
+    try {
+      if (prepared.reader) return (prepared.all(...rewritten.params) as Array<Record<string, unknown>>).map((row) => rowFromSqlite(row));
+      const info = prepared.run(...rewritten.params);
+      return { affectedRows: info.changes, insertId: Number(info.lastInsertRowid) } satisfies WriteResult;
+    } finally {
+      this.log.ran(statement, performance.now() - started);
+    }
+  }
+
+  private prepare(statement: string): BetterSqlite3.Statement {
+    let prepared = this.prepared.get(statement);
+    if (prepared) return prepared;
+    prepared = this.db.prepare(statement);
+    if (this.prepared.size >= STATEMENT_CACHE_SIZE) this.prepared.delete(this.prepared.keys().next().value!);
+    this.prepared.set(statement, prepared);
+    return prepared;
+  }
 }
 
 /** A Date as SQLite stores it: UTC, millisecond precision, sortable as text. */

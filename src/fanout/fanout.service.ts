@@ -6,7 +6,7 @@
  * awaiting it in the request. If Redis is down the event stays 'pending' in the outbox and the
  * relay (fanout.relay.ts) queues it when Redis is back: publishing succeeds either way.
  */
-import { Sql } from '../db/sql';
+import type { Sql } from '../db/database';
 import { dispatchJob, FanoutQueue } from './fanout.queue';
 import { FanoutStore } from './fanout.store';
 

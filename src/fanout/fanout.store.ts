@@ -6,8 +6,7 @@
  * the process afterwards. The task is also the progress cursor of its fan-out: `cursor_user_id`
  * is the last follower covered by a chunk, so a dispatcher that dies resumes there.
  */
-import { DataSource } from 'typeorm';
-import { select, Sql, write } from '../db/sql';
+import type { MysqlDatabase, Sql } from '../db/database';
 
 export type TaskKind = 'deliver' | 'retract';
 
@@ -61,14 +60,14 @@ function taskOf(row: TaskRow): FanoutTask {
 
 export class FanoutStore {
   constructor(
-    private readonly db: DataSource,
+    /** MySQL only: the fan-out never runs on the embedded store, and some statements here are MySQL's alone (UPDATE ... JOIN). */
+    private readonly db: MysqlDatabase,
     private readonly now: () => Date,
   ) {}
 
   /** Records an event; call inside the transaction that changes the blog. */
   async insertTask(sql: Sql, kind: TaskKind, blog: { blogId: number; authorId: number; score: number }): Promise<number> {
-    const result = await write(
-      sql,
+    const result = await sql.write(
       `INSERT INTO tb_fanout_task (kind, blog_id, author_id, score, status, created_at)
        VALUES (?, ?, ?, ?, 'pending', ?)`,
       [kind, blog.blogId, blog.authorId, blog.score, this.now()],
@@ -78,12 +77,12 @@ export class FanoutStore {
 
   async markQueued(taskIds: readonly number[]): Promise<void> {
     if (taskIds.length === 0) return;
-    await write(this.db, "UPDATE tb_fanout_task SET status = 'queued', queued_at = ? WHERE id IN (?) AND status = 'pending'", [this.now(), taskIds]);
+    await this.db.write("UPDATE tb_fanout_task SET status = 'queued', queued_at = ? WHERE id IN (?) AND status = 'pending'", [this.now(), taskIds]);
   }
 
   /** Events still only in the outbox, created at least `olderThanMs` ago, oldest first. */
   async pendingTaskIds(olderThanMs: number, limit: number): Promise<number[]> {
-    const rows = await select<{ id: string }>(this.db, "SELECT id FROM tb_fanout_task WHERE status = 'pending' AND created_at <= ? ORDER BY id LIMIT ?", [
+    const rows = await this.db.select<{ id: string }>("SELECT id FROM tb_fanout_task WHERE status = 'pending' AND created_at <= ? ORDER BY id LIMIT ?", [
       new Date(this.now().getTime() - olderThanMs),
       limit,
     ]);
@@ -96,7 +95,7 @@ export class FanoutStore {
    * only way they finish. Re-adding a job that still exists is a no-op (same job id).
    */
   async staleQueuedTaskIds(olderThanMs: number, limit: number): Promise<number[]> {
-    const rows = await select<{ id: string }>(this.db, "SELECT id FROM tb_fanout_task WHERE status = 'queued' AND queued_at <= ? ORDER BY id LIMIT ?", [
+    const rows = await this.db.select<{ id: string }>("SELECT id FROM tb_fanout_task WHERE status = 'queued' AND queued_at <= ? ORDER BY id LIMIT ?", [
       new Date(this.now().getTime() - olderThanMs),
       limit,
     ]);
@@ -106,12 +105,11 @@ export class FanoutStore {
   /** Records that stale events were queued again, so the next pass leaves them alone for a while. */
   async touchQueued(taskIds: readonly number[]): Promise<void> {
     if (taskIds.length === 0) return;
-    await write(this.db, "UPDATE tb_fanout_task SET queued_at = ? WHERE id IN (?) AND status = 'queued'", [this.now(), taskIds]);
+    await this.db.write("UPDATE tb_fanout_task SET queued_at = ? WHERE id IN (?) AND status = 'queued'", [this.now(), taskIds]);
   }
 
   async task(taskId: number): Promise<FanoutTask | null> {
-    const [row] = await select<TaskRow>(
-      this.db,
+    const [row] = await this.db.select<TaskRow>(
       `SELECT id, kind, blog_id, author_id, score, status, dispatched, cursor_user_id, chunks_total
        FROM tb_fanout_task WHERE id = ?`,
       [taskId],
@@ -121,7 +119,7 @@ export class FanoutStore {
 
   /** How many events are not done yet (for tests, shutdown and monitoring). */
   async unfinishedTaskCount(): Promise<number> {
-    const [row] = await select<{ n: string }>(this.db, "SELECT COUNT(*) AS n FROM tb_fanout_task WHERE status <> 'done'", []);
+    const [row] = await this.db.select<{ n: string }>("SELECT COUNT(*) AS n FROM tb_fanout_task WHERE status <> 'done'", []);
     return Number(row.n);
   }
 
@@ -133,20 +131,19 @@ export class FanoutStore {
     if (chunks.length === 0) return;
     const last = chunks[chunks.length - 1];
     await this.db.transaction(async (sql) => {
-      await write(sql, 'INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [
+      await sql.write('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [
         chunks.map((chunk) => [taskId, chunk.seq, chunk.afterUserId, chunk.throughUserId, 0]),
       ]);
-      await write(sql, 'UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ? WHERE id = ?', [last.throughUserId, last.seq, taskId]);
+      await sql.write('UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ? WHERE id = ?', [last.throughUserId, last.seq, taskId]);
     });
   }
 
   async markDispatched(taskId: number): Promise<void> {
-    await write(this.db, 'UPDATE tb_fanout_task SET dispatched = TRUE WHERE id = ?', [taskId]);
+    await this.db.write('UPDATE tb_fanout_task SET dispatched = TRUE WHERE id = ?', [taskId]);
   }
 
   async unfinishedChunks(taskId: number): Promise<FanoutChunkRange[]> {
-    const rows = await select<{ seq: number; after_user_id: string; through_user_id: string }>(
-      this.db,
+    const rows = await this.db.select<{ seq: number; after_user_id: string; through_user_id: string }>(
       'SELECT seq, after_user_id, through_user_id FROM tb_fanout_chunk WHERE task_id = ? AND finished_at IS NULL ORDER BY seq',
       [taskId],
     );
@@ -159,7 +156,7 @@ export class FanoutStore {
 
   /** Counts a run of a chunk (more than 1 = redone); false when it is unknown or finished. */
   async startChunk(taskId: number, seq: number): Promise<boolean> {
-    const counted = await write(this.db, 'UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL', [taskId, seq]);
+    const counted = await this.db.write('UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL', [taskId, seq]);
     return counted.affectedRows > 0;
   }
 
@@ -169,8 +166,7 @@ export class FanoutStore {
    * nothing when the blog has been deleted, and says so by returning false.
    */
   async finishChunk(taskId: number, seq: number, unlessBlogDeleted = false, onComplete?: FanoutCompletion): Promise<boolean> {
-    const finished = await write(
-      this.db,
+    const finished = await this.db.write(
       `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id JOIN tb_blog b ON b.id = t.blog_id
        SET c.finished_at = ?, t.chunks_done = t.chunks_done + 1
        WHERE c.task_id = ? AND c.seq = ? AND c.finished_at IS NULL ${unlessBlogDeleted ? 'AND b.deleted_at IS NULL' : ''}`,
@@ -188,14 +184,13 @@ export class FanoutStore {
    */
   async completeIfDone(taskId: number): Promise<number | null> {
     const now = this.now();
-    const done = await write(
-      this.db,
+    const done = await this.db.write(
       `UPDATE tb_fanout_task SET status = 'done', finished_at = ?
        WHERE id = ? AND dispatched AND chunks_done >= chunks_total AND status <> 'done'`,
       [now, taskId],
     );
     if (done.affectedRows === 0) return null;
-    const [row] = await select<{ created_at: Date }>(this.db, 'SELECT created_at FROM tb_fanout_task WHERE id = ?', [taskId]);
+    const [row] = await this.db.select<{ created_at: Date }>('SELECT created_at FROM tb_fanout_task WHERE id = ?', [taskId]);
     return row ? (now.getTime() - row.created_at.getTime()) / 1000 : null;
   }
 
@@ -206,7 +201,7 @@ export class FanoutStore {
    * costs less than joining every follower to tb_user.
    */
   async followerIdsAfter(authorId: number, afterUserId: number, limit: number): Promise<number[]> {
-    const rows = await select<{ user_id: string }>(this.db, 'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?', [
+    const rows = await this.db.select<{ user_id: string }>('SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?', [
       authorId,
       afterUserId,
       limit,
@@ -216,8 +211,7 @@ export class FanoutStore {
 
   /** The followers a chunk covers, as the follow graph is now (re-queueing after a crash). */
   async followerIdsIn(authorId: number, chunk: FanoutChunkRange): Promise<number[]> {
-    const rows = await select<{ user_id: string }>(
-      this.db,
+    const rows = await this.db.select<{ user_id: string }>(
       'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? AND user_id <= ? ORDER BY user_id',
       [authorId, chunk.afterUserId, chunk.throughUserId],
     );
@@ -226,8 +220,7 @@ export class FanoutStore {
 
   /** Deliver tasks not finished yet, with their blogs' scores (the fan-out watermark's truth). */
   async unfinishedDeliveries(): Promise<Array<{ taskId: number; score: number }>> {
-    const rows = await select<{ id: string; score: string }>(
-      this.db,
+    const rows = await this.db.select<{ id: string; score: string }>(
       "SELECT id, score FROM tb_fanout_task WHERE status IN ('pending', 'queued') AND kind = 'deliver'",
       [],
     );
@@ -237,7 +230,7 @@ export class FanoutStore {
   /** Of these task ids, those that are done, and those that do not exist. */
   async finishedAmong(taskIds: readonly number[]): Promise<{ done: number[]; missing: number[] }> {
     if (taskIds.length === 0) return { done: [], missing: [] };
-    const rows = await select<{ id: string; status: string }>(this.db, 'SELECT id, status FROM tb_fanout_task WHERE id IN (?)', [taskIds]);
+    const rows = await this.db.select<{ id: string; status: string }>('SELECT id, status FROM tb_fanout_task WHERE id IN (?)', [taskIds]);
     const status = new Map(rows.map((row) => [Number(row.id), row.status]));
     return {
       done: taskIds.filter((id) => status.get(id) === 'done'),
@@ -251,7 +244,7 @@ export class FanoutStore {
    * first: a purge cut short leaves finished tasks with fewer chunks, never orphan chunks.
    */
   async purgeFinished(before: Date, limit: number): Promise<number> {
-    const rows = await select<{ id: string }>(this.db, "SELECT id FROM tb_fanout_task WHERE status = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?", [
+    const rows = await this.db.select<{ id: string }>("SELECT id FROM tb_fanout_task WHERE status = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?", [
       before,
       limit,
     ]);
@@ -259,14 +252,14 @@ export class FanoutStore {
     const ids = rows.map((row) => Number(row.id));
     let deleted: number;
     do {
-      deleted = (await write(this.db, 'DELETE FROM tb_fanout_chunk WHERE task_id IN (?) LIMIT ?', [ids, limit])).affectedRows;
+      deleted = (await this.db.write('DELETE FROM tb_fanout_chunk WHERE task_id IN (?) LIMIT ?', [ids, limit])).affectedRows;
     } while (deleted === limit);
-    await write(this.db, 'DELETE FROM tb_fanout_task WHERE id IN (?)', [ids]);
+    await this.db.write('DELETE FROM tb_fanout_task WHERE id IN (?)', [ids]);
     return ids.length;
   }
 
   async isBlogDeleted(blogId: number): Promise<boolean> {
-    const [row] = await select<{ deleted_at: Date | null }>(this.db, 'SELECT deleted_at FROM tb_blog WHERE id = ?', [blogId]);
+    const [row] = await this.db.select<{ deleted_at: Date | null }>('SELECT deleted_at FROM tb_blog WHERE id = ?', [blogId]);
     return !row || row.deleted_at !== null;
   }
 }

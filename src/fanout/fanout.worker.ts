@@ -5,10 +5,8 @@
  * alone, and more processes can be started to scale out.
  */
 import { Job, Worker } from 'bullmq';
-import { DataSource } from 'typeorm';
-import { Config } from '../kernel/config';
 import type { FeedService } from '../feed/feed.service';
-import { createFeedService } from '../feed/feed.setup';
+import type { Config } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
@@ -21,15 +19,14 @@ import { FanoutStore } from './fanout.store';
 
 export interface FanoutWorkerDeps {
   config: Config;
-  db: DataSource;
-  /** The client used for inbox writes (shared with the API in the same process). */
-  redis: RedisClient;
+  /** The outbox, on the workers' own MySQL pool. */
+  store: FanoutStore;
+  /** The feed rules: what enters an inbox (on the same pool as `store`). */
+  feed: FeedService;
   queue: FanoutQueue;
   now?: () => Date;
   warn: FanoutLog;
   metrics?: Metrics;
-  /** The feed rules; built from the configuration when not given (a worker process). */
-  feed?: FeedService;
 }
 
 export class FanoutWorkers {
@@ -41,8 +38,7 @@ export class FanoutWorkers {
   private readonly executor: FanoutExecutor;
 
   constructor(private readonly deps: FanoutWorkerDeps) {
-    const store = new FanoutStore(deps.db, deps.now ?? (() => new Date()));
-    const feed = deps.feed ?? createFeedService(deps.config, deps.db, deps.redis, { warn: deps.warn, inFlight: store });
+    const { store, feed } = deps;
     this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn, feed);
     this.purger = new FanoutPurger(store, deps.config.fanoutRetentionDays, deps.now ?? (() => new Date()), deps.warn);
     // A finished deliver task leaves the watermark: readers trust inboxes at its score again.
@@ -60,7 +56,7 @@ export class FanoutWorkers {
     for (let i = 0; i < count; i += 1) {
       // Workers block on Redis while waiting for jobs: BullMQ requires maxRetriesPerRequest null,
       // and no commandTimeout (REDIS_COMMAND_TIMEOUT_MS): its blocking connection, a duplicate of
-      // this one, waits seconds for a job by design. Inbox writes go through deps.redis, which has it.
+      // this one, waits seconds for a job by design. Inbox writes go through the feed's client, which has it.
       const connection = connectRedis(config, { maxRetriesPerRequest: null });
       connection.on('error', () => {});
       this.connections.push(connection);

@@ -1,8 +1,9 @@
-import { Arg, Ctx, Int, Query, Resolver } from 'type-graphql';
+import { Args, Ctx, Query, Resolver } from 'type-graphql';
 import { BlogConnection } from '../blog/blog.types';
-import { readPageArgs } from '../kernel/pagination/connection';
-import { connectionCost } from '../graphql/limits';
+import { blogConnection } from '../graphql/blog-connection';
 import { Context, requireViewerId } from '../graphql/context';
+import { connectionCost } from '../graphql/limits';
+import { ConnectionArgs, readPageArgs } from '../kernel/pagination/connection';
 
 @Resolver()
 export class FeedResolver {
@@ -10,12 +11,9 @@ export class FeedResolver {
     complexity: connectionCost,
     description: 'Blogs of the users the viewer follows, newest first (ties: larger blog id first). Requires a viewer.',
   })
-  followFeed(
-    @Arg('first', () => Int, { nullable: true, defaultValue: 10, description: '0..100' }) first: number,
-    @Arg('after', () => String, { nullable: true }) after: string | null,
-    @Ctx() { auth, services, loaders }: Context,
-  ): Promise<BlogConnection> {
+  async followFeed(@Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { auth, services, loaders }: Context): Promise<BlogConnection> {
     const viewerId = requireViewerId(auth);
-    return services.feed.followFeed(viewerId, readPageArgs(first, after), loaders);
+    const page = await services.feed.page(viewerId, readPageArgs(args));
+    return blogConnection(page, loaders, { followedAuthorsOnly: true });
   }
 }

@@ -23,22 +23,14 @@
  * depends on `first`.
  */
 import { hostname } from 'node:os';
-import { Blog } from '../blog/blog.types';
 import type { FeedModel } from '../kernel/config';
-import { Connection, toConnection } from '../kernel/pagination/connection';
-import type { Sql } from '../db/sql';
+import type { Sql } from '../db/database';
 import type { Metrics } from '../kernel/observability';
 import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 import { FeedStore } from './feed.store';
 import { buildToken, Delivery, FollowChange, Inbox, PENDING_STALE_MS } from './inbox';
 import { certainMerge, keysetAfter, SourceReading, sourceRead } from './merge';
-import { fetchSize, PageRequest, slicePage } from '../kernel/pagination/page';
-
-/** What a feed page needs from the request's loaders (src/graphql/loaders.ts). */
-export interface FeedLookups {
-  blog: { loadMany(ids: readonly number[]): Promise<Array<Blog | null | Error>> };
-  followedByViewer: { loadMany(userIds: readonly number[]): Promise<Array<boolean | Error>> };
-}
+import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
 
 export interface FeedSettings {
   model: FeedModel;
@@ -126,21 +118,13 @@ export class FeedService {
   // ---------------------------------------------------------------------------------------
   // Reading
 
-  async followFeed(viewerId: number, request: PageRequest, lookups: FeedLookups): Promise<Connection<Blog>> {
-    const page = slicePage(request, await this.entries(viewerId, request.from, fetchSize(request)));
-    const blogs = await lookups.blog.loadMany(page.items.map((item) => item.id));
-    const live = new Map<number, Blog>();
-    for (const blog of blogs) if (blog instanceof Blog) live.set(blog.dbId, blog);
-    const authorIds = [...new Set([...live.values()].map((blog) => blog.authorId))];
-    const followed = await lookups.followedByViewer.loadMany(authorIds);
-    const followedAuthors = new Set(authorIds.filter((_, i) => followed[i] === true));
-    // An entry can outlive its reason to be there for a moment (a delete or an unfollow whose
-    // inbox cleanup is still in flight): such an entry is hidden, never shown. Cursors name
-    // their blog, so hiding one shifts no later page.
-    return toConnection(page, (item) => {
-      const blog = live.get(item.id);
-      return blog && followedAuthors.has(blog.authorId) ? blog : null;
-    });
+  /**
+   * A page of the viewer's feed: the ids and scores of its blogs, and the cursor after each.
+   * Hydrating them (and hiding an entry whose delete or unfollow is still being cleaned up) is
+   * the API's, with the request's loaders (graphql/blog-connection.ts).
+   */
+  async page(viewerId: number, request: PageRequest): Promise<Page<ScoredId>> {
+    return slicePage(request, await this.entries(viewerId, request.from, fetchSize(request)));
   }
 
   /** The first `n` feed entries of the viewer after `from`, in canonical order. */

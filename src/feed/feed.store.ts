@@ -4,9 +4,7 @@
  * positions as an inbox, so a page can come from either, or start in one and continue in the
  * other.
  */
-import { DataSource } from 'typeorm';
-import { select, Sql, write } from '../db/sql';
-import { isSqliteDataSource } from '../db/sqlite';
+import type { Database, Sql } from '../db/database';
 import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 
 type Row = { id: string; created_at: Date };
@@ -50,7 +48,7 @@ export function positionSql(from: FeedPosition, alias = ''): { where: string; pa
 }
 
 export class FeedStore {
-  constructor(private readonly db: DataSource) {}
+  constructor(private readonly db: Database) {}
 
   /**
    * The pull model and the cold path: the first `limit` live blogs after `from` among the
@@ -61,8 +59,7 @@ export class FeedStore {
   async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null): Promise<ScoredId[]> {
     if (limit === 0) return [];
     const position = positionSql(from, 'b');
-    const rows = await select<Row>(
-      this.db,
+    const rows = await this.db.select<Row>(
       `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
        WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
        ORDER BY b.created_at DESC, b.id DESC LIMIT ?, ?`,
@@ -76,11 +73,10 @@ export class FeedStore {
    * reads see the same commits): the reader's feed_version, followees and newest feed entries.
    */
   async snapshot(readerId: number, maxItems: number): Promise<TruthSnapshot> {
-    return this.db.transaction('REPEATABLE READ', async (sql) => {
-      const [user] = await select<{ feed_version: string }>(sql, 'SELECT feed_version FROM tb_user WHERE id = ?', [readerId]);
-      const followees = await select<{ follow_user_id: string }>(sql, 'SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
-      const rows = await select<CandidateRow>(
-        sql,
+    return this.db.transaction(async (sql) => {
+      const [user] = await sql.select<{ feed_version: string }>('SELECT feed_version FROM tb_user WHERE id = ?', [readerId]);
+      const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
+      const rows = await sql.select<CandidateRow>(
         `SELECT b.id, b.created_at, b.pushed FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
          WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC LIMIT ?`,
         [readerId, maxItems + 1],
@@ -91,26 +87,23 @@ export class FeedStore {
         entries: rows.slice(0, maxItems).map(candidateOf),
         complete: rows.length <= maxItems,
       };
-    });
+    }, 'REPEATABLE READ');
   }
 
   /** The database's clock in epoch ms: the one clock that rebuilds and fan-out chunks compare. */
-  async now(): Promise<number> {
-    if (isSqliteDataSource(this.db)) return Date.now();
-    const [row] = await select<{ ms: string }>(this.db, 'SELECT ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS ms', []);
-    return Number(row.ms);
+  now(): Promise<number> {
+    return this.db.now();
   }
 
   /** A user's feed_version (the version of their newest follow change). */
   async feedVersion(userId: number): Promise<number> {
-    const [row] = await select<{ feed_version: string }>(this.db, 'SELECT feed_version FROM tb_user WHERE id = ?', [userId]);
+    const [row] = await this.db.select<{ feed_version: string }>('SELECT feed_version FROM tb_user WHERE id = ?', [userId]);
     return Number(row?.feed_version ?? 0);
   }
 
   /** Followees with blogs that were not fanned out (big authors, hybrid model). */
   async pulledFolloweeIds(readerId: number): Promise<number[]> {
-    const rows = await select<{ id: string }>(
-      this.db,
+    const rows = await this.db.select<{ id: string }>(
       `SELECT u.id FROM tb_follow f JOIN tb_user u ON u.id = f.follow_user_id
        WHERE f.user_id = ? AND u.has_pulled_blogs`,
       [readerId],
@@ -130,25 +123,24 @@ export class FeedStore {
        WHERE user_id = ? AND NOT pushed AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?)`;
     const params = authorIds.flatMap((id) => [id, ...position.params, limit]);
-    const rows = await select<Row>(this.db, authorIds.map(() => branch).join(' UNION ALL '), params);
+    const rows = await this.db.select<Row>(authorIds.map(() => branch).join(' UNION ALL '), params);
     return rows.map(entryOf);
   }
 
   /** Whether an author's new blogs go into inboxes in the hybrid model (fewer than `bigAuthorFollowers` followers). */
   async hasFewerFollowers(sql: Sql, authorId: number, bigAuthorFollowers: number): Promise<boolean> {
-    const [row] = await select<{ follower_count: number }>(sql, 'SELECT follower_count FROM tb_user WHERE id = ?', [authorId]);
+    const [row] = await sql.select<{ follower_count: number }>('SELECT follower_count FROM tb_user WHERE id = ?', [authorId]);
     return Number(row?.follower_count ?? 0) < bigAuthorFollowers;
   }
 
   /** Records that an author has blogs readers must pull (hybrid). */
   async markHasPulledBlogs(sql: Sql, authorId: number): Promise<void> {
-    await write(sql, 'UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
+    await sql.write('UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
   }
 
   /** An author's newest live blogs (a follow's backfill). */
   async newestOfAuthor(authorId: number, limit: number): Promise<FeedCandidate[]> {
-    const rows = await select<CandidateRow>(
-      this.db,
+    const rows = await this.db.select<CandidateRow>(
       `SELECT id, created_at, pushed FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL
        ORDER BY created_at DESC, id DESC LIMIT ?`,
       [authorId, limit],
@@ -159,14 +151,14 @@ export class FeedStore {
   /** Which of `blogIds` were written by `authorId` (an unfollow's cleanup). */
   async idsOfAuthorAmong(authorId: number, blogIds: readonly number[]): Promise<number[]> {
     if (blogIds.length === 0) return [];
-    const rows = await select<{ id: string }>(this.db, 'SELECT id FROM tb_blog WHERE user_id = ? AND id IN (?)', [authorId, blogIds]);
+    const rows = await this.db.select<{ id: string }>('SELECT id FROM tb_blog WHERE user_id = ? AND id IN (?)', [authorId, blogIds]);
     return rows.map((row) => Number(row.id));
   }
 
   /** Which of `blogIds` are deleted now (a follow's check after its copy). */
   async deletedAmong(blogIds: readonly number[]): Promise<number[]> {
     if (blogIds.length === 0) return [];
-    const rows = await select<{ id: string }>(this.db, 'SELECT id FROM tb_blog WHERE id IN (?) AND deleted_at IS NOT NULL', [blogIds]);
+    const rows = await this.db.select<{ id: string }>('SELECT id FROM tb_blog WHERE id IN (?) AND deleted_at IS NOT NULL', [blogIds]);
     return rows.map((row) => Number(row.id));
   }
 
@@ -176,7 +168,7 @@ export class FeedStore {
    */
   async followersAmong(authorId: number, readerIds: readonly number[]): Promise<Set<number>> {
     if (readerIds.length === 0) return new Set();
-    const rows = await select<{ user_id: string }>(this.db, 'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ?', [
+    const rows = await this.db.select<{ user_id: string }>('SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ?', [
       authorId,
       Math.min(...readerIds),
       Math.max(...readerIds),
@@ -190,8 +182,7 @@ export class FeedStore {
    */
   async followStates(authorId: number, readerIds: readonly number[]): Promise<Array<{ readerId: number; follows: boolean; version: number }>> {
     if (readerIds.length === 0) return [];
-    const rows = await select<{ id: string; feed_version: string; follows: number | string }>(
-      this.db,
+    const rows = await this.db.select<{ id: string; feed_version: string; follows: number | string }>(
       `SELECT u.id, u.feed_version,
          EXISTS(SELECT 1 FROM tb_follow f WHERE f.user_id = u.id AND f.follow_user_id = ?) AS follows
        FROM tb_user u WHERE u.id IN (?)`,

@@ -2,7 +2,6 @@
 import type { AuthService } from '../auth/auth.service';
 import type { TokenCheck } from '../auth/auth.tokens';
 import type { BlogService } from '../blog/blog.service';
-import type { FanoutService } from '../fanout/fanout.service';
 import type { FeedService } from '../feed/feed.service';
 import type { FollowService } from '../follow/follow.service';
 import type { LikeService } from '../like/like.service';
@@ -18,7 +17,6 @@ export interface Services {
   follows: FollowService;
   likes: LikeService;
   feed: FeedService;
-  fanout: FanoutService;
   rateLimits: RateLimits;
 }
 

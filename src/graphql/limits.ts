@@ -13,9 +13,10 @@
  * Every figure counts a fragment wherever it is spread, yet each fragment is measured once
  * (OperationMeasurer), so the check takes time linear in the document.
  *
- * The body size (MAX_BODY_BYTES in app.ts) and batching (Apollo refuses JSON arrays of
+ * The body size (MAX_BODY_BYTES in api.ts) and batching (Apollo refuses JSON arrays of
  * operations unless allowed; they are not) are limited at the HTTP layer.
  */
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../kernel/pagination/page';
 import type { ApolloServerPlugin } from '@apollo/server';
 import { createHash } from 'node:crypto';
 import {
@@ -356,6 +357,6 @@ export function queryLimitsPlugin(schema: GraphQLSchema): ApolloServerPlugin {
  * Used as the `complexity` of followFeed and User.blogs.
  */
 export function connectionCost({ args, childComplexity }: { args: Record<string, unknown>; childComplexity: number }): number {
-  const first = typeof args.first === 'number' ? Math.min(Math.max(args.first, 0), 100) : 10;
+  const first = typeof args.first === 'number' ? Math.min(Math.max(args.first, 0), MAX_PAGE_SIZE) : DEFAULT_PAGE_SIZE;
   return 1 + first * childComplexity;
 }

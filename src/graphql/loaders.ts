@@ -5,9 +5,16 @@
  * cache lives exactly as long as the request and never leaks between viewers.
  */
 import DataLoader from 'dataloader';
-import { Blog } from '../blog/blog.types';
-import type { Services } from './context';
-import { User } from '../user/user.types';
+import type { Blog } from '../blog/blog.types';
+import type { User } from '../user/user.types';
+
+/** The batch functions the loaders need: each answers many ids in one statement. */
+export interface LoaderSources {
+  blogsByIds(ids: readonly number[]): Promise<Map<number, Blog>>;
+  usersByIds(ids: readonly number[]): Promise<Map<number, User>>;
+  likedAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>>;
+  followedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>>;
+}
 
 export interface Loaders {
   blog: DataLoader<number, Blog | null>;
@@ -33,11 +40,11 @@ function membership(viewerId: number | null, lookup: (viewerId: number, ids: rea
   });
 }
 
-export function createLoaders(services: Services, viewerId: number | null): Loaders {
+export function createLoaders(sources: LoaderSources, viewerId: number | null): Loaders {
   return {
-    blog: byId((ids) => services.blogs.findByIds(ids)),
-    user: byId((ids) => services.users.findByIds(ids)),
-    likedByViewer: membership(viewerId, (viewer, ids) => services.likes.likedAmong(viewer, ids)),
-    followedByViewer: membership(viewerId, (viewer, ids) => services.follows.followedAmong(viewer, ids)),
+    blog: byId((ids) => sources.blogsByIds(ids)),
+    user: byId((ids) => sources.usersByIds(ids)),
+    likedByViewer: membership(viewerId, (viewer, ids) => sources.likedAmong(viewer, ids)),
+    followedByViewer: membership(viewerId, (viewer, ids) => sources.followedAmong(viewer, ids)),
   };
 }

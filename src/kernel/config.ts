@@ -200,7 +200,7 @@ function parseKeyPrefix(value: string | undefined): string {
 
 /**
  * "10.0.0.1,10.1.0.0/16,fd00::/8": each an IPv4 or IPv6 address or CIDR range, as proxy-addr
- * (which applies them, in app.ts) reads them; its own check names the bad entry.
+ * (which applies them, in graphql/client-address.ts) reads them; its own check names the bad entry.
  */
 function parseTrustedProxies(raw: string | undefined): string[] {
   const entries = (raw ?? '')

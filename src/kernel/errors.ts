@@ -79,7 +79,7 @@ export function queryLimitExceeded(limit: string, actual: number, max: number): 
 }
 
 /*
- * formatError (app.ts) replaces an error already formatted by Apollo; these keep its location
+ * formatError (graphql/apollo.ts) replaces an error already formatted by Apollo; these keep its location
  * and path, so the client still sees where the error happened.
  */
 type Place = Pick<GraphQLFormattedError, 'locations' | 'path'>;

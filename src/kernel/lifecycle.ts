@@ -3,7 +3,7 @@
  * ends the process with one line naming it, and SIGTERM or SIGINT stop the work once, within
  * SHUTDOWN_TIMEOUT_MS, then exit.
  */
-import { logger } from '../app';
+import { logger } from './observability';
 import { ConfigError } from './config';
 
 /**

@@ -30,6 +30,15 @@ export function createLogger(level = process.env.LOG_LEVEL ?? 'info'): Logger {
   return pino({ level, base: { service: 'follow-feed' } });
 }
 
+/** The service's log (JSON lines), for every process: API, fan-out worker, scripts. */
+export const logger = createLogger();
+
+/** Warnings of background work (fan-out, relay, inbox repairs): logged, never thrown at a request. */
+export function warn(message: string, error?: unknown): void {
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a thrown non-Error has nothing better than its String() form
+  logger.warn(error === undefined ? { msg: message } : { msg: message, err: error instanceof Error ? error.message : String(error) });
+}
+
 export type PageSource = 'inbox' | 'pull' | 'cold';
 
 /**

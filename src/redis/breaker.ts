@@ -11,7 +11,10 @@
  * sends one PING of its own (callers still skip Redis meanwhile); an answer closes it, a failure
  * opens it for another cool-down.
  */
-import type { RedisClient } from './redis.client';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A client of a single Redis or a Cluster (redis.client.ts builds them; named here again so that the two files do not import each other). */
+type RedisClient = Redis | Cluster;
 
 /**
  * How long the breaker stays open before it probes Redis again: short, so that feeds return

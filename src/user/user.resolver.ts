@@ -1,7 +1,7 @@
-import { Arg, Ctx, FieldResolver, ID, Int, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root } from 'type-graphql';
 import { BlogConnection } from '../blog/blog.types';
-import { slicePage } from '../kernel/pagination/page';
-import { readPageArgs, toConnection } from '../kernel/pagination/connection';
+import { ConnectionArgs, readPageArgs } from '../kernel/pagination/connection';
+import { blogConnection } from '../graphql/blog-connection';
 import { Context, optionalViewerId } from '../graphql/context';
 import { idOfType } from '../kernel/global-id';
 import { connectionCost } from '../graphql/limits';
@@ -26,15 +26,9 @@ export class UserResolver {
   }
 
   @FieldResolver(() => BlogConnection, { complexity: connectionCost, description: "the user's own blogs, newest first" })
-  async blogs(
-    @Root() user: User,
-    @Arg('first', () => Int, { nullable: true, defaultValue: 10, description: '0..100' }) first: number,
-    @Arg('after', () => String, { nullable: true }) after: string | null,
-    @Ctx() { services, loaders }: Context,
-  ): Promise<BlogConnection> {
-    const request = readPageArgs(first, after);
-    const items = await services.blogs.pageOfAuthor(user.dbId, request);
-    for (const item of items) loaders.blog.prime(item.id, item.blog);
-    return toConnection(slicePage(request, items), (item) => item.blog);
+  async blogs(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { services, loaders }: Context): Promise<BlogConnection> {
+    const page = await services.blogs.pageOfAuthor(user.dbId, readPageArgs(args));
+    for (const item of page.items) loaders.blog.prime(item.id, item.blog);
+    return blogConnection(page, loaders, { followedAuthorsOnly: false });
   }
 }

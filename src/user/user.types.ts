@@ -43,6 +43,3 @@ export interface UserRow {
   follower_count: number;
   following_count: number;
 }
-
-/** The columns of UserRow, for SELECTs. */
-export const USER_COLUMNS = 'id, nick_name, icon, follower_count, following_count';

@@ -4,8 +4,9 @@
  * chunk jobs alike. And finished tasks are purged after FANOUT_RETENTION_DAYS.
  */
 import { Connection, createConnection } from 'mysql2/promise';
-import { DataSource } from 'typeorm';
-import { createDataSource, SqlStatementLog } from '../../src/db/data-source';
+import { createFeedService } from '../../src/composition';
+import { MysqlDatabase, SqlStatementLog } from '../../src/db/database';
+import { MysqlPool } from '../../src/db/mysql';
 import { FanoutPurger, PURGE_BATCH } from '../../src/fanout/fanout.purge';
 import { FanoutQueue } from '../../src/fanout/fanout.queue';
 import { FanoutStore } from '../../src/fanout/fanout.store';
@@ -17,7 +18,7 @@ import { TcpProxy, waitFor } from '../support/processes';
 describe('a fan-out job that used up its attempts', () => {
   let app: TestApp;
   let proxy: TcpProxy;
-  let workerDb: DataSource;
+  let workerDb: MysqlDatabase;
   let workerQueue: FanoutQueue;
   let workers: FanoutWorkers;
   let locker: Connection;
@@ -42,13 +43,16 @@ describe('a fan-out job that used up its attempts', () => {
     await proxy.start();
     const behindProxy = new URL(MYSQL_URL);
     behindProxy.port = String(proxy.port);
-    workerDb = createDataSource(`${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('fanout_redrive')}`, new SqlStatementLog(console), {
-      poolSize: 4,
-      statementTimeoutMs: 1000,
-    });
-    await workerDb.initialize();
+    workerDb = new MysqlPool(
+      `${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('fanout_redrive')}`,
+      { poolSize: 4, statementTimeoutMs: 1000 },
+      new SqlStatementLog(console),
+    );
     workerQueue = new FanoutQueue(app.config);
-    workers = new FanoutWorkers({ config: app.config, db: workerDb, redis: app.redis, queue: workerQueue, warn: (message) => warnings.push(message) });
+    const warn = (message: string) => warnings.push(message);
+    const store = new FanoutStore(workerDb, () => new Date());
+    const feed = createFeedService(app.config, workerDb, app.redis, { warn, inFlight: store });
+    workers = new FanoutWorkers({ config: app.config, store, feed, queue: workerQueue, warn });
     workers.start(1);
     locker = await createConnection({ uri: `${MYSQL_URL}/${testDatabase('fanout_redrive')}` });
   });
@@ -58,7 +62,7 @@ describe('a fan-out job that used up its attempts', () => {
     await app.close();
     await workers.stop();
     await workerQueue.close();
-    await workerDb.destroy();
+    await workerDb.close();
     await proxy.stop();
   });
 
@@ -88,7 +92,7 @@ describe('a fan-out job that used up its attempts', () => {
     }
 
     // 3. The relay drives the task once more; its dispatcher drives the failed chunks.
-    await app.services.fanout.idle(30_000);
+    await app.services.fanout?.idle(30_000);
     const [task] = await app.query('SELECT status, chunks_total, chunks_done FROM tb_fanout_task WHERE id = ?', [taskId]);
     expect(task).toEqual({ status: 'done', chunks_total: 3, chunks_done: 3 });
     const chunks = await app.query('SELECT runs, finished_at FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [taskId]);
@@ -123,7 +127,7 @@ describe('the purge of finished fan-out tasks', () => {
     await app.db.query('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [chunks]);
 
     const purger = new FanoutPurger(
-      new FanoutStore(app.db, () => new Date()),
+      new FanoutStore(app.mysql, () => new Date()),
       app.config.fanoutRetentionDays,
       () => new Date(now),
       () => {},
@@ -136,7 +140,7 @@ describe('the purge of finished fan-out tasks', () => {
     // A second pass finds nothing more; two days later the recent one goes too.
     expect(await purger.purgeOnce()).toBe(0);
     const later = new FanoutPurger(
-      new FanoutStore(app.db, () => new Date()),
+      new FanoutStore(app.mysql, () => new Date()),
       7,
       () => new Date(now + 2 * day),
       () => {},

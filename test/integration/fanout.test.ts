@@ -22,7 +22,7 @@ it('records the event with the blog and delivers it to every follower in chunks'
   const author = await signUp(app, 'author');
   const followers = await addFollowers(app, author, 10_001, 1050);
   const id = await publish(app, author, 'hello');
-  await app.services.fanout.idle();
+  await app.services.fanout?.idle();
   const [task] = await tasksOf(id);
   expect(task).toEqual({ kind: 'deliver', status: 'done', dispatched: 1, chunks_total: 11, chunks_done: 11 });
   const [blog] = await app.db.query('SELECT created_at FROM tb_blog WHERE id = ?', [fromGlobalId(id).id]);
@@ -42,7 +42,7 @@ it('records the event with the blog and delivers it to every follower in chunks'
 it('finishes an author without followers at once', async () => {
   const loner = await signUp(app, 'loner');
   const id = await publish(app, loner, 'anyone?');
-  await app.services.fanout.idle();
+  await app.services.fanout?.idle();
   expect(await tasksOf(id)).toEqual([{ kind: 'deliver', status: 'done', dispatched: 1, chunks_total: 0, chunks_done: 0 }]);
 });
 
@@ -52,9 +52,9 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
   // Record an event without queueing it, then dispatch it by hand with a queue that fails on
   // its 3rd use, as a crash between recording chunks and queueing them would.
   const blogId = await publish(app, author, 'resume me');
-  await app.services.fanout.idle(); // the normal path delivers it...
-  const store = new FanoutStore(app.db, () => new Date());
-  const taskId = await app.db.transaction((sql) =>
+  await app.services.fanout?.idle(); // the normal path delivers it...
+  const store = new FanoutStore(app.mysql, () => new Date());
+  const taskId = await app.mysql.transaction((sql) =>
     store.insertTask(sql, 'deliver', { blogId: fromGlobalId(blogId).id, authorId: fromGlobalId(author.id).id, score: 1 }),
   ); // ...and this second event for the same blog is the one we crash.
   // Marked queued, as the request's enqueue would: the outbox relay (every 200 ms here) must not
@@ -100,7 +100,7 @@ it('a blog deleted while its delivery is in flight ends in no inbox', async () =
     expect(delivered).toBeGreaterThan(0);
     expect(delivered).toBeLessThan(followers.length);
     ok(await slow.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: id }, author.token));
-    await slow.services.fanout.idle(60_000);
+    await slow.services.fanout?.idle(60_000);
     expect((await inboxScores(slow, followers, id)).filter((score) => score !== null)).toEqual([]);
   } finally {
     await slow.close();

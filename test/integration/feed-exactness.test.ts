@@ -19,7 +19,7 @@ async function page(app: TestApp, reader: TestUser, first: number, after: string
 /** Deletes a blog and, unless `now`, waits until its retract has left every inbox. */
 async function deleteBlog(app: TestApp, author: TestUser, blogId: string, wait = true): Promise<void> {
   ok(await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: blogId }, author.token));
-  if (wait) await app.services.fanout.idle();
+  if (wait) await app.services.fanout?.idle();
 }
 
 describe('between two pages', () => {
@@ -47,7 +47,7 @@ describe('between two pages', () => {
       clock.tick(60_000);
       blogs[title] = await publish(app, by, title);
     }
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     return { reader, author, other, blogs };
   }
 
@@ -74,7 +74,7 @@ describe('between two pages', () => {
     clock.tick(60_000);
     const tied: string[] = [];
     for (let i = 0; i < 6; i += 1) tied.unshift(await publish(app, author, `tie ${i}`)); // newest (largest id) first
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     const first = await page(app, reader, 2);
     expect(ids(first)).toEqual(tied.slice(0, 2));
     await deleteBlog(app, author, tied[1]);
@@ -82,7 +82,7 @@ describe('between two pages', () => {
     expect(ids(second)).toEqual(tied.slice(2, 4));
     // A blog of the same millisecond arrives late (a larger id: it sorts above the position).
     const late = await publish(app, author, 'late, same millisecond');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     const third = await page(app, reader, 2, second.pageInfo.endCursor);
     expect(ids(third)).toEqual(tied.slice(4, 6));
     expect(ids(third)).not.toContain(late);
@@ -106,7 +106,7 @@ describe('between two pages', () => {
       clock.tick(60_000);
       posted.unshift(await publish(app, author, title));
     }
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     for (const author of [a, p, d]) await follow(app, v, author);
     expect(await scrollFeed(app, v, 2)).toEqual(posted); // p5 p4 p3 p2 p1 a1 d1
   });
@@ -218,7 +218,7 @@ describe('a scroll while other clients publish, delete, follow and unfollow', ()
     }
     expect(promisedChecked).toBeGreaterThan(100);
     // At rest, every reader's feed is the truth.
-    await app.services.fanout.idle(60_000);
+    await app.services.fanout?.idle(60_000);
     await app.services.feed.idle();
     for (const reader of readers) expect(await scrollFeed(app, reader, 4)).toEqual(await feedTruth(app, dbId(reader)));
   });

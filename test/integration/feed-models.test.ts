@@ -45,7 +45,7 @@ describe('push, pull and hybrid', () => {
       const snapshots: unknown[][] = [];
       const truths: string[][] = [];
       const check = async () => {
-        await app.services.fanout.idle();
+        await app.services.fanout?.idle();
         await app.services.feed.idle();
         snapshots.push(await pages(app, reader));
         truths.push(await truth(app, reader));
@@ -180,7 +180,7 @@ describe('inactive followers', () => {
     // Ten days without activity: the inbox has expired.
     await dropInbox(app, dbId(away));
     const missed = await publish(app, author, 'while you were away');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     expect(await app.redis.exists(app.keys.feed(dbId(away)))).toBe(0); // skipped, not half-created
     // Back: the page comes from MySQL at once...
     expect((await scrollFeed(app, away, 10))[0]).toBe(missed);
@@ -189,7 +189,7 @@ describe('inactive followers', () => {
     const member = String(fromGlobalId(missed).id).padStart(20, '0');
     expect(await app.redis.zscore(app.keys.feed(dbId(away)), member)).not.toBeNull();
     const next = await publish(app, author, 'welcome back');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     expect(await app.redis.zscore(app.keys.feed(dbId(away)), String(fromGlobalId(next).id).padStart(20, '0'))).not.toBeNull();
     // The rebuilt inbox lives ACTIVE_DAYS from now, its entries and its hash alike.
     for (const key of [app.keys.feed(dbId(away)), app.keys.feedMeta(dbId(away))]) {
@@ -202,7 +202,7 @@ describe('inactive followers', () => {
     const reader = await signUp(app, 'reader2');
     await follow(app, reader, author);
     const id = await publish(app, author, 'racing');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     await follow(app, reader, author, false);
     // The race: a chunk made before the unfollow is written after it. The script writes it (a
     // re-follow might be committed and not yet applied)...

@@ -30,7 +30,7 @@ describe('scrolling', () => {
       if (i % 7 === 0) clock.tick();
       await publish(app, authors[i % 3], `blog ${i}`);
     }
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
   });
 
   it.each([1, 2, 3, 7, 10, 13, 100])('pages of %i return every blog once, newest first, ties by larger id', async (first) => {
@@ -56,7 +56,7 @@ describe('scrolling', () => {
     const first = ok(await app.gql(FEED_PAGE, { first: 5 }, reader.token)).followFeed;
     clock.tick(10);
     for (let i = 0; i < 4; i += 1) await publish(app, authors[i % 3], `late ${i}`);
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     const seen = first.edges.map((e: any) => e.node.id);
     let after = first.pageInfo.endCursor;
     for (;;) {
@@ -89,11 +89,11 @@ describe('what a feed holds', () => {
   it('loses a deleted blog at once', async () => {
     clock.tick(5);
     const id = await publish(app, authors[2], 'to delete');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     expect((await scrollFeed(app, reader, 100))[0]).toBe(id);
     ok(await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: id }, authors[2].token));
     expect(await scrollFeed(app, reader, 100)).not.toContain(id);
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     expect(await scrollFeed(app, reader, 100)).toEqual(await expectedFeed(dbId(reader)));
   });
 });

@@ -42,7 +42,7 @@ it('serves GraphiQL to a browser and runs followFeed with a bearer token', async
   const reader = await signUp(app, 'reader');
   await follow(app, reader, author);
   await publish(app, author, 'Seen through GraphiQL');
-  await app.services.fanout.idle();
+  await app.services.fanout?.idle();
 
   const page = await browser.newPage();
   const external: string[] = [];

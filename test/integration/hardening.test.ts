@@ -288,7 +288,7 @@ describe('Redis down', () => {
     const reader = await signUp(app, 'reader');
     await follow(app, reader, author);
     const before = await publish(app, author, 'before');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     await redis.stop();
     // Degraded, still ready: MySQL answers, and every request is served without Redis.
     const degraded = await fetch(app.url.replace('/graphql', '/readyz'));
@@ -299,7 +299,7 @@ describe('Redis down', () => {
     expect(await scrollFeed(app, reader, 1)).toEqual([during, before]);
     ok(await app.gql('mutation { login(nickName: "reader", password: "password-123") { token } }'));
     await redis.start();
-    await app.services.fanout.idle(60_000);
+    await app.services.fanout?.idle(60_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const ready = await fetch(app.url.replace('/graphql', '/readyz'));
     expect(ready.status).toBe(200);

@@ -142,7 +142,7 @@ describe('in-process fan-out workers and the API pool', () => {
     const reader = await signUp(app, 'reader');
     await follow(app, reader, author);
     const before = await publish(app, author, 'before');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     // Every dispatch now waits for the chunk table: the workers' connections (and more jobs
     // than a pool of 2 holds) are stuck until UNLOCK (or fail at the statement limit, and are
     // retried).
@@ -161,7 +161,7 @@ describe('in-process fan-out workers and the API pool', () => {
     } finally {
       await locker.query('UNLOCK TABLES');
     }
-    await app.services.fanout.idle(60_000);
+    await app.services.fanout?.idle(60_000);
     expect(await scrollFeed(app, reader, 10)).toEqual([...during, before]);
   });
 });

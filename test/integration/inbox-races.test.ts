@@ -67,7 +67,7 @@ describe('a scroll while fan-out is in flight', () => {
     const [{ open }] = await app.query<{ open: number }>("SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'");
     expect(Number(open)).toBeGreaterThan(0);
     expect(await scrollFeed(app, reader, 1)).toEqual(truth);
-    await app.services.fanout.idle(60_000);
+    await app.services.fanout?.idle(60_000);
     expect(await scrollFeed(app, reader, 1)).toEqual(truth);
     await expectInboxIsTruth(app, reader);
   });
@@ -159,7 +159,7 @@ describe('follow changes of one pair that cross each other', () => {
       clock.tick(1000);
       await publish(app, author, `${name} ${i}`);
     }
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     return { reader, author };
   }
 
@@ -216,7 +216,7 @@ describe('a rebuild racing a follow', () => {
       clock.tick(1000);
       await publish(app, i % 2 === 0 ? old : followedLater, `blog ${i}`);
     }
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     // The inbox expired; a read starts a rebuild: begin, then the snapshot...
     await dropInbox(app, dbId(reader));
     const inbox = new RedisInbox(app.redis, app.keys, app.config.feedMaxItems, 3600);
@@ -241,7 +241,7 @@ describe('a rebuild racing a follow', () => {
       clock.tick(1000);
       await publish(app, authors[i % 3], `post ${i}`);
     }
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     for (const [i, author] of authors.slice(1).entries()) {
       await dropInbox(app, dbId(reader));
       await Promise.all([app.gql(FEED_PAGE, { first: 2 }, reader.token), follow(app, reader, author), app.gql(FEED_PAGE, { first: 2 }, reader.token)]);

@@ -45,7 +45,7 @@ describe('inboxes', () => {
   it("hold the blog's created_at as score and a fixed-width member", async () => {
     clock.tick(5);
     const id = await publish(app, authors[1], 'scored');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     const blogDbId = fromGlobalId(id).id;
     const member = String(blogDbId).padStart(20, '0');
     const [row] = await app.db.query('SELECT created_at FROM tb_blog WHERE id = ?', [blogDbId]);
@@ -55,11 +55,11 @@ describe('inboxes', () => {
   it('lose a deleted blog (feed.test.ts checks that it is hidden at once)', async () => {
     clock.tick(5);
     const id = await publish(app, authors[2], 'to delete');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     const member = String(fromGlobalId(id).id).padStart(20, '0');
     expect(await app.redis.zscore(app.keys.feed(dbId(reader)), member)).not.toBeNull();
     ok(await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: id }, authors[2].token));
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     expect(await app.redis.zscore(app.keys.feed(dbId(reader)), member)).toBeNull();
     expect(await scrollFeed(app, reader, 100)).toEqual(await expectedFeed(dbId(reader)));
   });
@@ -73,7 +73,7 @@ describe('inboxes', () => {
     await addFollowers(app, star, 1_000_000, 2500);
     clock.tick(5);
     const id = await publish(app, star, 'for everyone');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     const followers = Array.from({ length: 2500 }, (_, i) => 1_000_000 + i);
     const scores = await inboxScores(app, followers, id);
     expect(scores.filter((score) => score !== null)).toHaveLength(2500);
@@ -92,7 +92,7 @@ describe('trimming', () => {
     await follow(small, fan, author);
     const ids: string[] = [];
     for (let i = 0; i < 15; i += 1) ids.push(await publish(small, author, `t${i}`));
-    await small.services.fanout.idle();
+    await small.services.fanout?.idle();
     // The newest 10 entries.
     expect(await small.redis.zcard(small.keys.feed(fromGlobalId(fan.id).id))).toBe(10);
     const expected: Array<{ id: string }> = await small.db.query('SELECT id FROM tb_blog ORDER BY created_at DESC, id DESC');
@@ -108,7 +108,7 @@ it("follow: the followee's newest blogs enter the inbox at once (the rest via th
   const kept = await signUp(app, 'kept');
   const dropped = await signUp(app, 'dropped');
   const [keptIds, droppedIds] = await publishInTurns(app, clock, [kept, dropped], 8);
-  await app.services.fanout.idle();
+  await app.services.fanout?.idle();
   const inboxIds = async () =>
     (await app.redis.zrevrangebyscore(app.keys.feed(dbId(reader)), '+inf', 0)).map((member) => Buffer.from(`Blog:${Number(member)}`).toString('base64'));
   await follow(app, reader, kept);
@@ -124,7 +124,7 @@ it("follow: the followee's newest blogs enter the inbox at once (the rest via th
   // New blogs reach the reader through fan-out...
   clock.tick();
   const fresh = await publish(app, dropped, 'fresh');
-  await app.services.fanout.idle();
+  await app.services.fanout?.idle();
   expect((await scrollFeed(app, reader, 4))[0]).toBe(fresh);
   expect((await inboxIds())[0]).toBe(fresh);
   // ...and unfollowing removes the followee's blogs from the inbox itself, not only from view.

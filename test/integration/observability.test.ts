@@ -20,7 +20,7 @@ it('counts requests by operation, fan-out, inbox writes and where feed pages cam
   const reader = await signUp(app, 'reader');
   await follow(app, reader, author);
   for (let i = 0; i < 12; i += 1) await publish(app, author, `post ${i}`);
-  await app.services.fanout.idle();
+  await app.services.fanout?.idle();
   expect(await scrollFeed(app, reader, 5)).toHaveLength(12); // 10 from the inbox, then the cold path
   await dropInbox(app, Number(Buffer.from(reader.id, 'base64').toString().split(':')[1]));
   ok(await app.gql('query ReaderFeed { followFeed(first: 3) { edges { cursor } } }', {}, reader.token)); // pull: no inbox

@@ -43,7 +43,7 @@ describe('Redis that hangs (SIGSTOP)', () => {
     const reader = await signUp(app, 'reader');
     await follow(app, reader, author);
     const before = await publish(app, author, 'before');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     expect(await scrollFeed(app, reader, 10)).toEqual([before]);
 
     redis.pause();
@@ -82,7 +82,7 @@ describe('Redis that hangs (SIGSTOP)', () => {
     redis.resume();
     // The events recorded while Redis hung reach the inbox (the relay queues them), and the
     // breaker closes: the feed is read from the inbox again, with every blog.
-    await app.services.fanout.idle(60_000);
+    await app.services.fanout?.idle(60_000);
     const readerId = Number(fromGlobalId(reader.id).id);
     for (const id of published) expect(await inboxScores(app, [readerId], id)).not.toEqual([null]);
     await waitFor('the breaker to close', async () => (await readyz(app)).body.redis === 'ok', 10_000);
@@ -111,7 +111,7 @@ describe('sign-up while Redis is down', () => {
   it('creates the account and answers with a token; the inbox is built on the first feed read', async () => {
     const author = await signUp(app, 'author');
     const first = await publish(app, author, 'first');
-    await app.services.fanout.idle();
+    await app.services.fanout?.idle();
     await redis.stop();
     const newcomer = await signUp(app, 'newcomer');
     expect(ok(await app.gql('{ viewer { nickName } }', {}, newcomer.token)).viewer.nickName).toBe('newcomer');
@@ -129,7 +129,7 @@ describe('sign-up while Redis is down', () => {
     await app.services.feed.idle();
     expect(await inboxScores(app, [newcomerId], first)).not.toEqual([null]);
     const second = await publish(app, author, 'second');
-    await app.services.fanout.idle(60_000);
+    await app.services.fanout?.idle(60_000);
     expect(await scrollFeed(app, newcomer, 10)).toEqual([second, first]);
   });
 });

@@ -15,11 +15,10 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
-import { DataSource } from 'typeorm';
 import { RunningApp, startApp } from '../../src/app';
+import { Database, MysqlDatabase, SqlStatementLog } from '../../src/db/database';
+import { isMysql } from '../../src/db/mysql';
 import { Config, loadConfig } from '../../src/kernel/config';
-import { SqlStatementLog } from '../../src/db/data-source';
-import { select } from '../../src/db/sql';
 import { RedisKeys } from '../../src/redis/keys';
 import { isCluster, RedisClient } from '../../src/redis/redis.client';
 import { openStores } from '../../src/stores';
@@ -40,12 +39,14 @@ export interface TestApp extends RunningApp {
   config: Config;
   /** The environment the app's config came from: hand it to a worker process to share its data. */
   env: Record<string, string>;
-  db: DataSource;
+  db: Database;
+  /** The app's database as MySQL; using it in the embedded pass fails the test. */
+  mysql: MysqlDatabase;
   /** The app's Redis; using it in the embedded pass fails the test (that pass has none). */
   redis: RedisClient;
   keys: RedisKeys;
   sqlLog: SqlStatementLog;
-  /** A SELECT in MySQL's dialect, on whichever database the app runs (see src/db/sql.ts). */
+  /** A SELECT in MySQL's dialect, on whichever database the app runs (see src/db/database.ts). */
   query<Row = any>(statement: string, params?: unknown[]): Promise<Row[]>;
   gql<T = any>(query: string, variables?: Record<string, unknown>, token?: string): Promise<GqlResponse<T>>;
   close(): Promise<void>;
@@ -152,13 +153,17 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     config,
     env,
     db,
+    get mysql(): MysqlDatabase {
+      if (!isMysql(db)) throw new Error(`the app of "${name}" runs in the embedded mode, on SQLite`);
+      return db;
+    },
     get redis(): RedisClient {
       if (!redis) throw new Error(`the app of "${name}" runs in the embedded mode, without Redis`);
       return redis;
     },
     keys,
     sqlLog,
-    query: (statement, params = []) => select(db, statement, params),
+    query: (statement, params = []) => db.select(statement, params),
     gql,
     async close() {
       await app.stop();

@@ -1,5 +1,5 @@
 /**
- * The README's error table and the error vocabulary (src/graphql/errors.ts) list the same codes:
+ * The README's error table and the error vocabulary (src/kernel/errors.ts) list the same codes:
  * a code added to one without the other fails here, so clients' documentation cannot drift.
  */
 import { readFileSync } from 'node:fs';

@@ -24,7 +24,8 @@ import fc from 'fast-check';
 import { Blog } from '../../src/blog/blog.types';
 import type { FeedModel } from '../../src/kernel/config';
 import { compareCanonical, FeedPosition, isAfter, ScoredId, START } from '../../src/kernel/pagination/cursor';
-import { FeedLookups, FeedService, FeedTruth, InFlightSource } from '../../src/feed/feed.service';
+import { FeedService, FeedTruth, InFlightSource } from '../../src/feed/feed.service';
+import { BlogLookups, blogConnection } from '../../src/graphql/blog-connection';
 import type { FeedCandidate, TruthSnapshot } from '../../src/feed/feed.store';
 import { MemoryInbox } from '../../src/feed/inbox.memory';
 
@@ -346,7 +347,7 @@ class World {
     this.ms += 1;
   }
 
-  private lookups(): FeedLookups {
+  private lookups(): BlogLookups {
     const truth = this.truth;
     const s = this.s;
     return {
@@ -387,7 +388,7 @@ class World {
           return authorIds.map((author) => truth.following(reader, author));
         },
       };
-      const connection = await this.feed.followFeed(reader, { from, first }, lookups);
+      const connection = await blogConnection(await this.feed.page(reader, { from, first }), lookups, { followedAuthorsOnly: true });
       const ids = connection.edges.map((edge) => edge.node.dbId);
       scroll.pages.push({ ids, startedAt, endedAt: ++this.time });
       if (!connection.pageInfo.hasNextPage) break;

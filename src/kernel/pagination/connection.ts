@@ -1,10 +1,10 @@
 /**
  * Relay connection plumbing shared by every paginated field: PageInfo, and turning a page of the
- * cursor algorithm (src/feed/page.ts) into edges.
+ * cursor algorithm (page.ts) into edges.
  */
-import { Field, ObjectType } from 'type-graphql';
+import { ArgsType, Field, Int, ObjectType } from 'type-graphql';
 import { encodeCursor, InvalidCursorError, ScoredId } from './cursor';
-import { InvalidPageSizeError, Page, PageRequest, pageRequest } from './page';
+import { DEFAULT_PAGE_SIZE, InvalidPageSizeError, MAX_PAGE_SIZE, Page, PageRequest, pageRequest } from './page';
 import { badUserInput } from '../errors';
 
 @ObjectType({ description: 'Relay page information; pagination here is forward only (first/after)' })
@@ -56,8 +56,20 @@ export function toConnection<T extends ScoredId, N>(page: Page<T>, nodeOf: (item
   };
 }
 
+/** The arguments of every connection field: forward pagination, Relay style. */
+@ArgsType()
+export class ConnectionArgs {
+  // Declared after `first` in reverse: type-graphql lists an ArgsType's fields last-declared
+  // first, and the contract's order is (first, after).
+  @Field(() => String, { nullable: true })
+  after!: string | null;
+
+  @Field(() => Int, { nullable: true, defaultValue: DEFAULT_PAGE_SIZE, description: `0..${MAX_PAGE_SIZE}` })
+  first!: number | null;
+}
+
 /** Reads `first` and `after` of a connection field; bad values are BAD_USER_INPUT naming them. */
-export function readPageArgs(first: number | null | undefined, after: string | null | undefined): PageRequest {
+export function readPageArgs({ first, after }: { first?: number | null; after?: string | null }): PageRequest {
   try {
     return pageRequest(first, after);
   } catch (error) {

@@ -1,0 +1,168 @@
+/**
+ * The composition root: the one place that builds the object graph, for every process (the API
+ * server, a fan-out worker, the seed script, the benchmarks and the tests). It only wires: each
+ * class gets its dependencies passed in, and nothing below this file reads the environment or
+ * builds its own collaborators.
+ *
+ * It never imports the API layer (src/graphql/): the worker process starts from here without
+ * loading Apollo, Express or a resolver (dependency-cruiser checks the imports, and a test the
+ * modules a running worker has loaded). The API is assembled on top, in src/graphql/api.ts.
+ */
+// The domain's types carry type-graphql decorators, which need the metadata polyfill loaded first.
+import 'reflect-metadata';
+import { AuthService } from './auth/auth.service';
+import { PasswordHasher } from './auth/auth.passwords';
+import { TokenService } from './auth/auth.tokens';
+import { BlogService } from './blog/blog.service';
+import { BlogStore } from './blog/blog.store';
+import type { Database, MysqlDatabase, SqlStatementLog } from './db/database';
+import { isMysql, MysqlPool } from './db/mysql';
+import { FanoutQueue } from './fanout/fanout.queue';
+import { FanoutLog, FanoutService } from './fanout/fanout.service';
+import { FanoutStore } from './fanout/fanout.store';
+import { FanoutWorkers } from './fanout/fanout.worker';
+import { FeedService, InFlightSource } from './feed/feed.service';
+import { FeedStore } from './feed/feed.store';
+import type { Inbox } from './feed/inbox';
+import { RedisInbox } from './feed/inbox.redis';
+import { FollowService } from './follow/follow.service';
+import { FollowStore } from './follow/follow.store';
+import type { Config } from './kernel/config';
+import { Metrics, warn as logWarning } from './kernel/observability';
+import { LikeService } from './like/like.service';
+import { LikeStore } from './like/like.store';
+import { RedisKeys } from './redis/keys';
+import type { RedisClient } from './redis/redis.client';
+import { poolLimits } from './stores';
+import { UserService } from './user/user.service';
+import { UserStore } from './user/user.store';
+
+export interface CoreDeps {
+  config: Config;
+  db: Database;
+  /** null in the embedded mode: no inboxes, no fan-out queue, rate limits in memory. */
+  redis: RedisClient | null;
+  /** The clock for created_at values; tests pass a fixed one to create same-millisecond ties. */
+  now?: () => Date;
+  /** Where background work reports (the service's logger unless a test listens). */
+  warn?: FanoutLog;
+}
+
+/** The domain services of a process, built on its stores. */
+export interface Core {
+  config: Config;
+  db: Database;
+  redis: RedisClient | null;
+  keys: RedisKeys;
+  users: UserService;
+  blogs: BlogService;
+  follows: FollowService;
+  likes: LikeService;
+  feed: FeedService;
+  auth: AuthService;
+  tokens: TokenService;
+  /** null in the embedded mode, where nothing is fanned out. */
+  fanout: FanoutService | null;
+  /** null without Redis (the embedded mode). */
+  fanoutQueue: FanoutQueue | null;
+  metrics: Metrics;
+  warn: FanoutLog;
+}
+
+type FeedConfig = Pick<
+  Config,
+  'feedModel' | 'feedMaxItems' | 'activeDays' | 'redisKeyPrefix' | 'followBackfillItems' | 'bigAuthorFollowers' | 'watermarkSettleMs'
+>;
+
+/** The inboxes of this configuration: none in the pull model, which keeps none. */
+export function createInbox(config: FeedConfig, redis: RedisClient | null): Inbox | null {
+  if (config.feedModel === 'pull') return null;
+  if (!redis) throw new Error(`FEED_MODEL=${config.feedModel} needs Redis`);
+  return new RedisInbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, config.activeDays * 24 * 3600);
+}
+
+export interface FeedDeps {
+  warn: FanoutLog;
+  metrics?: Pick<Metrics, 'pageRead'>;
+  /** The fan-out's unfinished tasks, to rebuild a lost watermark (FanoutStore). */
+  inFlight?: InFlightSource;
+}
+
+/** The feed rules on a database and the inboxes, so that every process agrees on FEED_MAX_ITEMS, ACTIVE_DAYS, the key prefix and the model. */
+export function createFeedService(config: FeedConfig, db: Database, redis: RedisClient | null, deps: FeedDeps): FeedService {
+  return new FeedService(
+    new FeedStore(db),
+    createInbox(config, redis),
+    {
+      model: config.feedModel,
+      maxItems: config.feedMaxItems,
+      backfillItems: config.followBackfillItems,
+      bigAuthorFollowers: config.bigAuthorFollowers,
+      watermarkSettleMs: config.watermarkSettleMs,
+    },
+    deps.warn,
+    deps.metrics,
+    deps.inFlight,
+  );
+}
+
+/** The domain services of a process. */
+export function createCore({ config, db, redis, now = () => new Date(), warn = logWarning }: CoreDeps): Core {
+  const keys = new RedisKeys(config.redisKeyPrefix);
+  const fanoutQueue = redis ? new FanoutQueue(config) : null;
+  const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed') : undefined);
+  const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
+  const users = new UserService(new UserStore(db), now);
+  // The outbox is MySQL's alone: the embedded mode fans nothing out.
+  const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
+  const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined });
+  const follows = new FollowService(db, new FollowStore(db), users, feed, now);
+  const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
+  const blogs = new BlogService(db, new BlogStore(db), fanout, feed, now);
+  const likes = new LikeService(db, new LikeStore(db), blogs, now);
+  // A new user's inbox is only a head start: like any missing inbox, it is built from MySQL on
+  // the first feed read. So with Redis away the account is created and the sign-up succeeds
+  // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
+  const openInbox = (id: number): Promise<void> =>
+    feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
+  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, openInbox);
+  return { config, db, redis, keys, users, blogs, follows, likes, feed, auth, tokens, fanout, fanoutQueue, metrics, warn };
+}
+
+export interface RunningWorkers {
+  /** Lets running jobs finish, then closes the workers' pool. */
+  stop(): Promise<void>;
+}
+
+/** Where fan-out workers run their SQL. */
+export type WorkerDatabase =
+  /** The process's own pool: a worker process, which serves no requests. */
+  | { kind: 'shared'; db: MysqlDatabase }
+  /**
+   * A pool of their own (DATABASE_POOL_SIZE connections), in an API process: a burst of chunk
+   * jobs, FANOUT_CONCURRENCY at once per worker, must never hold the connections that requests
+   * wait for. `sqlLog` counts its statements.
+   */
+  | { kind: 'own'; sqlLog: SqlStatementLog };
+
+/** `count` fan-out workers, with the outbox relay and the purge (migrations have run: the process's pool opened first). */
+export function startFanoutWorkers(
+  core: Pick<Core, 'config' | 'redis' | 'fanoutQueue' | 'metrics' | 'warn'>,
+  count: number,
+  database: WorkerDatabase,
+  now: () => Date = () => new Date(),
+): RunningWorkers {
+  const { config, redis, fanoutQueue: queue, metrics, warn } = core;
+  if (!redis || !queue) throw new Error('fan-out workers need Redis (the embedded mode fans nothing out)');
+  const db = database.kind === 'shared' ? database.db : new MysqlPool(config.databaseUrl, poolLimits(config), database.sqlLog);
+  const store = new FanoutStore(db, now);
+  const feed = createFeedService(config, db, redis, { warn, inFlight: store });
+  const workers = new FanoutWorkers({ config, store, feed, queue, now, warn, metrics });
+  workers.start(count);
+  return {
+    async stop() {
+      await workers.stop();
+      if (database.kind === 'own') await db.close();
+    },
+  };
+}

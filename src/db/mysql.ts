@@ -1,0 +1,151 @@
+/**
+ * The MySQL (or MariaDB) Database: a mysql2 pool, used through its callback API so that a
+ * statement costs one promise and nothing else (no per-query wrapper object, no captured stack:
+ * `trace: false`). See database.ts for the rules every store follows.
+ */
+import mysql, { Pool, PoolConnection, PoolOptions } from 'mysql2';
+import { Database, insertInBatches, Isolation, isTransient, LogSink, MysqlDatabase, Params, Sql, SqlStatementLog, WriteResult } from './database';
+
+/** The limits of a pool (DATABASE_POOL_SIZE, DATABASE_STATEMENT_TIMEOUT_MS). */
+export interface PoolLimits {
+  poolSize: number;
+  /** 0 = statements may run as long as they like (migrations, tools). */
+  statementTimeoutMs: number;
+}
+
+/** Attempts of a transaction that InnoDB rolled back as a deadlock victim. */
+const TRANSACTION_ATTEMPTS = 3;
+
+type Runner = Pick<Pool, 'query'> | Pick<PoolConnection, 'query'>;
+
+export class MysqlPool implements MysqlDatabase {
+  readonly dialect = 'mysql' as const;
+  private readonly pool: Pool;
+
+  constructor(
+    databaseUrl: string,
+    limits: PoolLimits,
+    private readonly log: SqlStatementLog,
+  ) {
+    const options: PoolOptions = {
+      uri: databaseUrl,
+      connectionLimit: limits.poolSize,
+      // utf8mb4 end to end, and UTC so DATETIME(3) <-> epoch ms is exact whatever the host zone.
+      charset: 'utf8mb4_unicode_ci',
+      timezone: 'Z',
+      // BIGINT ids arrive as strings (exact); the stores turn them into numbers (ids stay far below 2^53).
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      // No stack captured per statement: an error still says what failed, and the hot path saves the capture.
+      trace: false,
+      enableKeepAlive: true,
+    };
+    this.pool = mysql.createPool(options);
+    if (limits.statementTimeoutMs > 0) limitStatementTime(this.pool, limits.statementTimeoutMs, log.sink);
+  }
+
+  select<Row>(statement: string, params: Params = []): Promise<Row[]> {
+    return this.run<Row[]>(this.pool, statement, params);
+  }
+
+  write(statement: string, params: Params = []): Promise<WriteResult> {
+    return this.run<WriteResult>(this.pool, statement, params);
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw results for scripts and tests, whose callers know the shape
+  query<T = any>(statement: string, params: Params = []): Promise<T> {
+    return this.run<T>(this.pool, statement, params);
+  }
+
+  insertRows(statement: string, rows: readonly unknown[][]): Promise<void> {
+    return insertInBatches(this, statement, rows);
+  }
+
+  async now(): Promise<number> {
+    const [row] = await this.select<{ ms: string }>('SELECT ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS ms');
+    return Number(row.ms);
+  }
+
+  async transaction<T>(work: (sql: Sql) => Promise<T>, isolation?: Isolation): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.transactionOnce(work, isolation);
+      } catch (error) {
+        if (attempt >= TRANSACTION_ATTEMPTS || !isTransient(error)) throw error;
+      }
+    }
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve, reject) => this.pool.end((error) => (error ? reject(error) : resolve())));
+  }
+
+  private async transactionOnce<T>(work: (sql: Sql) => Promise<T>, isolation: Isolation | undefined): Promise<T> {
+    const connection = await new Promise<PoolConnection>((resolve, reject) =>
+      this.pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection))),
+    );
+    const sql: Sql = {
+      select: <Row>(statement: string, params: Params = []) => this.run<Row[]>(connection, statement, params),
+      write: (statement: string, params: Params = []) => this.run<WriteResult>(connection, statement, params),
+    };
+    let reusable = true;
+    try {
+      // The isolation level is one of two constants (the Isolation type), never input.
+      if (isolation) await this.run(connection, `SET TRANSACTION ISOLATION LEVEL ${isolation}`, []);
+      await this.run(connection, 'START TRANSACTION', []);
+      const result = await work(sql);
+      await this.run(connection, 'COMMIT', []);
+      return result;
+    } catch (error) {
+      // A connection whose rollback failed is in an unknown state: it leaves the pool.
+      await this.run(connection, 'ROLLBACK', []).catch(() => {
+        reusable = false;
+      });
+      throw error;
+    } finally {
+      if (reusable) connection.release();
+      else connection.destroy();
+    }
+  }
+
+  private run<T>(runner: Runner, statement: string, params: Params): Promise<T> {
+    const started = performance.now();
+    return new Promise<T>((resolve, reject) => {
+      runner.query(statement, params as unknown[], (error: Error | null, result: unknown) => {
+        this.log.ran(statement, performance.now() - started);
+        if (error) reject(error);
+        else resolve(result as T);
+      });
+    });
+  }
+}
+
+/** What limitStatementTime needs of mysql2's connections (callback API). */
+interface RawConnection {
+  _handshakePacket?: { serverVersion?: string } | null;
+  query(sql: string, params: unknown[], callback: (error: Error | null) => void): void;
+}
+
+/**
+ * A session limit on statement time for every connection the pool opens, set before the
+ * connection's first statement (mysql2 runs a connection's commands in order): MariaDB's
+ * max_statement_time (seconds; it also interrupts a statement waiting for a row lock) or MySQL's
+ * max_execution_time (ms, SELECTs only). A statement over the limit fails with
+ * ER_STATEMENT_TIMEOUT / ER_QUERY_TIMEOUT, answered SERVICE_UNAVAILABLE: a slow database costs a
+ * request a bounded wait, and the connection returns to the pool.
+ */
+function limitStatementTime(pool: Pool, timeoutMs: number, sink: LogSink): void {
+  pool.on('connection', (connection) => {
+    const raw = connection as unknown as RawConnection;
+    const mariaDb = /mariadb/i.test(raw._handshakePacket?.serverVersion ?? '');
+    const [statement, value] = mariaDb ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000] : ['SET SESSION max_execution_time = ?', timeoutMs];
+    raw.query(statement, [value], (error) => {
+      if (error) sink.warn(`[sql] cannot limit statement time (DATABASE_STATEMENT_TIMEOUT_MS): ${error.message}`);
+    });
+  });
+}
+
+/** Whether a Database is MySQL: the stores with MySQL-only SQL need one. */
+export function isMysql(db: Database): db is MysqlDatabase {
+  return db.dialect === 'mysql';
+}
