@@ -54,6 +54,8 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } },
+    // CommonJS files load their modules with require().
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     // The service logs through pino (structured JSON lines, LOG_LEVEL); a console line bypasses both.
