@@ -6,7 +6,7 @@ import { badUserInput, forbidden, notFound } from '../kernel/errors';
 import { ScoredId } from '../kernel/pagination/cursor';
 import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
 import { checkText } from '../kernel/validation';
-import { BlogStore } from './blog.store';
+import { BlogsForViewer, BlogStore } from './blog.store';
 import { Blog, BlogRow, PublishBlogInput } from './blog.types';
 
 /** Title length in characters: one line in a list view; also the VARCHAR(255) column. */
@@ -96,6 +96,11 @@ export class BlogService {
 
   async findById(id: number, sql?: Sql): Promise<Blog | null> {
     return (await this.findByIds([id], sql)).get(id) ?? null;
+  }
+
+  /** A page's blogs with their authors and the viewer's likes and follows, in one statement. */
+  forViewer(viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
+    return this.store.forViewer(viewerId, ids);
   }
 
   /** A page of one user's own blogs, newest first, with the same cursor as the feed. */

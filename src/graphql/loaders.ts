@@ -40,6 +40,25 @@ function membership(viewerId: number | null, lookup: (viewerId: number, ids: rea
   });
 }
 
+/** What a statement that read a page's data found, put into the loaders so that resolvers find it there. */
+export function primeLoaders(
+  loaders: Loaders,
+  blogIds: readonly number[],
+  found: { blogs: Blog[]; authors: User[]; liked: Set<number>; followed: Set<number> },
+): void {
+  // An id the statement did not find is a deleted blog: known too, so nothing asks again.
+  for (const id of blogIds) loaders.blog.prime(id, null);
+  for (const blog of found.blogs) {
+    loaders.blog.clear(blog.dbId);
+    loaders.blog.prime(blog.dbId, blog);
+    loaders.likedByViewer.prime(blog.dbId, found.liked.has(blog.dbId));
+  }
+  for (const author of found.authors) {
+    loaders.user.prime(author.dbId, author);
+    loaders.followedByViewer.prime(author.dbId, found.followed.has(author.dbId));
+  }
+}
+
 export function createLoaders(sources: LoaderSources, viewerId: number | null): Loaders {
   return {
     blog: byId((ids) => sources.blogsByIds(ids)),
