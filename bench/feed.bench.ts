@@ -222,6 +222,10 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
             usersByIds: (ids) => services.users.findByIds(ids),
             likedAmong: (viewer, ids) => services.likes.likedAmong(viewer, ids),
             followedAmong: (viewer, ids) => services.follows.followedAmong(viewer, ids),
+            followers: (fetches) => services.follows.followers(fetches),
+            following: (fetches) => services.follows.following(fetches),
+            commonFollows: (viewer, fetches) => services.follows.commonFollows(viewer, fetches),
+            likers: (fetches) => services.likes.likers(fetches),
           },
           auth.userId,
         );

@@ -1,12 +1,12 @@
 /**
  * An example client using the generated types (`npm run codegen`), against a running server:
  *   API_URL=http://localhost:4000/graphql node dist/examples/client.js
- * It signs up two users, makes one follow the other, publishes a few blogs and pages through the
- * follower's feed, 2 at a time. Every variable and result below is typed from the schema.
+ * It signs up two users, makes one follow the other, publishes a few blogs, pages through the
+ * follower's feed, 2 at a time, and lists the author's followers. Every variable and result below is typed from the schema.
  */
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
-import { FollowDocument, FollowFeedDocument, FollowFeedQuery, PublishBlogDocument, SignUpDocument } from './generated/graphql';
+import { FollowDocument, FollowersDocument, FollowFeedDocument, FollowFeedQuery, PublishBlogDocument, SignUpDocument } from './generated/graphql';
 
 const API_URL = process.env.API_URL ?? 'http://localhost:4000/graphql';
 
@@ -43,6 +43,8 @@ async function main(): Promise<void> {
     after = feed.pageInfo.hasNextPage ? feed.pageInfo.endCursor : null;
     page += 1;
   } while (after);
+  const followed = (await request(FollowersDocument, { userId: author.user.id, first: 10 })).user;
+  console.log(`followers of ${followed?.nickName}: ${followed?.followers.edges.map((edge) => edge.node.nickName).join(', ')}`);
   console.log('done');
 }
 

@@ -31,7 +31,16 @@ export type Blog = Node & {
   isLiked: Scalars['Boolean']['output'];
   /** How many users like this blog (exact) */
   likeCount: Scalars['Int']['output'];
+  /** Users who like this blog, earliest like first (the seed's like ranking shows the first 5) */
+  likers: UserConnection;
   title: Scalars['String']['output'];
+};
+
+
+/** A post: a title, a text and up to 9 images */
+export type BlogLikersArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /** A page of blogs, newest first (ties: larger blog id first) */
@@ -162,8 +171,14 @@ export type User = Node & {
   __typename?: 'User';
   /** the user's own blogs, newest first */
   blogs: BlogConnection;
+  /** Users whom both the viewer and this user follow (the seed's common follows); empty when anonymous */
+  commonFollows: UserConnection;
   /** How many users follow this user */
   followerCount: Scalars['Int']['output'];
+  /** Users who follow this user, most recent follow first */
+  followers: UserConnection;
+  /** Users this user follows, most recent follow first */
+  following: UserConnection;
   /** How many users this user follows */
   followingCount: Scalars['Int']['output'];
   icon?: Maybe<Scalars['String']['output']>;
@@ -178,4 +193,39 @@ export type User = Node & {
 export type UserBlogsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/** A person who publishes blogs and follows others */
+export type UserCommonFollowsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/** A person who publishes blogs and follows others */
+export type UserFollowersArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/** A person who publishes blogs and follows others */
+export type UserFollowingArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+/** A page of users */
+export type UserConnection = {
+  __typename?: 'UserConnection';
+  edges: Array<UserEdge>;
+  pageInfo: PageInfo;
+};
+
+export type UserEdge = {
+  __typename?: 'UserEdge';
+  /** Pass as `after` to continue after this user */
+  cursor: Scalars['String']['output'];
+  node: User;
 };

@@ -1,9 +1,12 @@
-import { Arg, Ctx, ID, Mutation, Resolver } from 'type-graphql';
-import { Context, requireViewerId } from '../graphql/context';
+import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Resolver, Root } from 'type-graphql';
+import { Context, optionalViewerId, requireViewerId } from '../graphql/context';
+import { connectionCost } from '../graphql/limits';
+import { userConnection } from '../graphql/user-connection';
 import { idOfType } from '../kernel/global-id';
-import { User } from '../user/user.types';
+import { ConnectionArgs, readKeysetPageArgs } from '../kernel/pagination/connection';
+import { User, UserConnection } from '../user/user.types';
 
-@Resolver()
+@Resolver(() => User)
 export class FollowResolver {
   @Mutation(() => User, { description: 'Idempotent: sets whether the viewer follows userId; returns that user.' })
   async follow(
@@ -14,10 +17,33 @@ export class FollowResolver {
     const viewerId = requireViewerId(auth);
     const target = await services.follows.setFollowing(viewerId, idOfType(userId, 'User', 'userId'), follow);
     // The request's caches may hold the state from before the change (an earlier field of the
-    // same document): the follow itself, and both users' counters.
+    // same document): the follow itself, both users' counters, and the pages of users.
     loaders.followedByViewer.clear(target.dbId).prime(target.dbId, follow);
     loaders.user.clear(target.dbId).prime(target.dbId, target);
     loaders.user.clear(viewerId);
+    for (const pages of [loaders.followers, loaders.following, loaders.commonFollows]) pages.clearAll();
     return target;
+  }
+
+  @FieldResolver(() => UserConnection, { complexity: connectionCost, description: 'Users who follow this user, most recent follow first' })
+  followers(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { loaders }: Context): Promise<UserConnection> {
+    return userConnection(loaders.followers, user.dbId, readKeysetPageArgs(args), loaders);
+  }
+
+  @FieldResolver(() => UserConnection, { complexity: connectionCost, description: 'Users this user follows, most recent follow first' })
+  following(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { loaders }: Context): Promise<UserConnection> {
+    return userConnection(loaders.following, user.dbId, readKeysetPageArgs(args), loaders);
+  }
+
+  @FieldResolver(() => UserConnection, {
+    complexity: connectionCost,
+    description: "Users whom both the viewer and this user follow (the seed's common follows); empty when anonymous",
+  })
+  commonFollows(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { auth, loaders }: Context): Promise<UserConnection> {
+    const request = readKeysetPageArgs(args);
+    // A rejected token is UNAUTHENTICATED here as everywhere. An anonymous viewer follows no one:
+    // the request's loader answers an empty list without asking the database.
+    optionalViewerId(auth);
+    return userConnection(loaders.commonFollows, user.dbId, request, loaders);
   }
 }

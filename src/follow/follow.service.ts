@@ -2,6 +2,8 @@
 import type { Database, Sql } from '../db/database';
 import type { FeedService } from '../feed/feed.service';
 import { badUserInput, notFound } from '../kernel/errors';
+import type { KeysetPosition } from '../kernel/pagination/cursor';
+import type { KeysetFetch } from '../kernel/pagination/page';
 import type { UserService } from '../user/user.service';
 import type { User } from '../user/user.types';
 import { FollowStore } from './follow.store';
@@ -40,5 +42,20 @@ export class FollowService {
   /** Which of `userIds` the viewer follows, in one statement. */
   followedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>> {
     return this.store.followedAmong(viewerId, userIds);
+  }
+
+  /** Pages of users' followers (KeysetFetch.of: the followed user), most recent follow first, all in one read (db/keyset.ts). */
+  followers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return this.store.followers(fetches);
+  }
+
+  /** Pages of the users that users follow (KeysetFetch.of: the follower), most recent follow first, all in one read (db/keyset.ts). */
+  following(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return this.store.following(fetches);
+  }
+
+  /** Pages of the users whom both the viewer and KeysetFetch.of follow, in the order of `of`'s follows, all in one read (db/keyset.ts). */
+  commonFollows(viewerId: number, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return this.store.commonFollows(viewerId, fetches);
   }
 }

@@ -1,5 +1,26 @@
 /** The SQL of the follow graph (tb_follow) and its counters on tb_user. */
 import type { Database, Sql } from '../db/database';
+import { KeysetList, selectKeysetPages } from '../db/keyset';
+import type { KeysetPosition } from '../kernel/pagination/cursor';
+import type { KeysetFetch } from '../kernel/pagination/page';
+
+/** A user's followers (the list's owner is the followed user), on ix_follow_followee_created (follow_user_id, created_at, user_id). */
+const FOLLOWERS: KeysetList = { source: 'tb_follow WHERE follow_user_id = ?', time: 'created_at', id: 'user_id', order: 'DESC' };
+
+/** The users a user follows, on ix_follow_follower_created (user_id, created_at, follow_user_id). */
+const FOLLOWING: KeysetList = { source: 'tb_follow WHERE user_id = ?', time: 'created_at', id: 'follow_user_id', order: 'DESC' };
+
+/**
+ * The users whom both the viewer (the first `?`) and the list's owner follow, in the order of
+ * the owner's follows: the owner's following list on ix_follow_follower_created, each row
+ * kept when the viewer's row for the same user exists (uq_follow_pair).
+ */
+const COMMON_FOLLOWS: KeysetList = {
+  source: 'tb_follow f JOIN tb_follow v ON v.follow_user_id = f.follow_user_id AND v.user_id = ? WHERE f.user_id = ?',
+  time: 'f.created_at',
+  id: 'f.follow_user_id',
+  order: 'DESC',
+};
 
 export class FollowStore {
   constructor(private readonly db: Database) {}
@@ -43,5 +64,20 @@ export class FollowStore {
       userIds,
     ]);
     return new Set(rows.map((row) => Number(row.follow_user_id)));
+  }
+
+  /** Pages of users' followers (KeysetFetch.of: the followed user), most recent follow first; one statement per MAX_PAGES_PER_STATEMENT pages. */
+  followers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return selectKeysetPages(this.db, FOLLOWERS, fetches, (fetch) => [fetch.of]);
+  }
+
+  /** Pages of the users that users follow (KeysetFetch.of: the follower), most recent follow first; one statement per MAX_PAGES_PER_STATEMENT pages. */
+  following(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return selectKeysetPages(this.db, FOLLOWING, fetches, (fetch) => [fetch.of]);
+  }
+
+  /** Pages of the users whom both the viewer and KeysetFetch.of follow, most recent follow of `of` first; one statement per MAX_PAGES_PER_STATEMENT pages. */
+  commonFollows(viewerId: number, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return selectKeysetPages(this.db, COMMON_FOLLOWS, fetches, (fetch) => [viewerId, fetch.of]);
   }
 }

@@ -54,6 +54,10 @@ export async function startApi(core: Core): Promise<RunningApi> {
         usersByIds: (ids) => core.users.findByIds(ids),
         likedAmong: (viewer, ids) => core.likes.likedAmong(viewer, ids),
         followedAmong: (viewer, ids) => core.follows.followedAmong(viewer, ids),
+        followers: (fetches) => core.follows.followers(fetches),
+        following: (fetches) => core.follows.following(fetches),
+        commonFollows: (viewer, fetches) => core.follows.commonFollows(viewer, fetches),
+        likers: (fetches) => core.likes.likers(fetches),
       },
       viewerId,
     );

@@ -353,10 +353,21 @@ export function queryLimitsPlugin(schema: GraphQLSchema): ApolloServerPlugin {
 }
 
 /**
- * The cost of a connection field: `first` (default 10, at most 100) times its selection, plus 1.
- * Used as the `complexity` of followFeed and User.blogs.
+ * The cost of a connection field: `first` (at most 100) times its selection, plus 1. Used as the
+ * `complexity` of every connection field. An explicit `first: null` is priced at the field's
+ * declared default, which is what the resolver then serves (10, or 5 for Blog.likers).
  */
-export function connectionCost({ args, childComplexity }: { args: Record<string, unknown>; childComplexity: number }): number {
-  const first = typeof args.first === 'number' ? Math.min(Math.max(args.first, 0), MAX_PAGE_SIZE) : DEFAULT_PAGE_SIZE;
+export function connectionCost({
+  args,
+  childComplexity,
+  field,
+}: {
+  args: Record<string, unknown>;
+  childComplexity: number;
+  field?: Pick<GraphQLField<unknown, unknown>, 'args'>;
+}): number {
+  const declared = field?.args.find((arg) => arg.name === 'first')?.defaultValue;
+  const fallback = typeof declared === 'number' ? declared : DEFAULT_PAGE_SIZE;
+  const first = typeof args.first === 'number' ? Math.min(Math.max(args.first, 0), MAX_PAGE_SIZE) : fallback;
   return 1 + first * childComplexity;
 }

@@ -1,12 +1,18 @@
 /**
- * Per-request DataLoaders. Every blog, user and "does the viewer like / follow it" lookup made
- * while resolving one request is collected over a tick and answered by one statement, so a feed
- * page costs the same few statements for 5 items as for 100. Made fresh for each request: the
- * cache lives exactly as long as the request and never leaks between viewers.
+ * Per-request DataLoaders. Every blog, user, "does the viewer like / follow it" and page-of-users
+ * lookup made while resolving one request is collected over a tick and answered by one
+ * statement, so a feed page costs the same few statements for 5 items as for 100, and a list of
+ * users with a page of followers each as few for 2 users as for 100. Made fresh for each
+ * request: the cache lives exactly as long as the request and never leaks between viewers.
  */
 import DataLoader from 'dataloader';
 import type { Blog } from '../blog/blog.types';
+import type { KeysetPosition } from '../kernel/pagination/cursor';
+import type { KeysetFetch } from '../kernel/pagination/page';
 import type { User } from '../user/user.types';
+
+/** Pages of keyset lists, result[i] answering fetches[i], in one statement (db/keyset.ts). */
+type KeysetPages = (fetches: readonly KeysetFetch[]) => Promise<KeysetPosition[][]>;
 
 /** The batch functions the loaders need: each answers many ids in one statement. */
 export interface LoaderSources {
@@ -14,7 +20,18 @@ export interface LoaderSources {
   usersByIds(ids: readonly number[]): Promise<Map<number, User>>;
   likedAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>>;
   followedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>>;
+  followers: KeysetPages;
+  following: KeysetPages;
+  commonFollows(viewerId: number, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]>;
+  likers: KeysetPages;
 }
+
+/**
+ * Pages of a keyset list: for one owner (KeysetFetch.of), `first + 1` items (the users' ids,
+ * with the time of the follow or like) after a position. Every page asked for in one tick,
+ * whatever its owner, size or position, is read by one statement (db/keyset.ts).
+ */
+export type KeysetPageLoader = DataLoader<KeysetFetch, KeysetPosition[], string>;
 
 export interface Loaders {
   blog: DataLoader<number, Blog | null>;
@@ -23,6 +40,14 @@ export interface Loaders {
   likedByViewer: DataLoader<number, boolean>;
   /** Does the viewer follow this user? Always false for an anonymous viewer, without a query. */
   followedByViewer: DataLoader<number, boolean>;
+  /** Pages of a user's followers (KeysetFetch.of: the followed user). */
+  followers: KeysetPageLoader;
+  /** Pages of the users a user follows. */
+  following: KeysetPageLoader;
+  /** Pages of the users whom both the viewer and the owner follow. Always empty for an anonymous viewer, without a query. */
+  commonFollows: KeysetPageLoader;
+  /** Pages of a blog's likers (KeysetFetch.of: the blog). */
+  likers: KeysetPageLoader;
 }
 
 function byId<V>(lookup: (ids: readonly number[]) => Promise<Map<number, V>>): DataLoader<number, V | null> {
@@ -37,6 +62,12 @@ function membership(viewerId: number | null, lookup: (viewerId: number, ids: rea
     if (viewerId === null) return ids.map(() => false);
     const members = await lookup(viewerId, ids);
     return ids.map((id) => members.has(id));
+  });
+}
+
+function keysetPages(lookup: KeysetPages): KeysetPageLoader {
+  return new DataLoader((fetches) => lookup(fetches), {
+    cacheKeyFn: ({ of, limit, after }) => (after === null ? `${of}:${limit}` : `${of}:${limit}:${after.time}:${after.id}`),
   });
 }
 
@@ -65,5 +96,9 @@ export function createLoaders(sources: LoaderSources, viewerId: number | null): 
     user: byId((ids) => sources.usersByIds(ids)),
     likedByViewer: membership(viewerId, (viewer, ids) => sources.likedAmong(viewer, ids)),
     followedByViewer: membership(viewerId, (viewer, ids) => sources.followedAmong(viewer, ids)),
+    followers: keysetPages((fetches) => sources.followers(fetches)),
+    following: keysetPages((fetches) => sources.following(fetches)),
+    commonFollows: keysetPages((fetches) => (viewerId === null ? Promise.resolve(fetches.map(() => [])) : sources.commonFollows(viewerId, fetches))),
+    likers: keysetPages((fetches) => sources.likers(fetches)),
   };
 }

@@ -1,9 +1,14 @@
-import { Arg, Ctx, ID, Mutation, Resolver } from 'type-graphql';
+import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Resolver, Root } from 'type-graphql';
 import { Blog } from '../blog/blog.types';
 import { Context, requireViewerId } from '../graphql/context';
+import { connectionCost } from '../graphql/limits';
+import { userConnection } from '../graphql/user-connection';
 import { idOfType } from '../kernel/global-id';
+import { readKeysetPageArgs } from '../kernel/pagination/connection';
+import { DEFAULT_LIKERS_PAGE_SIZE, MAX_PAGE_SIZE } from '../kernel/pagination/page';
+import { UserConnection } from '../user/user.types';
 
-@Resolver()
+@Resolver(() => Blog)
 export class LikeResolver {
   @Mutation(() => Blog, { description: 'Idempotent: sets whether the viewer likes blogId; returns the blog.' })
   async likeBlog(
@@ -17,6 +22,21 @@ export class LikeResolver {
     // The request's caches may hold the state from before the change.
     loaders.blog.clear(blog.dbId).prime(blog.dbId, blog);
     loaders.likedByViewer.clear(blog.dbId).prime(blog.dbId, liked);
+    loaders.likers.clearAll();
     return blog;
+  }
+
+  @FieldResolver(() => UserConnection, {
+    complexity: connectionCost,
+    description: "Users who like this blog, earliest like first (the seed's like ranking shows the first 5)",
+  })
+  likers(
+    @Root() blog: Blog,
+    // Arguments of their own rather than ConnectionArgs: the page is shorter by default.
+    @Arg('first', () => Int, { nullable: true, defaultValue: DEFAULT_LIKERS_PAGE_SIZE, description: `0..${MAX_PAGE_SIZE}` }) first: number | null,
+    @Arg('after', () => String, { nullable: true }) after: string | null,
+    @Ctx() { loaders }: Context,
+  ): Promise<UserConnection> {
+    return userConnection(loaders.likers, blog.dbId, readKeysetPageArgs({ first, after }, DEFAULT_LIKERS_PAGE_SIZE), loaders);
   }
 }

@@ -3,6 +3,8 @@ import type { BlogService } from '../blog/blog.service';
 import type { Blog } from '../blog/blog.types';
 import type { Database } from '../db/database';
 import { notFound } from '../kernel/errors';
+import type { KeysetPosition } from '../kernel/pagination/cursor';
+import type { KeysetFetch } from '../kernel/pagination/page';
 import { LikeStore } from './like.store';
 
 export class LikeService {
@@ -37,5 +39,10 @@ export class LikeService {
   /** Which of `blogIds` the viewer likes, in one statement. */
   likedAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>> {
     return this.store.likedAmong(viewerId, blogIds);
+  }
+
+  /** Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first, all in one read (db/keyset.ts). */
+  likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return this.store.likers(fetches);
   }
 }

@@ -1,5 +1,11 @@
 /** The SQL of likes (tb_blog_like) and the like counter on tb_blog. */
 import type { Database, Sql } from '../db/database';
+import { KeysetList, selectKeysetPages } from '../db/keyset';
+import type { KeysetPosition } from '../kernel/pagination/cursor';
+import type { KeysetFetch } from '../kernel/pagination/page';
+
+/** A blog's likers, earliest like first, on ix_like_blog_created (blog_id, created_at, user_id). */
+const LIKERS: KeysetList = { source: 'tb_blog_like WHERE blog_id = ?', time: 'created_at', id: 'user_id', order: 'ASC' };
 
 export class LikeStore {
   constructor(private readonly db: Database) {}
@@ -23,5 +29,10 @@ export class LikeStore {
     if (blogIds.length === 0) return new Set();
     const rows = await this.db.select<{ blog_id: string }>('SELECT blog_id FROM tb_blog_like WHERE user_id = ? AND blog_id IN (?)', [viewerId, blogIds]);
     return new Set(rows.map((row) => Number(row.blog_id)));
+  }
+
+  /** Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first; one statement per MAX_PAGES_PER_STATEMENT pages. */
+  likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return selectKeysetPages(this.db, LIKERS, fetches, (fetch) => [fetch.of]);
   }
 }

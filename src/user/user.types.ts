@@ -1,6 +1,7 @@
 /** The User object type. Counts come from counters kept exact in the follow transaction. */
 import { Field, ID, Int, ObjectType } from 'type-graphql';
 import { toGlobalId } from '../kernel/global-id';
+import { PageInfo } from '../kernel/pagination/connection';
 import { Node } from '../kernel/node';
 
 @ObjectType({ implements: Node, description: 'A person who publishes blogs and follows others' })
@@ -42,4 +43,22 @@ export interface UserRow {
   icon: string | null;
   follower_count: number;
   following_count: number;
+}
+
+@ObjectType()
+export class UserEdge {
+  @Field(() => String, { description: 'Pass as `after` to continue after this user' })
+  cursor!: string;
+
+  @Field(() => User)
+  node!: User;
+}
+
+@ObjectType({ description: 'A page of users' })
+export class UserConnection {
+  @Field(() => [UserEdge])
+  edges!: UserEdge[];
+
+  @Field(() => PageInfo)
+  pageInfo!: PageInfo;
 }

@@ -6,7 +6,9 @@
 import fc from 'fast-check';
 import {
   decodeCursor,
+  decodeKeysetCursor,
   encodeCursor,
+  encodeKeysetCursor,
   FeedPosition,
   InvalidCursorError,
   MAX_CURSOR_OFFSET,
@@ -394,5 +396,45 @@ describe('seed examples', () => {
       { maxScore: 1000, offset: 7, afterId: 11 },
       { maxScore: 500, offset: 1, afterId: 1 },
     ]);
+  });
+});
+
+describe('keyset cursors (lists of users)', () => {
+  const keysetArb = fc.record({ time: scoreArb, id: idArb });
+
+  it('round-trip every position, as opaque URL-safe text', () => {
+    fc.assert(
+      fc.property(keysetArb, (position) => {
+        const cursor = encodeKeysetCursor(position);
+        expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+        expect(b64url(`${position.time}:${position.id}`)).toBe(cursor);
+        expect(decodeKeysetCursor(cursor)).toEqual(position);
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it('reject what this API did not return, quoting it', () => {
+    for (const cursor of [
+      '',
+      'not a cursor',
+      b64url('garbage'),
+      b64url('1767225600000:0'), // no user has id 0
+      b64url(`${MAX_CURSOR_SCORE + 1}:1`), // past any date
+      b64url(`1767225600000:${Number.MAX_SAFE_INTEGER + 2}`),
+      b64url('1767225600000:1:1'), // a feed cursor
+      b64url('-1:1'),
+      'A'.repeat(65),
+    ]) {
+      expect(() => decodeKeysetCursor(cursor)).toThrow(InvalidCursorError);
+      expect(() => decodeKeysetCursor(cursor)).toThrow(`"${cursor.slice(0, 20)}`);
+    }
+    fc.assert(
+      fc.property(fc.string({ maxLength: 80 }), (garbage) => {
+        fc.pre(!/^\d+:\d+$/.test(Buffer.from(garbage, 'base64url').toString('utf8')));
+        expect(() => decodeKeysetCursor(garbage)).toThrow(InvalidCursorError);
+      }),
+      { numRuns: NUM_RUNS },
+    );
   });
 });

@@ -230,3 +230,20 @@ describe('query limit measure', () => {
     expect(brokenLimit(measured)?.limit).toBe('nodes');
   });
 });
+
+describe('connection cost', () => {
+  const costOf = (text: string, variables: Record<string, unknown> = {}) => {
+    const document = parse(text);
+    expect(validate(schema, document)).toEqual([]);
+    return measureOperation(schema, document, operationOf(document), variables).cost;
+  };
+
+  it("prices a page at the field's own default size, also when first is an explicit null", () => {
+    // blog 1 + likers (1 + 5 x (edges 1 + node 1 + id 1)).
+    expect(costOf('{ blog(id: "QmxvZzox") { likers { edges { node { id } } } } }')).toBe(1 + 1 + 5 * 3);
+    expect(costOf('query($n: Int) { blog(id: "QmxvZzox") { likers(first: $n) { edges { node { id } } } } }', { n: null })).toBe(1 + 1 + 5 * 3);
+    expect(costOf('{ user(id: "VXNlcjox") { followers { edges { node { id } } } } }')).toBe(1 + 1 + 10 * 3);
+    expect(costOf('{ user(id: "VXNlcjox") { following(first: null) { edges { node { id } } } } }')).toBe(1 + 1 + 10 * 3);
+    expect(costOf('{ user(id: "VXNlcjox") { commonFollows(first: 100) { edges { node { id } } } } }')).toBe(1 + 1 + 100 * 3);
+  });
+});

@@ -8,8 +8,19 @@
  * scroll that loses, repeats or reorders items.
  */
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, FeedPosition, InvalidCursorError, ScoredId, START } from '../../src/kernel/pagination/cursor';
-import { DEFAULT_PAGE_SIZE, fetchSize, InvalidPageSizeError, MAX_PAGE_SIZE, pageRequest, slicePage } from '../../src/kernel/pagination/page';
+import { decodeCursor, encodeCursor, encodeKeysetCursor, FeedPosition, InvalidCursorError, ScoredId, START } from '../../src/kernel/pagination/cursor';
+import {
+  DEFAULT_LIKERS_PAGE_SIZE,
+  DEFAULT_PAGE_SIZE,
+  fetchSize,
+  InvalidPageSizeError,
+  keysetFetch,
+  keysetPageRequest,
+  MAX_PAGE_SIZE,
+  pageRequest,
+  sliceKeysetPage,
+  slicePage,
+} from '../../src/kernel/pagination/page';
 
 const NUM_RUNS = 250;
 
@@ -387,5 +398,28 @@ describe('first = 0', () => {
     expect(slicePage(request, modelFetch(list, request.from, fetchSize(request))).hasNextPage).toBe(false);
     const start = pageRequest(0, undefined);
     expect(slicePage(start, modelFetch(list, start.from, fetchSize(start))).hasNextPage).toBe(true);
+  });
+});
+
+describe('keyset pages (lists of users)', () => {
+  it('default first to the given size, also for an explicit null, within the same 0..100', () => {
+    expect(keysetPageRequest(undefined, null)).toEqual({ after: null, first: DEFAULT_PAGE_SIZE });
+    expect(keysetPageRequest(null, undefined, DEFAULT_LIKERS_PAGE_SIZE)).toEqual({ after: null, first: DEFAULT_LIKERS_PAGE_SIZE });
+    expect(keysetPageRequest(0, null, DEFAULT_LIKERS_PAGE_SIZE).first).toBe(0);
+    expect(keysetPageRequest(MAX_PAGE_SIZE, null).first).toBe(MAX_PAGE_SIZE);
+    for (const first of [-1, MAX_PAGE_SIZE + 1, 1.5]) expect(() => keysetPageRequest(first, null)).toThrow(InvalidPageSizeError);
+    expect(() => keysetPageRequest(1, 'nope')).toThrow(InvalidCursorError);
+  });
+
+  it('fetch one more than asked after the cursor, and cut it off as hasNextPage', () => {
+    const request = keysetPageRequest(2, encodeKeysetCursor({ time: 1000, id: 7 }));
+    expect(keysetFetch(42, request)).toEqual({ of: 42, after: { time: 1000, id: 7 }, limit: 3 });
+    const items = [
+      { time: 1000, id: 6 },
+      { time: 999, id: 9 },
+      { time: 998, id: 1 },
+    ];
+    expect(sliceKeysetPage(request, items)).toEqual({ items: items.slice(0, 2), hasNextPage: true });
+    expect(sliceKeysetPage(request, items.slice(0, 2))).toEqual({ items: items.slice(0, 2), hasNextPage: false });
   });
 });

@@ -3,8 +3,18 @@
  * cursor algorithm (page.ts) into edges.
  */
 import { ArgsType, Field, Int, ObjectType } from 'type-graphql';
-import { encodeCursor, InvalidCursorError, ScoredId } from './cursor';
-import { DEFAULT_PAGE_SIZE, InvalidPageSizeError, MAX_PAGE_SIZE, Page, PageRequest, pageRequest } from './page';
+import { encodeCursor, encodeKeysetCursor, InvalidCursorError, KeysetPosition, ScoredId } from './cursor';
+import {
+  DEFAULT_PAGE_SIZE,
+  InvalidPageSizeError,
+  KeysetPage,
+  KeysetPageRequest,
+  keysetPageRequest,
+  MAX_PAGE_SIZE,
+  Page,
+  PageRequest,
+  pageRequest,
+} from './page';
 import { badUserInput } from '../errors';
 
 @ObjectType({ description: 'Relay page information; pagination here is forward only (first/after)' })
@@ -39,19 +49,28 @@ export interface Connection<N> {
  * fetch it again. A page whose items are all hidden still has an endCursor to continue from.
  */
 export function toConnection<T extends ScoredId, N>(page: Page<T>, nodeOf: (item: T) => N | null): Connection<N> {
+  return connectionOf(page.items, (_, i) => encodeCursor(page.cursors[i]), page.hasNextPage, nodeOf);
+}
+
+/** The same for a page of a keyset list, where each item is its own position (KeysetPosition). */
+export function toKeysetConnection<T extends KeysetPosition, N>(page: KeysetPage<T>, nodeOf: (item: T) => N | null): Connection<N> {
+  return connectionOf(page.items, (item) => encodeKeysetCursor(item), page.hasNextPage, nodeOf);
+}
+
+function connectionOf<T, N>(items: readonly T[], cursorOf: (item: T, i: number) => string, hasNextPage: boolean, nodeOf: (item: T) => N | null): Connection<N> {
   const edges: Edge<N>[] = [];
-  page.items.forEach((item, i) => {
+  items.forEach((item, i) => {
     const node = nodeOf(item);
-    if (node !== null) edges.push({ cursor: encodeCursor(page.cursors[i]), node });
+    if (node !== null) edges.push({ cursor: cursorOf(item, i), node });
   });
-  const last = page.cursors[page.cursors.length - 1];
+  const last = items.length - 1;
   return {
     edges,
     pageInfo: {
-      hasNextPage: page.hasNextPage,
+      hasNextPage,
       hasPreviousPage: false,
       startCursor: edges[0]?.cursor ?? null,
-      endCursor: last ? encodeCursor(last) : null,
+      endCursor: last >= 0 ? cursorOf(items[last], last) : null,
     },
   };
 }
@@ -68,10 +87,21 @@ export class ConnectionArgs {
   first!: number | null;
 }
 
+type PageArgs = { first?: number | null; after?: string | null };
+
 /** Reads `first` and `after` of a connection field; bad values are BAD_USER_INPUT naming them. */
-export function readPageArgs({ first, after }: { first?: number | null; after?: string | null }): PageRequest {
+export function readPageArgs({ first, after }: PageArgs): PageRequest {
+  return asUserInput(() => pageRequest(first, after));
+}
+
+/** The same for a keyset list's connection, whose `first` defaults to `fallback`. */
+export function readKeysetPageArgs({ first, after }: PageArgs, fallback = DEFAULT_PAGE_SIZE): KeysetPageRequest {
+  return asUserInput(() => keysetPageRequest(first, after, fallback));
+}
+
+function asUserInput<T>(read: () => T): T {
   try {
-    return pageRequest(first, after);
+    return read();
   } catch (error) {
     if (error instanceof InvalidPageSizeError) throw badUserInput(error.message, 'first');
     if (error instanceof InvalidCursorError) throw badUserInput(error.message, 'after');

@@ -77,30 +77,65 @@ export function encodeCursor(position: FeedPosition): string {
   return Buffer.from(`${position.maxScore}:${position.offset}${id}`, 'utf8').toString('base64url');
 }
 
+/** A cursor as an error message quotes it: at most its first 40 characters. */
+function shownCursor(cursor: string): string {
+  return cursor.length > 40 ? `${cursor.slice(0, 40)}...` : cursor;
+}
+
+/** The text inside a cursor, matched against `format`; throws InvalidCursorError unless it matches. */
+function cursorText(cursor: string, format: RegExp): RegExpExecArray {
+  const invalid = () => new InvalidCursorError(`cursor "${shownCursor(cursor)}" is not a cursor this API returned`);
+  if (cursor.length === 0 || cursor.length > 64 || !/^[A-Za-z0-9_-]+={0,2}$/.test(cursor)) throw invalid();
+  const match = format.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw invalid();
+  return match;
+}
+
+function checkTime(cursor: string, time: number): number {
+  if (time > MAX_CURSOR_SCORE) throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range time (${time})`);
+  return time;
+}
+
+function checkId(cursor: string, id: number, what: 'blog id' | 'id'): number {
+  if (id < 1 || id > Number.MAX_SAFE_INTEGER) throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range ${what} (${id})`);
+  return id;
+}
+
 /** Decodes and validates a client's cursor; throws InvalidCursorError naming what was wrong. */
 export function decodeCursor(cursor: string): FeedPosition {
-  const shown = cursor.length > 40 ? `${cursor.slice(0, 40)}...` : cursor;
-  if (cursor.length === 0 || cursor.length > 64 || !/^[A-Za-z0-9_-]+={0,2}$/.test(cursor)) {
-    throw new InvalidCursorError(`cursor "${shown}" is not a cursor this API returned`);
-  }
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  const match = /^(\d{1,16}):(\d{1,9})(?::(\d{1,16}))?$/.exec(text);
-  if (!match) {
-    throw new InvalidCursorError(`cursor "${shown}" is not a cursor this API returned`);
-  }
-  const maxScore = Number(match[1]);
+  const match = cursorText(cursor, /^(\d{1,16}):(\d{1,9})(?::(\d{1,16}))?$/);
+  const maxScore = checkTime(cursor, Number(match[1]));
   const offset = Number(match[2]);
-  if (maxScore > MAX_CURSOR_SCORE) {
-    throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range time (${maxScore})`);
-  }
   if (offset > MAX_CURSOR_OFFSET) {
-    throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`);
+    throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`);
   }
-  const afterId = match[3] === undefined ? null : Number(match[3]);
-  if (afterId !== null && (afterId < 1 || afterId > Number.MAX_SAFE_INTEGER)) {
-    throw new InvalidCursorError(`cursor "${shown}" holds an out-of-range blog id (${afterId})`);
-  }
+  const afterId = match[3] === undefined ? null : checkId(cursor, Number(match[3]), 'blog id');
   return { maxScore, offset, afterId };
+}
+
+/**
+ * A position in a list ordered by (time, id), the keyset of lists that live only in SQL: a
+ * user's followers or followees (ordered by when each follow was made, then by the other
+ * user's id) and a blog's likers (by when each like was made). No offset: no Redis read needs
+ * a hint, and the pair names one item exactly, so an insert or removal elsewhere in the list
+ * cannot shift the next page.
+ */
+export interface KeysetPosition {
+  /** The item's time in epoch ms (the follow's or like's created_at). */
+  time: number;
+  /** The item's id (the other user's), which breaks ties of `time`. */
+  id: number;
+}
+
+/** base64url("<time>:<id>"): opaque to clients, and range-checked when it comes back. */
+export function encodeKeysetCursor(position: KeysetPosition): string {
+  return Buffer.from(`${position.time}:${position.id}`, 'utf8').toString('base64url');
+}
+
+/** Decodes and validates a client's keyset cursor; throws InvalidCursorError naming what was wrong. */
+export function decodeKeysetCursor(cursor: string): KeysetPosition {
+  const match = cursorText(cursor, /^(\d{1,16}):(\d{1,16})$/);
+  return { time: checkTime(cursor, Number(match[1])), id: checkId(cursor, Number(match[2]), 'id') };
 }
 
 /** Decodes an optional `after` argument: no cursor means the first page. */

@@ -6,10 +6,13 @@
  * `first + 1` items: the extra one only tells whether a next page exists (Relay's hasNextPage)
  * without a second round trip or a COUNT.
  */
-import { cursorsForPage, FeedPosition, positionAfter, ScoredId } from './cursor';
+import { cursorsForPage, decodeKeysetCursor, FeedPosition, KeysetPosition, positionAfter, ScoredId } from './cursor';
 
 /** Default page size when a client gives no `first`. */
 export const DEFAULT_PAGE_SIZE = 10;
+
+/** Default page size of a blog's likers: the seed's like ranking showed the first 5. */
+export const DEFAULT_LIKERS_PAGE_SIZE = 5;
 
 /**
  * Largest `first` a client may ask for: the common public-API limit (GitHub, Shopify use 100).
@@ -26,17 +29,22 @@ export interface PageRequest {
   first: number;
 }
 
-/** Validates `first` and decodes `after`; throws InvalidPageSizeError or InvalidCursorError. */
-export function pageRequest(first: number | null | undefined, after: string | null | undefined): PageRequest {
-  const size = first ?? DEFAULT_PAGE_SIZE;
+/** Validates `first` (`fallback` when absent); throws InvalidPageSizeError. */
+export function pageSize(first: number | null | undefined, fallback = DEFAULT_PAGE_SIZE): number {
+  const size = first ?? fallback;
   if (!Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) {
     throw new InvalidPageSizeError(`first must be between 0 and ${MAX_PAGE_SIZE} (got ${first})`);
   }
-  return { from: positionAfter(after), first: size };
+  return size;
+}
+
+/** Validates `first` and decodes `after`; throws InvalidPageSizeError or InvalidCursorError. */
+export function pageRequest(first: number | null | undefined, after: string | null | undefined): PageRequest {
+  return { from: positionAfter(after), first: pageSize(first) };
 }
 
 /** How many items to fetch for a page: one more than asked, to learn hasNextPage. */
-export function fetchSize(request: PageRequest): number {
+export function fetchSize(request: { first: number }): number {
   return request.first + 1;
 }
 
@@ -56,4 +64,41 @@ export function slicePage<T extends ScoredId>(request: PageRequest, fetched: rea
     cursors: cursorsForPage(request.from, items),
     hasNextPage: fetched.length > request.first,
   };
+}
+
+/**
+ * A page of a list ordered by (time, id) (cursor.ts, KeysetPosition): the items after `after`
+ * (null: from the start). Each item is its own position, so an edge's cursor is its item's.
+ */
+export interface KeysetPageRequest {
+  after: KeysetPosition | null;
+  first: number;
+}
+
+/** Validates `first` (`fallback` when absent) and decodes `after`; throws InvalidPageSizeError or InvalidCursorError. */
+export function keysetPageRequest(first: number | null | undefined, after: string | null | undefined, fallback = DEFAULT_PAGE_SIZE): KeysetPageRequest {
+  return { after: after === null || after === undefined ? null : decodeKeysetCursor(after), first: pageSize(first, fallback) };
+}
+
+/** What a keyset source is asked for one list (`of`: its owner, say the followed user): the first `limit` items after `after`. */
+export interface KeysetFetch {
+  of: number;
+  after: KeysetPosition | null;
+  limit: number;
+}
+
+/** The fetch of one page: `first + 1` items, to learn hasNextPage. */
+export function keysetFetch(of: number, request: KeysetPageRequest): KeysetFetch {
+  return { of, after: request.after, limit: fetchSize(request) };
+}
+
+export interface KeysetPage<T extends KeysetPosition> {
+  /** At most `first` items, in the list's order; each is the position just after itself. */
+  items: T[];
+  hasNextPage: boolean;
+}
+
+/** Cuts what a source returned for `request` (up to first + 1 items) into a page. */
+export function sliceKeysetPage<T extends KeysetPosition>(request: KeysetPageRequest, fetched: readonly T[]): KeysetPage<T> {
+  return { items: fetched.slice(0, request.first), hasNextPage: fetched.length > request.first };
 }
