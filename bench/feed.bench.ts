@@ -31,7 +31,7 @@ import { cursorsForPage, encodeCursor, START } from '../src/kernel/pagination/cu
 import { FeedStore } from '../src/feed/feed.store';
 import { RedisInbox } from '../src/feed/inbox.redis';
 import { readPageArgs } from '../src/kernel/pagination/connection';
-import { createLoaders } from '../src/graphql/loaders';
+import { createLoaders, loaderSources } from '../src/graphql/loaders';
 import { RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
 import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, rate, startProfiler } from './bench.support';
@@ -216,19 +216,7 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { variables?: { after?: string | null } };
         const auth = services.tokens.check(req.headers.authorization);
         if (auth.kind !== 'viewer') throw new Error('no viewer');
-        const loaders = createLoaders(
-          {
-            blogsByIds: (ids) => services.blogs.findByIds(ids),
-            usersByIds: (ids) => services.users.findByIds(ids),
-            likedAmong: (viewer, ids) => services.likes.likedAmong(viewer, ids),
-            followedAmong: (viewer, ids) => services.follows.followedAmong(viewer, ids),
-            followers: (fetches) => services.follows.followers(fetches),
-            following: (fetches) => services.follows.following(fetches),
-            commonFollows: (viewer, fetches) => services.follows.commonFollows(viewer, fetches),
-            likers: (fetches) => services.likes.likers(fetches),
-          },
-          auth.userId,
-        );
+        const loaders = createLoaders(loaderSources(services), auth.userId);
         const page = await blogConnection(await services.feed.page(auth.userId, readPageArgs({ first: 20, after: body.variables?.after ?? null })), loaders, {
           followedAuthorsOnly: true,
         });

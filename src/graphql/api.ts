@@ -13,7 +13,7 @@ import { createApollo } from './apollo';
 import { clientAddressOf } from './client-address';
 import type { Context, Services } from './context';
 import { graphqlHandler, isGraphQLPost } from './http';
-import { createLoaders } from './loaders';
+import { createLoaders, loaderSources } from './loaders';
 import { RateLimits } from './rate-limits';
 import { createRoutes } from './routes';
 import { buildFeedSchema } from './schema';
@@ -42,25 +42,14 @@ export async function startApi(core: Core): Promise<RunningApi> {
   await apollo.start();
 
   const clientAddress = clientAddressOf(config.trustedProxies);
+  const sources = loaderSources(core);
   const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
     const auth = core.tokens.check(req.headers.authorization);
     const viewerId = auth.kind === 'viewer' ? auth.userId : null;
     if (viewerId !== null) {
       core.feed.recordActivity(viewerId).catch((error: unknown) => core.warn(`recording activity of user ${viewerId} failed`, error));
     }
-    const loaders = createLoaders(
-      {
-        blogsByIds: (ids) => core.blogs.findByIds(ids),
-        usersByIds: (ids) => core.users.findByIds(ids),
-        likedAmong: (viewer, ids) => core.likes.likedAmong(viewer, ids),
-        followedAmong: (viewer, ids) => core.follows.followedAmong(viewer, ids),
-        followers: (fetches) => core.follows.followers(fetches),
-        following: (fetches) => core.follows.following(fetches),
-        commonFollows: (viewer, fetches) => core.follows.commonFollows(viewer, fetches),
-        likers: (fetches) => core.likes.likers(fetches),
-      },
-      viewerId,
-    );
+    const loaders = createLoaders(sources, viewerId);
     return { auth, ip: clientAddress(req), requestId, services, loaders };
   };
   const handleGraphQL = graphqlHandler({

@@ -6,9 +6,13 @@
  * request: the cache lives exactly as long as the request and never leaks between viewers.
  */
 import DataLoader from 'dataloader';
+import type { BlogService } from '../blog/blog.service';
 import type { Blog } from '../blog/blog.types';
+import type { FollowService } from '../follow/follow.service';
+import type { LikeService } from '../like/like.service';
 import type { KeysetPosition } from '../kernel/pagination/cursor';
 import type { KeysetFetch } from '../kernel/pagination/page';
+import type { UserService } from '../user/user.service';
 import type { User } from '../user/user.types';
 
 /** Pages of keyset lists, result[i] answering fetches[i], in one statement (db/keyset.ts). */
@@ -24,6 +28,28 @@ export interface LoaderSources {
   following: KeysetPages;
   commonFollows(viewerId: number, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]>;
   likers: KeysetPages;
+}
+
+/** The domain services the loaders read through. */
+export interface LoaderServices {
+  blogs: Pick<BlogService, 'findByIds'>;
+  users: Pick<UserService, 'findByIds'>;
+  likes: Pick<LikeService, 'likedAmong' | 'likers'>;
+  follows: Pick<FollowService, 'followedAmong' | 'followers' | 'following' | 'commonFollows'>;
+}
+
+/** The loaders' batch functions on a process's services (the API's requests, the feed benchmark's plain handler). */
+export function loaderSources({ blogs, users, likes, follows }: LoaderServices): LoaderSources {
+  return {
+    blogsByIds: (ids) => blogs.findByIds(ids),
+    usersByIds: (ids) => users.findByIds(ids),
+    likedAmong: (viewer, ids) => likes.likedAmong(viewer, ids),
+    followedAmong: (viewer, ids) => follows.followedAmong(viewer, ids),
+    followers: (fetches) => follows.followers(fetches),
+    following: (fetches) => follows.following(fetches),
+    commonFollows: (viewer, fetches) => follows.commonFollows(viewer, fetches),
+    likers: (fetches) => likes.likers(fetches),
+  };
 }
 
 /**
