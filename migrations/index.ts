@@ -8,6 +8,7 @@ import { FeedModels1764662400000 } from './1764662400000-FeedModels';
 import { FeedVersion1764748800000 } from './1764748800000-FeedVersion';
 import { FanoutRetention1764835200000 } from './1764835200000-FanoutRetention';
 import { DropLastActiveAt1764921600000 } from './1764921600000-DropLastActiveAt';
+import { BlogLiveIndex1765008000000 } from './1765008000000-BlogLiveIndex';
 
 export const MIGRATIONS = [
   CreateFeedTables1764489600000,
@@ -16,4 +17,5 @@ export const MIGRATIONS = [
   FeedVersion1764748800000,
   FanoutRetention1764835200000,
   DropLastActiveAt1764921600000,
+  BlogLiveIndex1765008000000,
 ];
