@@ -9,6 +9,7 @@ import { FeedVersion1764748800000 } from './1764748800000-FeedVersion';
 import { FanoutRetention1764835200000 } from './1764835200000-FanoutRetention';
 import { DropLastActiveAt1764921600000 } from './1764921600000-DropLastActiveAt';
 import { SocialGraphIndexes1765008000000 } from './1765008000000-SocialGraphIndexes';
+import { BlogLiveIndex1765094400000 } from './1765094400000-BlogLiveIndex';
 
 export const MIGRATIONS = [
   CreateFeedTables1764489600000,
@@ -18,4 +19,5 @@ export const MIGRATIONS = [
   FanoutRetention1764835200000,
   DropLastActiveAt1764921600000,
   SocialGraphIndexes1765008000000,
+  BlogLiveIndex1765094400000,
 ];

@@ -50,6 +50,12 @@ export interface Database extends Sql {
   query<T = any>(statement: string, params?: Params): Promise<T>;
   /** `INSERT ... VALUES ?` for many rows, in statements of ROWS_PER_INSERT rows. */
   insertRows(statement: string, rows: readonly unknown[][]): Promise<void>;
+  /**
+   * `select` (which has an ORDER BY and a LIMIT of its own) as a term of a UNION ALL that
+   * returns `columns`: MySQL takes it in parentheses; SQLite only inside a subquery (`alias`),
+   * which MariaDB would copy into a temporary table per term (about three times the cost).
+   */
+  unionTerm(select: string, columns: string, alias: string): string;
   close(): Promise<void>;
 }
 

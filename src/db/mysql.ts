@@ -61,6 +61,10 @@ export class MysqlPool implements MysqlDatabase {
     return insertInBatches(this, statement, rows);
   }
 
+  unionTerm(select: string): string {
+    return `(${select})`;
+  }
+
   async now(): Promise<number> {
     const [row] = await this.select<{ ms: string }>('SELECT ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS ms');
     return Number(row.ms);

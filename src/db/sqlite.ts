@@ -68,6 +68,10 @@ export class SqliteFile implements Database {
     return insertInBatches(this, statement, rows);
   }
 
+  unionTerm(select: string, columns: string, alias: string): string {
+    return `SELECT ${columns} FROM (${select}) AS ${alias}`;
+  }
+
   now(): Promise<number> {
     return Promise.resolve(Date.now());
   }
