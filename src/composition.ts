@@ -21,6 +21,7 @@ import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutLog, FanoutService } from './fanout/fanout.service';
 import { FanoutStore } from './fanout/fanout.store';
 import { FanoutWorkers } from './fanout/fanout.worker';
+import { LiveBuses, LiveFeed } from './feed/feed.live';
 import { FeedService, InFlightSource } from './feed/feed.service';
 import { FeedStore } from './feed/feed.store';
 import type { Inbox } from './feed/inbox';
@@ -31,6 +32,8 @@ import type { Config } from './kernel/config';
 import { Metrics, warn as logWarning } from './kernel/observability';
 import { LikeService } from './like/like.service';
 import { LikeStore } from './like/like.store';
+import { MemoryLiveBus } from './live/live.memory';
+import { RedisLiveBus } from './live/live.redis';
 import { RedisKeys } from './redis/keys';
 import type { RedisClient } from './redis/redis.client';
 import { poolLimits } from './stores';
@@ -59,6 +62,10 @@ export interface Core {
   follows: FollowService;
   likes: LikeService;
   feed: FeedService;
+  /** Blogs as they enter viewers' feeds, for subscriptions. */
+  liveFeed: LiveFeed;
+  /** The transport of liveFeed; closed with the process. */
+  liveBuses: LiveBuses;
   auth: AuthService;
   tokens: TokenService;
   /** null in the embedded mode, where nothing is fanned out. */
@@ -83,6 +90,8 @@ export function createInbox(config: FeedConfig, redis: RedisClient | null): Inbo
 
 export interface FeedDeps {
   warn: FanoutLog;
+  /** Live subscribers to tell of the blogs a fan-out delivers. */
+  live?: LiveFeed;
   metrics?: Pick<Metrics, 'pageRead'>;
   /** The fan-out's unfinished tasks, to rebuild a lost watermark (FanoutStore). */
   inFlight?: InFlightSource;
@@ -103,7 +112,21 @@ export function createFeedService(config: FeedConfig, db: Database, redis: Redis
     deps.warn,
     deps.metrics,
     deps.inFlight,
+    deps.live,
   );
+}
+
+/**
+ * The live buses of this configuration (live/live.bus.ts): over Redis between processes, or in
+ * process memory in the embedded mode. Readers' channels and authors' channels are two buses on
+ * two key spaces, so a reader and an author with the same id never share a channel.
+ */
+export function createLiveBuses(config: Pick<Config, 'redisKeyPrefix'>, redis: RedisClient | null, warn: FanoutLog): LiveBuses {
+  if (!redis) return { readers: new MemoryLiveBus(warn), authors: new MemoryLiveBus(warn) };
+  return {
+    readers: new RedisLiveBus(redis, new RedisKeys(config.redisKeyPrefix), warn),
+    authors: new RedisLiveBus(redis, new RedisKeys(`${config.redisKeyPrefix}author:`), warn),
+  };
 }
 
 /** The domain services of a process. */
@@ -115,10 +138,12 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const users = new UserService(new UserStore(db), now);
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
-  const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined });
+  const liveBuses = createLiveBuses(config, redis, warn);
+  const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
+  const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed });
   const follows = new FollowService(db, new FollowStore(db), users, feed, now);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
-  const blogs = new BlogService(db, new BlogStore(db), fanout, feed, now);
+  const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now);
   const likes = new LikeService(db, new LikeStore(db), blogs, now);
   // A new user's inbox is only a head start: like any missing inbox, it is built from MySQL on
   // the first feed read. So with Redis away the account is created and the sign-up succeeds
@@ -126,7 +151,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const openInbox = (id: number): Promise<void> =>
     feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
   const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, openInbox);
-  return { config, db, redis, keys, users, blogs, follows, likes, feed, auth, tokens, fanout, fanoutQueue, metrics, warn };
+  return { config, db, redis, keys, users, blogs, follows, likes, feed, liveFeed, liveBuses, auth, tokens, fanout, fanoutQueue, metrics, warn };
 }
 
 export interface RunningWorkers {
@@ -156,12 +181,16 @@ export function startFanoutWorkers(
   if (!redis || !queue) throw new Error('fan-out workers need Redis (the embedded mode fans nothing out)');
   const db = database.kind === 'shared' ? database.db : new MysqlPool(config.databaseUrl, poolLimits(config), database.sqlLog);
   const store = new FanoutStore(db, now);
-  const feed = createFeedService(config, db, redis, { warn, inFlight: store });
+  // Publishing only: a worker holds no subscriptions.
+  const liveBuses = createLiveBuses(config, redis, warn);
+  const live = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
+  const feed = createFeedService(config, db, redis, { warn, inFlight: store, live });
   const workers = new FanoutWorkers({ config, store, feed, queue, now, warn, metrics });
   workers.start(count);
   return {
     async stop() {
       await workers.stop();
+      await Promise.allSettled([liveBuses.readers.close(), liveBuses.authors.close()]);
       if (database.kind === 'own') await db.close();
     },
   };

@@ -10,7 +10,11 @@ const ALGORITHM = 'HS256';
 /** Tolerated difference between the clocks of the servers that sign and verify (seconds). */
 const CLOCK_TOLERANCE_SECONDS = 5;
 
-export type TokenCheck = { kind: 'anonymous' } | { kind: 'viewer'; userId: number } | { kind: 'rejected'; reason: string };
+export type TokenCheck =
+  | { kind: 'anonymous' }
+  /** expiresAt: the token's expiry in epoch ms (a live subscription ends there). */
+  | { kind: 'viewer'; userId: number; expiresAt: number }
+  | { kind: 'rejected'; reason: string };
 
 /**
  * Verified tokens remembered per process, so that a client sending the same token on every
@@ -50,7 +54,7 @@ export class TokenService {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) return { kind: 'rejected', reason: 'the Authorization header must be "Bearer <token>"' };
     const known = this.verified.get(match[1]);
-    if (known && Date.now() < known.expiresAt) return { kind: 'viewer', userId: known.userId };
+    if (known && Date.now() < known.expiresAt) return { kind: 'viewer', userId: known.userId, expiresAt: known.expiresAt };
     if (known) this.verified.delete(match[1]);
     return this.verify(match[1]);
   }
@@ -66,8 +70,9 @@ export class TokenService {
         return { kind: 'rejected', reason: 'the token is not one this API issued' };
       }
       const userId = Number(subject);
-      this.remember(token, userId, payload.exp * 1000);
-      return { kind: 'viewer', userId };
+      const expiresAt = payload.exp * 1000;
+      this.remember(token, userId, expiresAt);
+      return { kind: 'viewer', userId, expiresAt };
     } catch (error) {
       if (error instanceof jwt.TokenExpiredError) return { kind: 'rejected', reason: 'the token has expired; log in again' };
       return { kind: 'rejected', reason: 'the token is invalid (bad signature or format)' };

@@ -1,6 +1,7 @@
 /** Blogs: publishing, deleting, lookups and a user's own blogs page. */
 import type { Database, Sql } from '../db/database';
 import type { FanoutService } from '../fanout/fanout.service';
+import type { LiveFeed } from '../feed/feed.live';
 import type { FeedService } from '../feed/feed.service';
 import { badUserInput, forbidden, notFound } from '../kernel/errors';
 import { ScoredId } from '../kernel/pagination/cursor';
@@ -42,6 +43,8 @@ export class BlogService {
     private readonly fanout: FanoutService | null,
     /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
     private readonly feed: Pick<FeedService, 'decidePush' | 'deliveryStarted' | 'inInboxes'>,
+    /** Live subscribers to tell of a blog that no fan-out delivers. */
+    private readonly live: Pick<LiveFeed, 'published'>,
     private readonly now: () => Date,
   ) {}
 
@@ -73,6 +76,9 @@ export class BlogService {
       return { blog, taskId: recorded };
     });
     if (taskId !== null) this.requireFanout().enqueue(taskId);
+    // Nobody fans this blog out (the pull model, a big author): it is in every follower's feed
+    // from its commit, and live followers hear of it now.
+    else await this.live.published({ id: blog.dbId, score: blog.score, authorId: blog.authorId });
     return blog;
   }
 

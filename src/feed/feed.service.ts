@@ -27,6 +27,7 @@ import type { FeedModel } from '../kernel/config';
 import type { Sql } from '../db/database';
 import type { Metrics } from '../kernel/observability';
 import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
+import type { LiveFeed } from './feed.live';
 import { FeedStore } from './feed.store';
 import { buildToken, Delivery, FollowChange, Inbox, PENDING_STALE_MS } from './inbox';
 import { certainMerge, keysetAfter, SourceReading, sourceRead } from './merge';
@@ -108,6 +109,8 @@ export class FeedService {
     private readonly warn: (message: string, error?: unknown) => void,
     private readonly metrics?: Pick<Metrics, 'pageRead'>,
     private readonly inFlight?: InFlightSource,
+    /** Tells live subscribers which blogs reached their inboxes (feed.live.ts). */
+    private readonly live?: Pick<LiveFeed, 'delivered'>,
   ) {
     if ((settings.model === 'pull') !== (inbox === null)) {
       throw new Error(`FEED_MODEL=${settings.model} ${inbox ? 'keeps no inboxes' : 'needs inboxes (Redis)'}`);
@@ -259,6 +262,11 @@ export class FeedService {
     const inbox = this.requireInbox();
     await inbox.deliver(readerIds, delivery);
     const following = await this.store.followersAmong(delivery.authorId, readerIds);
+    // The blog entered the feeds of the readers who still follow its author: the live ones hear of it.
+    await this.live?.delivered(
+      readerIds.filter((id) => following.has(id)),
+      { ...delivery.entry, authorId: delivery.authorId },
+    );
     const gone = readerIds.filter((id) => !following.has(id));
     if (gone.length === 0) return;
     // One script call per reader, sent together (the client pipelines them), not awaited in turn.

@@ -331,4 +331,19 @@ export class FeedStore {
     );
     return rows.map((row) => ({ readerId: Number(row.id), follows: Number(row.follows) === 1, version: Number(row.feed_version) }));
   }
+  /** Whether a blog is live and the viewer follows its author now: the check of a live event before it is shown. */
+  async visibleTo(viewerId: number, blogId: number): Promise<boolean> {
+    const rows = await this.db.select<{ id: string }>(
+      `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id AND f.user_id = ?
+       WHERE b.id = ? AND b.deleted_at IS NULL`,
+      [viewerId, blogId],
+    );
+    return rows.length > 0;
+  }
+
+  /** Everyone the reader follows. */
+  async followeeIds(readerId: number): Promise<number[]> {
+    const rows = await this.db.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
+    return rows.map((row) => Number(row.follow_user_id));
+  }
 }

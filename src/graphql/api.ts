@@ -14,6 +14,8 @@ import { clientAddressOf } from './client-address';
 import type { Context, Services } from './context';
 import { graphqlHandler, isGraphQLPost } from './http';
 import { createLoaders, loaderSources } from './loaders';
+import { serveSubscriptions } from './subscriptions';
+import type { TokenCheck } from '../auth/auth.tokens';
 import { RateLimits } from './rate-limits';
 import { createRoutes } from './routes';
 import { buildFeedSchema } from './schema';
@@ -38,20 +40,31 @@ export async function startApi(core: Core): Promise<RunningApi> {
     if (isGraphQLPost(req)) handleGraphQL(req, res);
     else routes(req, res);
   });
-  const apollo = createApollo(buildFeedSchema(), httpServer, config, core.metrics);
-  await apollo.start();
 
   const clientAddress = clientAddressOf(config.trustedProxies);
   const sources = loaderSources(core);
-  const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
-    const auth = core.tokens.check(req.headers.authorization);
+  const contextFor = (auth: TokenCheck, ip: string, requestId: string): Context => {
     const viewerId = auth.kind === 'viewer' ? auth.userId : null;
     if (viewerId !== null) {
       core.feed.recordActivity(viewerId).catch((error: unknown) => core.warn(`recording activity of user ${viewerId} failed`, error));
     }
-    const loaders = createLoaders(sources, viewerId);
-    return { auth, ip: clientAddress(req), requestId, services, loaders };
+    return { auth, ip, requestId, services, loaders: createLoaders(sources, viewerId) };
   };
+
+  const schema = buildFeedSchema();
+  // Subscriptions over graphql-ws share the port and the path (ws://.../graphql).
+  const subscriptions = serveSubscriptions(httpServer, {
+    schema,
+    services,
+    checkToken: (authorization) => core.tokens.check(authorization),
+    clientAddress,
+    contextOf: contextFor,
+    maxSubscriptionsPerUser: config.maxSubscriptionsPerUser,
+    production: config.nodeEnv === 'production',
+  });
+  const apollo = createApollo(schema, httpServer, config, core.metrics, [subscriptions]);
+  await apollo.start();
+
   const handleGraphQL = graphqlHandler({
     apollo,
     // Browsers may call the API only from the configured origins (CORS_ORIGINS). Apollo's CSRF
@@ -59,7 +72,7 @@ export async function startApi(core: Core): Promise<RunningApi> {
     cors: cors({ origin: config.corsOrigins, credentials: false }),
     maxBodyBytes: MAX_BODY_BYTES,
     requestIdOf,
-    contextOf,
+    contextOf: async (req, requestId) => contextFor(core.tokens.check(req.headers.authorization), clientAddress(req), requestId),
   });
   // The rest of /graphql (GET queries, CORS preflights, other methods) reaches the same handler
   // through Express, after the GraphiQL route.

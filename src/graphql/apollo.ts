@@ -23,6 +23,8 @@ export function createApollo(
   httpServer: http.Server,
   config: Pick<Config, 'nodeEnv' | 'introspection' | 'shutdownTimeoutMs'>,
   metrics: Metrics,
+  /** More plugins: the subscription server's, which closes its sockets when Apollo drains. */
+  extraPlugins: ApolloServerPlugin<Context>[] = [],
 ): ApolloServer<Context> {
   return new ApolloServer<Context>({
     schema,
@@ -47,6 +49,7 @@ export function createApollo(
       ApolloServerPluginInlineTraceDisabled(),
       queryLimitsPlugin(schema),
       requestLogPlugin(metrics, operationLabeler(schema)),
+      ...extraPlugins,
     ],
   });
 }

@@ -2,6 +2,7 @@
 import type { AuthService } from '../auth/auth.service';
 import type { TokenCheck } from '../auth/auth.tokens';
 import type { BlogService } from '../blog/blog.service';
+import type { LiveFeed } from '../feed/feed.live';
 import type { FeedService } from '../feed/feed.service';
 import type { FollowService } from '../follow/follow.service';
 import type { LikeService } from '../like/like.service';
@@ -17,6 +18,7 @@ export interface Services {
   follows: FollowService;
   likes: LikeService;
   feed: FeedService;
+  liveFeed: LiveFeed;
   rateLimits: RateLimits;
 }
 

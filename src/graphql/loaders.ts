@@ -116,6 +116,11 @@ export function primeLoaders(
   }
 }
 
+/** Forgets everything the loaders hold (a subscription's context outlives each of its events). */
+export function clearLoaders(loaders: Loaders): void {
+  for (const loader of Object.values(loaders) as Array<DataLoader<number, unknown>>) loader.clearAll();
+}
+
 export function createLoaders(sources: LoaderSources, viewerId: number | null): Loaders {
   return {
     blog: byId((ids) => sources.blogsByIds(ids)),

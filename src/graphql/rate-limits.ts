@@ -71,6 +71,10 @@ export class RateLimits {
     return this.consume('likePerUser', String(userId), 'likes');
   }
 
+  subscribe(userId: number): Promise<void> {
+    return this.consume('subscribePerUser', String(userId), 'subscriptions started');
+  }
+
   private async consume(name: LimitName, key: string, what: string): Promise<void> {
     if (!this.settings.enabled) return;
     const rule = this.settings[name];

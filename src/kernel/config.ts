@@ -33,6 +33,8 @@ export interface RateLimitSettings {
   loginPerNickName: RateLimitRule;
   publishPerUser: RateLimitRule;
   likePerUser: RateLimitRule;
+  /** Subscriptions started over WebSocket, per user: a client that resubscribes in a loop. */
+  subscribePerUser: RateLimitRule;
 }
 
 export interface Config {
@@ -113,6 +115,8 @@ export interface Config {
   metricsToken: string | null;
   /** SHUTDOWN_TIMEOUT_MS: how long SIGTERM/SIGINT may drain before the process exits anyway (with 1). */
   shutdownTimeoutMs: number;
+  /** MAX_SUBSCRIPTIONS_PER_USER: live subscriptions one user may hold open in one API process. */
+  maxSubscriptionsPerUser: number;
 }
 
 /** Shortest METRICS_TOKEN: as for JWT_SECRET, a short one could be guessed. */
@@ -178,6 +182,7 @@ export function loadConfig(env: Env = process.env): Config {
       loginPerNickName: parseRule(env, 'RATE_LIMIT_LOGIN_PER_NICKNAME', '10/900'),
       publishPerUser: parseRule(env, 'RATE_LIMIT_PUBLISH_PER_USER', '30/3600'),
       likePerUser: parseRule(env, 'RATE_LIMIT_LIKE_PER_USER', '300/600'),
+      subscribePerUser: parseRule(env, 'RATE_LIMIT_SUBSCRIBE_PER_USER', '60/600'),
     },
     corsOrigins: (env.CORS_ORIGINS ?? '')
       .split(',')
@@ -187,6 +192,8 @@ export function loadConfig(env: Env = process.env): Config {
     introspection: parseOnOff(env, 'INTROSPECTION', true),
     metricsToken: parseMetricsToken(env.METRICS_TOKEN),
     shutdownTimeoutMs: parseIntVar(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
+    // An app needs one subscription; 10 leaves room for a phone and a few tabs on one process.
+    maxSubscriptionsPerUser: parseIntVar(env, 'MAX_SUBSCRIPTIONS_PER_USER', 10, 1, 1000),
   };
 }
 

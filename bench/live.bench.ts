@@ -1,0 +1,143 @@
+/**
+ * `npm run bench:live [-- --subscribers 2000 --publishes 30 --offline 50000]`: the live feed under
+ * load. SUBSCRIBERS graphql-ws clients (in another process, bench/live.clients.ts) hold
+ * `followFeedAdded` open on one API process with its fan-out workers (FEED_MODEL=push), while
+ * authors publish. It prints:
+ * - publish-to-delivery latency, p50 and p99, from the publish request's start to each
+ *   subscriber's event (target: p99 under 1 s at 2,000 subscriptions);
+ * - the server's memory per open subscription (heap and RSS, after a GC);
+ * - what a publish costs on the live side as its author gains offline followers: Redis PUBLISH
+ *   commands per publish (only live readers get one) and the fan-out time, for an author with
+ *   the live followers only and then with OFFLINE more who are not connected.
+ */
+import 'reflect-metadata';
+import { fork } from 'node:child_process';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { startApp } from '../src/app';
+import { SqlStatementLog } from '../src/db/database';
+import { openMysql } from '../src/db/migrate';
+import { fromGlobalId } from '../src/kernel/global-id';
+import { createRedis } from '../src/redis/redis.client';
+import { poolLimits } from '../src/stores';
+import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile } from './bench.support';
+
+const SUBSCRIBERS = flag('subscribers', 2000);
+const PUBLISHES = flag('publishes', 30);
+const OFFLINE = flag('offline', 50_000);
+const AUTHORS = 10;
+const FIRST_READER_ID = 5_000_000;
+const FIRST_OFFLINE_ID = 7_000_000;
+
+type ClientMessage = { kind: 'ready' } | { kind: 'received'; events: Array<{ title: string; at: number }> } | { kind: 'error'; error: string };
+
+async function main(): Promise<void> {
+  const databaseUrl = await freshBenchDatabase('feed_bench_live');
+  const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:live:', FEED_MODEL: 'push', MAX_SUBSCRIPTIONS_PER_USER: '10' });
+  const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
+  const redis = createRedis(config, (message) => console.warn(message)) as Redis;
+  await deleteByPrefix(redis, config.redisKeyPrefix);
+  const app = await startApp({ config, db, redis });
+  console.log(`live benchmark: ${SUBSCRIBERS.toLocaleString('en-US')} subscriptions, ${PUBLISHES} publishes, ${AUTHORS} authors, FEED_MODEL=push`);
+
+  // Authors sign up through the API; readers are inserted in bulk, each following one author.
+  const authors: Array<{ id: number; token: string }> = [];
+  for (let a = 0; a < AUTHORS; a += 1) {
+    const data = await graphql(app.url, 'mutation($n: String!) { signUp(nickName: $n, password: "bench-password") { token user { id } } }', {
+      n: `live-author-${a}`,
+    });
+    authors.push({ id: fromGlobalId(data.signUp.user.id).id, token: data.signUp.token });
+  }
+  const readerIds = Array.from({ length: SUBSCRIBERS }, (_, i) => FIRST_READER_ID + i);
+  await db.insertRows(
+    'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at) VALUES ?',
+    readerIds.map((id) => [id, `r${id}`, `r${id}`, 'not-a-hash', new Date()]),
+  );
+  await db.insertRows(
+    'INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
+    readerIds.map((id, i) => [id, authors[i % AUTHORS].id, new Date()]),
+  );
+  await Promise.all(readerIds.map((id) => app.services.feed.openInbox(id)));
+
+  gc();
+  const before = process.memoryUsage();
+  const clients = fork(join(__dirname, 'live.clients.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const received: Array<{ title: string; at: number }> = [];
+  const errors: string[] = [];
+  const ready = new Promise<void>((resolve) =>
+    clients.on('message', (message: ClientMessage) => {
+      if (message.kind === 'ready') resolve();
+      else if (message.kind === 'received') received.push(...message.events);
+      else errors.push(message.error);
+    }),
+  );
+  const connectStart = performance.now();
+  clients.send({ url: app.url, tokens: readerIds.map((id) => app.services.tokens.issue(id)) });
+  await ready;
+  console.log(`${SUBSCRIBERS} subscriptions open in ${ms(performance.now() - connectStart)}`);
+  gc();
+  const after = process.memoryUsage();
+  const perSubscription = (field: 'heapUsed' | 'rss') => (after[field] - before[field]) / SUBSCRIBERS / 1024;
+
+  // Publishes, one every 200 ms, each to the followers of one author (SUBSCRIBERS / AUTHORS of them).
+  const publishedAt = new Map<string, number>();
+  for (let i = 0; i < PUBLISHES; i += 1) {
+    const title = `live ${i}`;
+    publishedAt.set(title, Date.now());
+    await graphql(app.url, 'mutation($t: String!) { publishBlog(input: { title: $t, content: "live" }) { id } }', { t: title }, authors[i % AUTHORS].token);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  await app.services.fanout?.idle(60_000);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const expected = PUBLISHES * (SUBSCRIBERS / AUTHORS);
+  const latencies = received.filter((event) => publishedAt.has(event.title)).map((event) => event.at - publishedAt.get(event.title)!);
+  console.log(`events delivered: ${latencies.length} of ${expected} expected${errors.length ? `, client errors: ${errors.slice(0, 3).join('; ')}` : ''}`);
+  console.log(
+    `publish-to-delivery latency: p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}, max ${ms(Math.max(...latencies))}  (target p99 < 1 s)`,
+  );
+  console.log(`server memory per open subscription: heap ${perSubscription('heapUsed').toFixed(1)} KB, RSS ${perSubscription('rss').toFixed(1)} KB`);
+
+  // The cost of offline followers: one author's publish with its live followers only, then with OFFLINE more.
+  const author = authors[0];
+  const publishCommands = async () => {
+    const stats = await redis.info('commandstats');
+    return ['publish', 'spublish'].reduce((sum, name) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0), 0);
+  };
+  const measure = async (label: string) => {
+    const commands = await publishCommands();
+    const started = performance.now();
+    await graphql(app.url, 'mutation($t: String!) { publishBlog(input: { title: $t, content: "live" }) { id } }', { t: label }, author.token);
+    await app.services.fanout?.idle(120_000);
+    const elapsed = performance.now() - started;
+    console.log(`${label.padEnd(40)} fan-out ${ms(elapsed).padStart(9)}  PUBLISH commands ${(await publishCommands()) - commands}`);
+  };
+  await measure(`${SUBSCRIBERS / AUTHORS} live followers`);
+  const offlineIds = Array.from({ length: OFFLINE }, (_, i) => FIRST_OFFLINE_ID + i);
+  await db.insertRows(
+    'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at) VALUES ?',
+    offlineIds.map((id) => [id, `o${id}`, `o${id}`, 'not-a-hash', new Date()]),
+  );
+  await db.insertRows(
+    'INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
+    offlineIds.map((id) => [id, author.id, new Date()]),
+  );
+  await Promise.all(offlineIds.map((id) => app.services.feed.openInbox(id)));
+  await measure(`+ ${OFFLINE.toLocaleString('en-US')} offline followers`);
+
+  clients.send({ kind: 'stop' });
+  await new Promise((resolve) => clients.once('exit', resolve));
+  await app.stop();
+  await deleteByPrefix(redis, config.redisKeyPrefix);
+  await Promise.allSettled([db.close(), redis.quit()]);
+  process.exit(0);
+}
+
+/** A full GC, for the memory figures (the script runs with --expose-gc). */
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,55 @@
+/**
+ * The subscribers of bench:live, in a process of their own (the server's CPU and memory must be
+ * the server's alone): one graphql-ws client per token, each subscribed to followFeedAdded.
+ * Talks to its parent over IPC: `ready` once every subscription is acknowledged, then one
+ * `received` batch per second ({ title, at } of each event, `at` in epoch ms), until told to stop.
+ */
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+
+interface Start {
+  url: string;
+  tokens: string[];
+}
+
+const SUBSCRIPTION = 'subscription { followFeedAdded { cursor node { id title } } }';
+
+process.once('message', (message: Start) => {
+  const wsUrl = message.url.replace(/^http/, 'ws');
+  const received: Array<{ title: string; at: number }> = [];
+  let acknowledged = 0;
+  const clients = message.tokens.map((token) => {
+    const client = createClient({
+      url: wsUrl,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${token}` },
+      lazy: false,
+      retryAttempts: 0,
+    });
+    client.subscribe<{ followFeedAdded: { node: { title: string } } }>(
+      { query: SUBSCRIPTION },
+      {
+        next: (result) => {
+          if (result.data) received.push({ title: result.data.followFeedAdded.node.title, at: Date.now() });
+        },
+        error: (error) => process.send!({ kind: 'error', error: String((error as Error)?.message ?? JSON.stringify(error)) }),
+        complete: () => {},
+      },
+    );
+    client.on('connected', () => {
+      acknowledged += 1;
+      if (acknowledged === message.tokens.length) setTimeout(() => process.send!({ kind: 'ready' }), 500);
+    });
+    return client;
+  });
+  const flush = setInterval(() => {
+    if (received.length > 0) process.send!({ kind: 'received', events: received.splice(0) });
+  }, 250);
+  process.on('message', (next: { kind: string }) => {
+    if (next.kind !== 'stop') return;
+    clearInterval(flush);
+    process.send!({ kind: 'received', events: received.splice(0) }, undefined, undefined, () => {
+      void Promise.all(clients.map(async (client) => client.dispose())).then(() => process.exit(0));
+    });
+  });
+});

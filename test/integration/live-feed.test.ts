@@ -1,0 +1,170 @@
+/**
+ * The live feed end to end: real graphql-ws clients subscribed to followFeedAdded on the API's
+ * /graphql address, while authors publish, delete and are unfollowed. Runs on MySQL + Redis (and
+ * on the Redis Cluster pass), with the API in this process and in a second server process, and
+ * the delivery cases again in the embedded mode (one process, events in memory).
+ */
+import jwt from 'jsonwebtoken';
+import { fromGlobalId } from '../../src/kernel/global-id';
+import { withTimeout } from '../../src/kernel/timeout';
+import { EMBEDDED, follow, ok, publish, signUp, startTestApp, TEST_JWT_SECRET, TestApp, TestUser } from '../support/harness';
+import { liveClient, LiveClient } from '../support/live-client';
+import { freePort, startNodeProcess, waitFor, WorkerProcess } from '../support/processes';
+
+const dbId = (user: TestUser) => fromGlobalId(user.id).id;
+
+/** Waits until the reader's subscription is listening (and, when given, on these authors' channels too). */
+async function live(app: TestApp, reader: TestUser, authors: TestUser[] = []): Promise<void> {
+  const buses = app.services.liveBuses;
+  await waitFor('the subscription to be live', async () => {
+    const readers = await buses.readers.liveAmong([dbId(reader)]);
+    const listened = await buses.authors.liveAmong(authors.map(dbId));
+    return readers.length === 1 && listened.length === authors.length;
+  });
+}
+
+const clients: LiveClient[] = [];
+const open = (url: string, token: string | null) => {
+  const client = liveClient(url, token);
+  clients.push(client);
+  return client;
+};
+afterEach(async () => {
+  await Promise.allSettled(clients.splice(0).map((client) => client.dispose()));
+});
+
+describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('followFeedAdded, FEED_MODEL=%s', (model) => {
+  let app: TestApp;
+  beforeAll(async () => {
+    // hybrid with BIG_V_FOLLOWERS=2: "star" (two followers) is a big author whose blogs nobody fans out.
+    app = await startTestApp(`live_${model}`, { env: EMBEDDED ? {} : { FEED_MODEL: model, BIG_V_FOLLOWERS: '2' } });
+  });
+  afterAll(() => app.close());
+
+  it('delivers each new blog of a followed author once, with a cursor that continues the feed below it', async () => {
+    const [reader, author, other] = [await signUp(app, 'reader'), await signUp(app, 'author'), await signUp(app, 'other')];
+    await follow(app, reader, author);
+    const older = await publish(app, author, 'older');
+    await app.services.fanout?.idle(); // delivered before the subscription starts: not a live event
+    const client = open(app.url, reader.token);
+    await live(app, reader, model === 'push' ? [] : [author]);
+    const id = await publish(app, author, 'fresh');
+    await publish(app, other, 'not followed');
+    const [edge] = await client.received(1);
+    expect(edge.node).toEqual({ id, title: 'fresh', author: { nickName: 'author' } });
+    // The edge's cursor is a feed cursor: the page after it starts with the blog below.
+    const next = ok(await app.gql('query($a: String) { followFeed(first: 1, after: $a) { edges { node { id } } } }', { a: edge.cursor }, reader.token));
+    expect(next.followFeed.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([older]);
+    await app.services.fanout?.idle();
+    await publish(app, author, 'second');
+    await client.received(2);
+    expect(client.edges.map((e) => e.node.title)).toEqual(['fresh', 'second']);
+    expect(client.errors).toEqual([]);
+  });
+
+  it('stops at once when the viewer unfollows, and never sends a deleted blog', async () => {
+    const [reader, author, kept] = [await signUp(app, 'reader2'), await signUp(app, 'author2'), await signUp(app, 'kept2')];
+    await follow(app, reader, author);
+    await follow(app, reader, kept);
+    const client = open(app.url, reader.token);
+    await live(app, reader, model === 'push' ? [] : [author, kept]);
+    await follow(app, reader, author, false);
+    await publish(app, author, 'after the unfollow');
+    const doomed = await publish(app, kept, 'deleted at once');
+    ok(await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: doomed }, kept.token));
+    await publish(app, kept, 'kept');
+    await app.services.fanout?.idle();
+    await client.received(1);
+    // Whatever was in flight has arrived by now (the fan-out is idle): only the one blog came.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(client.edges.map((e) => e.node.title).filter((title) => title !== 'deleted at once')).toEqual(['kept']);
+    expect(client.edges.map((e) => e.node.title)).not.toContain('after the unfollow');
+  });
+
+  if (model === 'hybrid') {
+    it("delivers a big author's blog, which nobody fans out, at its publish", async () => {
+      const [reader, fan, star] = [await signUp(app, 'reader3'), await signUp(app, 'fan3'), await signUp(app, 'star3')];
+      await follow(app, reader, star);
+      await follow(app, fan, star); // two followers: star is big from now on
+      const client = open(app.url, reader.token);
+      await live(app, reader, [star]);
+      const id = await publish(app, star, 'from a big author');
+      const [row] = await app.query<{ pushed: number }>('SELECT pushed FROM tb_blog WHERE id = ?', [fromGlobalId(id).id]);
+      expect(Number(row.pushed)).toBe(0);
+      const [edge] = await client.received(1);
+      expect(edge.node.id).toBe(id);
+    });
+  }
+});
+
+describe('refusals', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp('live_refusals', { env: { MAX_SUBSCRIPTIONS_PER_USER: '2' } });
+  });
+  afterAll(() => app.close());
+
+  it('closes an anonymous socket, and one with a forged token, with 4401 UNAUTHENTICATED', async () => {
+    const anonymous = open(app.url, null);
+    const forged = open(app.url, jwt.sign({}, 'not-our-secret-at-all', { algorithm: 'HS256', subject: '1', expiresIn: 60 }));
+    await waitFor('both sockets to close', async () => anonymous.closed() !== null && forged.closed() !== null);
+    expect(anonymous.closed()).toEqual({ code: 4401, reason: expect.stringMatching(/^UNAUTHENTICATED: /) });
+    expect(forged.closed()).toEqual({ code: 4401, reason: 'UNAUTHENTICATED: the token is invalid (bad signature or format)' });
+  });
+
+  it('ends the socket when the token expires', async () => {
+    const user = await signUp(app, 'expiring');
+    const token = jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: String(dbId(user)), expiresIn: 2 });
+    const client = open(app.url, token);
+    await live(app, user);
+    expect(client.closed()).toBeNull();
+    await waitFor('the socket to close at the expiry', async () => client.closed() !== null, 10_000);
+    expect(client.closed()).toEqual({ code: 4401, reason: 'UNAUTHENTICATED: the token has expired; log in again' });
+  });
+
+  it('refuses a subscription over MAX_SUBSCRIPTIONS_PER_USER, a document over the limits and an unknown field, each with its code', async () => {
+    const user = await signUp(app, 'greedy');
+    const client = open(app.url, user.token);
+    await live(app, user);
+    client.subscribeAgain(); // the second one is allowed; it runs until the socket closes
+    const third = await withTimeout(client.subscribeAgain().errors, 5000, 'the refusal of a third subscription');
+    expect(third).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'RATE_LIMITED' }) })]);
+    const deep = `subscription { followFeedAdded { node { author { blogs { edges { node { author { blogs { edges { node { author { nickName } } } } } } } } } } } }`;
+    expect(await client.subscribeAgain(deep).errors).toEqual([
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED', limit: 'depth' }) }),
+    ]);
+    expect(await client.subscribeAgain('subscription { nothingHere }').errors).toEqual([
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }) }),
+    ]);
+    expect(client.closed()).toBeNull(); // refusals end the operation, not the socket
+  });
+});
+
+// Needs Redis between the processes: the embedded mode is one process by design.
+if (!EMBEDDED)
+  describe('across API processes', () => {
+    let app: TestApp;
+    let other: WorkerProcess;
+    let otherUrl: string;
+    beforeAll(async () => {
+      app = await startTestApp('live_processes', { env: { FEED_MODEL: 'push' } });
+      const port = await freePort();
+      other = startNodeProcess('server.js', { ...app.env, PORT: String(port), NODE_ENV: 'production', FANOUT_WORKERS: '0' });
+      otherUrl = `http://127.0.0.1:${port}/graphql`;
+      await waitFor('the second API process', async () => other.output().includes('listening'), 30_000);
+    });
+    afterAll(async () => {
+      await other.kill('SIGTERM');
+      await app.close();
+    });
+
+    it("delivers to a subscriber on another process than the publisher's and the fan-out's", async () => {
+      const [reader, author] = [await signUp(app, 'far'), await signUp(app, 'near')];
+      await follow(app, reader, author);
+      const client = open(otherUrl, reader.token);
+      await live(app, reader);
+      const id = await publish(app, author, 'across processes');
+      const [edge] = await client.received(1);
+      expect(edge.node.id).toBe(id);
+    });
+  });
