@@ -50,6 +50,12 @@ export interface Database extends Sql {
   query<T = any>(statement: string, params?: Params): Promise<T>;
   /** `INSERT ... VALUES ?` for many rows, in statements of ROWS_PER_INSERT rows. */
   insertRows(statement: string, rows: readonly unknown[][]): Promise<void>;
+  /**
+   * Where the reads that may lag run (feed pages, profiles, the graph, the loaders' batches): a
+   * healthy replica when there are replicas and the request is not the reader's own recent
+   * writer's (db/replicas.ts); else this database itself.
+   */
+  lagging(): Sql;
   close(): Promise<void>;
 }
 

@@ -47,6 +47,10 @@ export function positionSql(from: FeedPosition, alias = ''): { where: string; pa
   return { where: `AND ${column('created_at')} <= ?`, params: [at], skip: from.offset };
 }
 
+/**
+ * Page reads (feedPage, pulledFolloweeIds, pulledBlogs) may lag and take `db.lagging()`; what
+ * rebuilds and fan-out read (snapshot, feedVersion, the follow checks) is the primary's.
+ */
 export class FeedStore {
   constructor(private readonly db: Database) {}
 
@@ -59,7 +63,7 @@ export class FeedStore {
   async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null): Promise<ScoredId[]> {
     if (limit === 0) return [];
     const position = positionSql(from, 'b');
-    const rows = await this.db.select<Row>(
+    const rows = await this.db.lagging().select<Row>(
       `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
        WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
        ORDER BY b.created_at DESC, b.id DESC LIMIT ?, ?`,
@@ -103,7 +107,7 @@ export class FeedStore {
 
   /** Followees with blogs that were not fanned out (big authors, hybrid model). */
   async pulledFolloweeIds(readerId: number): Promise<number[]> {
-    const rows = await this.db.select<{ id: string }>(
+    const rows = await this.db.lagging().select<{ id: string }>(
       `SELECT u.id FROM tb_follow f JOIN tb_user u ON u.id = f.follow_user_id
        WHERE f.user_id = ? AND u.has_pulled_blogs`,
       [readerId],
@@ -123,7 +127,7 @@ export class FeedStore {
        WHERE user_id = ? AND NOT pushed AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?)`;
     const params = authorIds.flatMap((id) => [id, ...position.params, limit]);
-    const rows = await this.db.select<Row>(authorIds.map(() => branch).join(' UNION ALL '), params);
+    const rows = await this.db.lagging().select<Row>(authorIds.map(() => branch).join(' UNION ALL '), params);
     return rows.map(entryOf);
   }
 

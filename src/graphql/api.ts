@@ -9,12 +9,14 @@ import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import type { Core } from '../composition';
 import { Config, ConfigError } from '../kernel/config';
+import { readPrimaryInScope, replicasOf } from '../db/replicas';
 import { createApollo } from './apollo';
 import { clientAddressOf } from './client-address';
 import type { Context, Services } from './context';
 import { graphqlHandler, isGraphQLPost } from './http';
 import { createLoaders } from './loaders';
 import { RateLimits } from './rate-limits';
+import { RecentWriters } from './read-your-writes';
 import { createRoutes } from './routes';
 import { buildFeedSchema } from './schema';
 
@@ -42,6 +44,9 @@ export async function startApi(core: Core): Promise<RunningApi> {
   await apollo.start();
 
   const clientAddress = clientAddressOf(config.trustedProxies);
+  // Only with replicas can a read miss a write.
+  const recentWriters = replicasOf(core.db) ? new RecentWriters(core.redis, core.keys, config.replicaMaxLagMs) : null;
+  const wrote = (userId: number): void => recentWriters?.wrote(userId);
   const contextOf = async (req: http.IncomingMessage, requestId: string): Promise<Context> => {
     const auth = core.tokens.check(req.headers.authorization);
     const viewerId = auth.kind === 'viewer' ? auth.userId : null;
@@ -57,7 +62,10 @@ export async function startApi(core: Core): Promise<RunningApi> {
       },
       viewerId,
     );
-    return { auth, ip: clientAddress(req), requestId, services, loaders };
+    // A recent writer's request reads the primary, which has their write (the request runs in a
+    // read scope of its own: http.ts).
+    if (viewerId !== null && (await recentWriters?.isRecent(viewerId))) readPrimaryInScope();
+    return { auth, ip: clientAddress(req), requestId, services, loaders, wrote };
   };
   const handleGraphQL = graphqlHandler({
     apollo,

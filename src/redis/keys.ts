@@ -15,6 +15,9 @@
  * | fanout:inflight     | sorted set | deliver tasks in flight (member = task id, score = the    |
  * |                     |            | blog's created_at) and "~synced": the fan-out watermark   |
  * | rl:{limit}:{key}    | string     | a rate-limit counter (graphql/rate-limits.ts)              |
+ * | rw:{userId}         | string     | "1" while the user's writes may not have reached the      |
+ * |                     |            | replicas: their reads go to the primary (PX = REPLICA_MAX_ |
+ * |                     |            | LAG_MS + the check interval; graphql/read-your-writes.ts) |
  * | bull:fanout:*       | various    | the fan-out queue (BullMQ's own keys)                      |
  */
 
@@ -54,6 +57,11 @@ export class RedisKeys {
   /** The counters of one rate limit (rate-limiter-flexible appends the limited key). */
   rateLimit(name: string): string {
     return `${this.prefix}rl:${name}`;
+  }
+
+  /** Marks a recent writer, whose reads go to the primary (read-your-writes with replicas). */
+  recentWriter(userId: number): string {
+    return `${this.prefix}rw:{${userId}}`;
   }
 
   /** A pattern matching every key of this prefix (for tests and maintenance scripts). */
