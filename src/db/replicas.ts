@@ -90,7 +90,6 @@ type SlaveStatus = {
   Slave_IO_Running?: string;
   Slave_SQL_Running?: string;
   Seconds_Behind_Master?: number | string | null;
-  Gtid_Slave_Pos?: string;
   Last_IO_Error?: string;
   Last_SQL_Error?: string;
 };
@@ -255,8 +254,17 @@ export class ReplicatedDatabase implements MysqlDatabase {
   private async check(replica: Replica, gtidsKnown: boolean): Promise<void> {
     const name = replica.status.replica;
     let rows: SlaveStatus[];
+    let applied: Array<{ Value: string }>;
     try {
-      rows = await withTimeout(replica.pool.select<SlaveStatus>('SHOW SLAVE STATUS'), REPLICA_CHECK_TIMEOUT_MS, 'the replica');
+      // What it applied: @@gtid_slave_pos (MariaDB; SHOW SLAVE STATUS shows only what it received).
+      [rows, applied] = await withTimeout(
+        Promise.all([
+          replica.pool.select<SlaveStatus>('SHOW SLAVE STATUS'),
+          replica.pool.select<{ Value: string }>("SHOW GLOBAL VARIABLES LIKE 'gtid_slave_pos'"),
+        ]),
+        REPLICA_CHECK_TIMEOUT_MS,
+        'the replica',
+      );
     } catch (error) {
       replica.status = { replica: name, state: 'down', lagMs: null, reason: String((error as Error).message ?? error) };
       return;
@@ -266,7 +274,7 @@ export class ReplicatedDatabase implements MysqlDatabase {
       replica.status = { replica: name, state: 'down', lagMs: null, reason: 'not a replica (SHOW SLAVE STATUS is empty)' };
       return;
     }
-    const lagMs = gtidsKnown && row.Gtid_Slave_Pos !== undefined ? this.gtidLagMs(parseGtids(row.Gtid_Slave_Pos)) : secondsBehindMs(row);
+    const lagMs = gtidsKnown && applied[0] ? this.gtidLagMs(parseGtids(applied[0].Value)) : secondsBehindMs(row);
     const running = row.Slave_IO_Running === 'Yes' && row.Slave_SQL_Running === 'Yes';
     if (!running) {
       const why = [row.Last_IO_Error, row.Last_SQL_Error].filter(Boolean).join('; ');
