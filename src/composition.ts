@@ -17,6 +17,7 @@ import { BlogService } from './blog/blog.service';
 import { BlogStore } from './blog/blog.store';
 import type { Database, MysqlDatabase, SqlStatementLog } from './db/database';
 import { isMysql, MysqlPool } from './db/mysql';
+import { replicasOf } from './db/replicas';
 import { FanoutQueue } from './fanout/fanout.queue';
 import { FanoutLog, FanoutService } from './fanout/fanout.service';
 import { FanoutStore } from './fanout/fanout.store';
@@ -134,6 +135,8 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const keys = new RedisKeys(config.redisKeyPrefix);
   const fanoutQueue = redis ? new FanoutQueue(config) : null;
   const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed') : undefined);
+  const replicas = replicasOf(db);
+  if (replicas) metrics.watchReplicas(replicas);
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(new UserStore(db), now);
   // The outbox is MySQL's alone: the embedded mode fans nothing out.

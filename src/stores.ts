@@ -8,7 +8,9 @@
 import { resolve } from 'node:path';
 import { Database, LogSink, SqlStatementLog } from './db/database';
 import { openMysql, openSqlite } from './db/migrate';
-import type { PoolLimits } from './db/mysql';
+import type { MysqlDatabase } from './db/database';
+import type { MysqlPool, PoolLimits } from './db/mysql';
+import { redactUrl, ReplicatedDatabase } from './db/replicas';
 import { Config, ConfigError } from './kernel/config';
 import { createRedis, RedisClient } from './redis/redis.client';
 
@@ -29,9 +31,10 @@ export async function openStores(config: Config, log: LogSink, sqlLog = new SqlS
     });
     return { db, redis: null, close: () => db.close() };
   }
-  const db = await openMysql(config.databaseUrl, sqlLog, poolLimits(config)).catch((error: unknown) => {
+  const primary = await openMysql(config.databaseUrl, sqlLog, poolLimits(config)).catch((error: unknown) => {
     throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
   });
+  const db = await withReplicas(primary, config, sqlLog);
   const redis = createRedis(config, (message) => log.warn(message));
   return {
     db,
@@ -40,6 +43,18 @@ export async function openStores(config: Config, log: LogSink, sqlLog = new SqlS
       await Promise.allSettled([db.close(), redis.quit()]);
     },
   };
+}
+
+/**
+ * The primary alone, or with DATABASE_REPLICA_URLS its replicas beside it (migrations ran on the
+ * primary only: the replicas receive them through replication). A replica that is down at start
+ * is no error: it is skipped until its health check finds it well.
+ */
+async function withReplicas(primary: MysqlPool, config: Config, sqlLog: SqlStatementLog): Promise<MysqlDatabase> {
+  if (config.databaseReplicaUrls.length === 0) return primary;
+  const db = new ReplicatedDatabase(primary, config.databaseReplicaUrls, poolLimits(config), sqlLog, { maxLagMs: config.replicaMaxLagMs });
+  await db.start();
+  return db;
 }
 
 /** The MySQL pool's limits from the configuration. */
@@ -58,12 +73,6 @@ export function describeStores(config: Config): string {
   const redis = config.redisClusterNodes
     ? `Redis Cluster ${config.redisClusterNodes.map((node) => `${node.host}:${node.port}`).join(',')}`
     : `Redis ${redactUrl(config.redisUrl)}`;
-  return `MySQL ${redactUrl(config.databaseUrl)}, ${redis}, FEED_MODEL=${config.feedModel}`;
-}
-
-/** The URL without its password, for messages. */
-function redactUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
+  const replicas = config.databaseReplicaUrls.length ? ` (replicas ${config.databaseReplicaUrls.map(redactUrl).join(',')})` : '';
+  return `MySQL ${redactUrl(config.databaseUrl)}${replicas}, ${redis}, FEED_MODEL=${config.feedModel}`;
 }

@@ -8,10 +8,13 @@ export class AuthResolver {
   async signUp(
     @Arg('nickName', () => String) nickName: string,
     @Arg('password', () => String) password: string,
-    @Ctx() { services, ip }: Context,
+    @Ctx() { services, ip, wrote }: Context,
   ): Promise<AuthPayload> {
     await services.rateLimits.signUp(ip);
-    return services.auth.signUp(nickName, password);
+    const payload = await services.auth.signUp(nickName, password);
+    // The new account's first requests must find it, though no replica may have it yet.
+    wrote(payload.user.dbId);
+    return payload;
   }
 
   @Mutation(() => AuthPayload, { description: 'Signs in; the token expires (JWT_EXPIRES_IN_SECONDS)' })

@@ -50,8 +50,8 @@ export class BlogStore {
     return result.affectedRows > 0;
   }
 
-  /** Live (not deleted) blogs by id, in one statement. */
-  async findByIds(ids: readonly number[], sql: Sql = this.db): Promise<Map<number, Blog>> {
+  /** Live (not deleted) blogs by id, in one statement; from a replica unless given `sql` (a transaction's). */
+  async findByIds(ids: readonly number[], sql: Sql = this.db.lagging()): Promise<Map<number, Blog>> {
     if (ids.length === 0) return new Map();
     const rows = await sql.select<BlogRow>(`SELECT ${BLOG_COLUMNS} FROM tb_blog WHERE id IN (?) AND deleted_at IS NULL`, [ids]);
     return new Map(rows.map((row) => [Number(row.id), Blog.fromRow(row)]));
@@ -64,7 +64,7 @@ export class BlogStore {
    */
   async forViewer(viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
     if (ids.length === 0) return { blogs: [], authors: [], liked: new Set(), followed: new Set() };
-    const rows = await this.db.select<BlogForViewerRow>(
+    const rows = await this.db.lagging().select<BlogForViewerRow>(
       `SELECT b.id, b.user_id, b.title, b.content, b.images, b.liked, b.created_at, b.pushed,
          u.nick_name, u.icon, u.follower_count, u.following_count,
          EXISTS(SELECT 1 FROM tb_blog_like l WHERE l.blog_id = b.id AND l.user_id = ?) AS viewer_likes,
@@ -99,7 +99,7 @@ export class BlogStore {
    */
   async pageOfAuthor(authorId: number, from: FeedPosition, limit: number): Promise<Blog[]> {
     const position = positionSql(from);
-    const rows = await this.db.select<BlogRow>(
+    const rows = await this.db.lagging().select<BlogRow>(
       `SELECT ${BLOG_COLUMNS} FROM tb_blog
        WHERE user_id = ? AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?, ?`,

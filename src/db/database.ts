@@ -56,6 +56,12 @@ export interface Database extends Sql {
    * which MariaDB would copy into a temporary table per term (about three times the cost).
    */
   unionTerm(select: string, columns: string, alias: string): string;
+  /**
+   * Where the reads that may lag run (feed pages, profiles, the graph, the loaders' batches): a
+   * healthy replica when there are replicas and the request is not the reader's own recent
+   * writer's (db/replicas.ts); else this database itself.
+   */
+  lagging(): Sql;
   close(): Promise<void>;
 }
 

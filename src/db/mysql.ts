@@ -11,6 +11,11 @@ export interface PoolLimits {
   poolSize: number;
   /** 0 = statements may run as long as they like (migrations, tools). */
   statementTimeoutMs: number;
+  /**
+   * A connection or statement without an answer after this long fails on the client's side
+   * (the replicas' pools: a frozen server must not hold a request); unset = mysql2's defaults.
+   */
+  clientTimeoutMs?: number;
 }
 
 /** Attempts of a transaction that InnoDB rolled back as a deadlock victim. */
@@ -21,6 +26,7 @@ type Runner = Pick<Pool, 'query'> | Pick<PoolConnection, 'query'>;
 export class MysqlPool implements MysqlDatabase {
   readonly dialect = 'mysql' as const;
   private readonly pool: Pool;
+  private readonly clientTimeoutMs: number | undefined;
 
   constructor(
     databaseUrl: string,
@@ -39,7 +45,9 @@ export class MysqlPool implements MysqlDatabase {
       // No stack captured per statement: an error still says what failed, and the hot path saves the capture.
       trace: false,
       enableKeepAlive: true,
+      ...(limits.clientTimeoutMs === undefined ? {} : { connectTimeout: limits.clientTimeoutMs }),
     };
+    this.clientTimeoutMs = limits.clientTimeoutMs;
     this.pool = mysql.createPool(options);
     if (limits.statementTimeoutMs > 0) limitStatementTime(this.pool, limits.statementTimeoutMs, log.sink);
   }
@@ -61,8 +69,13 @@ export class MysqlPool implements MysqlDatabase {
     return insertInBatches(this, statement, rows);
   }
 
-  unionTerm(select: string): string {
+  unionTerm(select: string, _columns: string, _alias: string): string {
     return `(${select})`;
+  }
+
+  /** A pool without replicas reads everything itself. */
+  lagging(): Sql {
+    return this;
   }
 
   async now(): Promise<number> {
@@ -115,7 +128,8 @@ export class MysqlPool implements MysqlDatabase {
   private run<T>(runner: Runner, statement: string, params: Params): Promise<T> {
     const started = performance.now();
     return new Promise<T>((resolve, reject) => {
-      runner.query(statement, params as unknown[], (error: Error | null, result: unknown) => {
+      // Always the options form: mysql2 treats a missing timeout as none.
+      runner.query({ sql: statement, timeout: this.clientTimeoutMs }, params as unknown[], (error: Error | null, result: unknown) => {
         this.log.ran(statement, performance.now() - started);
         if (error) reject(error);
         else resolve(result as T);

@@ -95,6 +95,11 @@ export class SqliteFile implements Database {
     });
   }
 
+  /** One file: every read is its own. */
+  lagging(): Sql {
+    return this;
+  }
+
   close(): Promise<void> {
     this.db.close();
     return Promise.resolve();

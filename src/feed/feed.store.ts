@@ -91,6 +91,11 @@ function rangeSql(from: FeedPosition, minScore: number | null, floor: ScoredId |
   return { where: where.join(' '), params };
 }
 
+/**
+ * Page reads (feedPage, pulledFolloweeIds, pulledBlogs) may lag and take `db.lagging()`; what
+ * rebuilds and fan-out read (snapshot, feedVersion, the follow checks) and the live feed's check
+ * are the primary's.
+ */
 export class FeedStore {
   constructor(private readonly db: Database) {}
 
@@ -129,10 +134,9 @@ export class FeedStore {
     if (limit === 0) return [];
     const { skip } = positionSql(from);
     const wanted = skip + limit;
-    const followees = await this.db.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? LIMIT ?', [
-      readerId,
-      MANY_FOLLOWEES + 1,
-    ]);
+    const followees = await this.db
+      .lagging()
+      .select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? LIMIT ?', [readerId, MANY_FOLLOWEES + 1]);
     if (followees.length === 0) return [];
     if (followees.length <= MANY_FOLLOWEES) {
       return this.mergedRanges(
@@ -149,7 +153,7 @@ export class FeedStore {
     // only keeps MariaDB from merging h into the join, where it would run each dive twice (once
     // for the primary key lookup, once to check it).
     const after = rangeSql(from, null, null, 'x');
-    const heads = await this.db.select<Row & { user_id: string }>(
+    const heads = await this.db.lagging().select<Row & { user_id: string }>(
       `SELECT h.user_id, b.id, b.created_at FROM (
          SELECT f.follow_user_id AS user_id,
            (SELECT x.id FROM tb_blog x WHERE x.user_id = f.follow_user_id AND x.deleted_at IS NULL ${after.where}
@@ -189,7 +193,7 @@ export class FeedStore {
        ORDER BY created_at DESC, id DESC LIMIT ?`;
     // Each term in the form its dialect accepts with an ORDER BY and LIMIT of its own (database.ts).
     const term = (i: number) => this.db.unionTerm(branch, 'id, created_at', `b${i}`);
-    const rows = await this.db.select<Row>(
+    const rows = await this.db.lagging().select<Row>(
       `SELECT id, created_at FROM (${authorIds.map((_, i) => term(i)).join(' UNION ALL ')}) AS page
        ORDER BY created_at DESC, id DESC LIMIT ?, ?`,
       [...authorIds.flatMap((authorId) => [authorId, ...range.params, skip + limit]), skip, limit],
@@ -200,7 +204,7 @@ export class FeedStore {
   /** feedPage as one join of tb_follow to tb_blog: correct at any moment, but it reads every live blog of every followee. */
   private async joinedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null): Promise<ScoredId[]> {
     const position = positionSql(from, 'b');
-    const rows = await this.db.select<Row>(
+    const rows = await this.db.lagging().select<Row>(
       `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
        WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
        ORDER BY b.created_at DESC, b.id DESC LIMIT ?, ?`,
@@ -244,7 +248,7 @@ export class FeedStore {
 
   /** Followees with blogs that were not fanned out (big authors, hybrid model). */
   async pulledFolloweeIds(readerId: number): Promise<number[]> {
-    const rows = await this.db.select<{ id: string }>(
+    const rows = await this.db.lagging().select<{ id: string }>(
       `SELECT u.id FROM tb_follow f JOIN tb_user u ON u.id = f.follow_user_id
        WHERE f.user_id = ? AND u.has_pulled_blogs`,
       [readerId],
@@ -264,7 +268,7 @@ export class FeedStore {
        WHERE user_id = ? AND NOT pushed AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?)`;
     const params = authorIds.flatMap((id) => [id, ...position.params, limit]);
-    const rows = await this.db.select<Row>(authorIds.map(() => branch).join(' UNION ALL '), params);
+    const rows = await this.db.lagging().select<Row>(authorIds.map(() => branch).join(' UNION ALL '), params);
     return rows.map(entryOf);
   }
 

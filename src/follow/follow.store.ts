@@ -59,10 +59,9 @@ export class FollowStore {
   /** Which of `userIds` the viewer follows, in one statement. */
   async followedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>> {
     if (userIds.length === 0) return new Set();
-    const rows = await this.db.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND follow_user_id IN (?)', [
-      viewerId,
-      userIds,
-    ]);
+    const rows = await this.db
+      .lagging()
+      .select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND follow_user_id IN (?)', [viewerId, userIds]);
     return new Set(rows.map((row) => Number(row.follow_user_id)));
   }
 

@@ -9,6 +9,7 @@ import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import type { Core } from '../composition';
 import { Config, ConfigError } from '../kernel/config';
+import { readPrimaryInScope, replicasOf } from '../db/replicas';
 import { createApollo } from './apollo';
 import { clientAddressOf } from './client-address';
 import type { Context, Services } from './context';
@@ -17,6 +18,7 @@ import { createLoaders, loaderSources } from './loaders';
 import { serveSubscriptions } from './subscriptions';
 import type { TokenCheck } from '../auth/auth.tokens';
 import { RateLimits } from './rate-limits';
+import { RecentWriters } from './read-your-writes';
 import { createRoutes } from './routes';
 import { buildFeedSchema } from './schema';
 
@@ -43,12 +45,15 @@ export async function startApi(core: Core): Promise<RunningApi> {
 
   const clientAddress = clientAddressOf(config.trustedProxies);
   const sources = loaderSources(core);
+  // Only with replicas can a read miss a write.
+  const recentWriters = replicasOf(core.db) ? new RecentWriters(core.redis, core.keys, config.replicaMaxLagMs) : null;
+  const wrote = (userId: number): void => recentWriters?.wrote(userId);
   const contextFor = (auth: TokenCheck, ip: string, requestId: string): Context => {
     const viewerId = auth.kind === 'viewer' ? auth.userId : null;
     if (viewerId !== null) {
       core.feed.recordActivity(viewerId).catch((error: unknown) => core.warn(`recording activity of user ${viewerId} failed`, error));
     }
-    return { auth, ip, requestId, services, loaders: createLoaders(sources, viewerId) };
+    return { auth, ip, requestId, services, loaders: createLoaders(sources, viewerId), wrote };
   };
 
   const schema = buildFeedSchema();
@@ -72,7 +77,13 @@ export async function startApi(core: Core): Promise<RunningApi> {
     cors: cors({ origin: config.corsOrigins, credentials: false }),
     maxBodyBytes: MAX_BODY_BYTES,
     requestIdOf,
-    contextOf: async (req, requestId) => contextFor(core.tokens.check(req.headers.authorization), clientAddress(req), requestId),
+    contextOf: async (req, requestId) => {
+      const context = contextFor(core.tokens.check(req.headers.authorization), clientAddress(req), requestId);
+      // A recent writer's request reads the primary, which has their write (the request runs in
+      // a read scope of its own: http.ts).
+      if (context.auth.kind === 'viewer' && (await recentWriters?.isRecent(context.auth.userId))) readPrimaryInScope();
+      return context;
+    },
   });
   // The rest of /graphql (GET queries, CORS preflights, other methods) reaches the same handler
   // through Express, after the GraphiQL route.

@@ -2,6 +2,7 @@
  * Apollo Server and its options: error policy, the request log, the query limits, and the
  * plugins that are off because this API has no use for them.
  */
+import { readPrimaryInScope } from '../db/replicas';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
@@ -9,7 +10,7 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import { GraphQLError, GraphQLFormattedError, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import { GraphQLError, GraphQLFormattedError, GraphQLSchema, OperationDefinitionNode, OperationTypeNode } from 'graphql';
 import type http from 'node:http';
 import { isDatabaseTooSlow, isDatabaseUnavailable } from '../db/database';
 import type { Config } from '../kernel/config';
@@ -49,6 +50,7 @@ export function createApollo(
       ApolloServerPluginInlineTraceDisabled(),
       queryLimitsPlugin(schema),
       requestLogPlugin(metrics, operationLabeler(schema)),
+      readYourWritesPlugin(),
       ...extraPlugins,
     ],
   });
@@ -81,6 +83,26 @@ function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefiniti
             viewerId: contextValue.auth?.kind === 'viewer' ? contextValue.auth.userId : null,
             ...(codes.length ? { errors: [...new Set(codes)] } : {}),
           });
+        },
+      };
+    },
+  };
+}
+
+/**
+ * Read-your-writes with replicas: a mutation reads the primary from the start (what it returns
+ * must show its own write), and marks its viewer as a recent writer once it ran, errors or not
+ * (a mutation that failed halfway may still have written).
+ */
+function readYourWritesPlugin(): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ operation }) {
+          if (operation?.operation === OperationTypeNode.MUTATION) readPrimaryInScope();
+        },
+        async willSendResponse({ operation, contextValue }) {
+          if (operation?.operation === OperationTypeNode.MUTATION && contextValue.auth?.kind === 'viewer') contextValue.wrote(contextValue.auth.userId);
         },
       };
     },

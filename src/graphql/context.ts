@@ -30,6 +30,8 @@ export interface Context {
   requestId: string;
   services: Services;
   loaders: Loaders;
+  /** `userId` just wrote: their reads go to the primary for a while (read-your-writes with replicas). */
+  wrote: (userId: number) => void;
 }
 
 /**

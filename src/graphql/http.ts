@@ -15,6 +15,7 @@
  * Content-Encoding (415 UNSUPPORTED_MEDIA_TYPE) and JSON that does not parse (400
  * BAD_REQUEST), all as GraphQL-shaped JSON errors.
  */
+import { withReadScope } from '../db/replicas';
 import type { ApolloServer, HTTPGraphQLRequest } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -51,7 +52,11 @@ export function graphqlHandler(options: GraphQLHandlerOptions): (req: IncomingMe
       res.setHeader('x-request-id', requestId);
       // Only POST carries a body (Apollo refuses other methods but GET).
       const reading: Promise<Body> = req.method === 'POST' ? readBody(req, options.maxBodyBytes) : Promise.resolve({ kind: 'ok', value: undefined });
-      void reading.then((body) => (body.kind === 'ok' ? execute(options, req, res, requestId, body.value) : rejectBody(res, body, options.maxBodyBytes)));
+      // Each request in a read scope of its own: its context and operation decide whether its
+      // lag-tolerant reads may go to a replica (db/replicas.ts).
+      void reading.then((body) =>
+        body.kind === 'ok' ? withReadScope(() => execute(options, req, res, requestId, body.value)) : rejectBody(res, body, options.maxBodyBytes),
+      );
     });
   };
 }

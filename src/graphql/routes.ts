@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import express, { Express } from 'express';
 import type { Database } from '../db/database';
+import { replicasOf } from '../db/replicas';
 import type { Config } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
 import { withTimeout } from '../kernel/timeout';
@@ -83,12 +84,16 @@ export function createRoutes({ config, db, redis, metrics }: RouteDeps): Express
       check(config.embedded ? 'SQLite' : 'MySQL', db.select('SELECT 1')),
       redis ? check('Redis', redis.ping()) : undefined,
     ]);
-    const results: Record<string, string> = { [database]: dbCheck };
+    const results: Record<string, unknown> = { [database]: dbCheck };
     if (redis) {
       const breaker = breakerOf(redis)?.state ?? 'closed';
       results.redis = redisCheck === 'ok' && breaker === 'closed' ? 'ok' : 'degraded';
       if (results.redis !== 'ok') results.redisError = redisCheck === 'ok' ? `circuit breaker ${breaker}` : redisCheck!;
     }
+    // Replicas only take reads off the primary: one lagging or down is skipped (its reads go to
+    // the primary), so it is shown here but never makes the instance unready.
+    const replicas = replicasOf(db);
+    if (replicas) results.replicas = replicas.replicaStatuses();
     res.status(dbCheck === 'ok' ? 200 : 503).json(results);
   });
   return app;

@@ -65,6 +65,13 @@ export interface Config {
   databasePoolSize: number;
   /** A MySQL statement running longer is stopped and the request gets SERVICE_UNAVAILABLE; 0 = no limit. */
   databaseStatementTimeoutMs: number;
+  /**
+   * DATABASE_REPLICA_URLS: MySQL/MariaDB replicas of DATABASE_URL that serve the reads that may
+   * lag (db/replicas.ts); empty = every read goes to DATABASE_URL.
+   */
+  databaseReplicaUrls: string[];
+  /** REPLICA_MAX_LAG_MS: a replica further behind than this is skipped (and a writer reads the primary this long). */
+  replicaMaxLagMs: number;
   jwtSecret: string;
   /** True when JWT_SECRET was not given and the development default is in use. */
   jwtSecretIsDefault: boolean;
@@ -153,6 +160,9 @@ export function loadConfig(env: Env = process.env): Config {
     redisCommandTimeoutMs: parseIntVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 300, 10, 60_000),
     databasePoolSize: parseIntVar(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseStatementTimeoutMs: parseIntVar(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 10_000, 0, 3_600_000),
+    databaseReplicaUrls: parseReplicaUrls(env.DATABASE_REPLICA_URLS),
+    // 100 ms at least: the health check measures lag in steps of REPLICA_CHECK_INTERVAL_MS (250 ms).
+    replicaMaxLagMs: parseIntVar(env, 'REPLICA_MAX_LAG_MS', 1000, 100, 3_600_000),
     jwtSecret: jwtSecret ?? DEV_JWT_SECRET,
     jwtSecretIsDefault: jwtSecret === undefined,
     jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
@@ -195,6 +205,24 @@ export function loadConfig(env: Env = process.env): Config {
     // An app needs one subscription; 10 leaves room for a phone and a few tabs on one process.
     maxSubscriptionsPerUser: parseIntVar(env, 'MAX_SUBSCRIPTIONS_PER_USER', 10, 1, 1000),
   };
+}
+
+/** "mysql://host:3306/feed,mysql://host2:3306/feed": each a mysql:// URL of a replica. */
+function parseReplicaUrls(raw: string | undefined): string[] {
+  const urls = (raw ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  for (const url of urls) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new ConfigError(`DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "${raw}")`);
+    }
+    if (parsed.protocol !== 'mysql:') throw new ConfigError(`DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "${raw}")`);
+  }
+  return urls;
 }
 
 /** Braces would turn into a Redis Cluster hash tag and put every key into one slot. */

@@ -58,6 +58,12 @@ export function operationLabeler(schema: GraphQLSchema): (operation: OperationDe
   };
 }
 
+/** What Metrics reads of the read replicas (db/replicas.ts). */
+export interface ReplicaSource {
+  replicaStatuses(): Array<{ replica: string; state: 'ok' | 'lagging' | 'down'; lagMs: number | null }>;
+  readonly reads: Readonly<Record<'primary' | 'replica', number>>;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly requestDuration = new Histogram({
@@ -84,6 +90,41 @@ export class Metrics {
     labelNames: ['source'],
     registers: [this.registry],
   });
+
+  /**
+   * The replicas' gauges and the lag-tolerant reads by target, read from `source` at each scrape
+   * (db/replicas.ts keeps the numbers). Replica labels are URLs without their passwords.
+   */
+  watchReplicas(source: ReplicaSource): void {
+    new Gauge({
+      name: 'mysql_replica_lag_seconds',
+      help: 'How far each read replica is behind the primary (-1: unknown, the replica is down)',
+      labelNames: ['replica'],
+      registers: [this.registry],
+      collect() {
+        for (const status of source.replicaStatuses()) this.set({ replica: status.replica }, status.lagMs === null ? -1 : status.lagMs / 1000);
+      },
+    });
+    new Gauge({
+      name: 'mysql_replica_healthy',
+      help: 'Whether each read replica serves reads (1) or is skipped as lagging or down (0)',
+      labelNames: ['replica'],
+      registers: [this.registry],
+      collect() {
+        for (const status of source.replicaStatuses()) this.set({ replica: status.replica }, status.state === 'ok' ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'mysql_reads_total',
+      help: 'Reads that may lag (feed pages, profiles, the graph, batch loads) by where they ran',
+      labelNames: ['target'],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [target, count] of Object.entries(source.reads)) this.inc({ target }, count);
+      },
+    });
+  }
 
   constructor(queueDepth?: () => Promise<Record<string, number>>) {
     collectDefaultMetrics({ register: this.registry, prefix: 'feed_' });

@@ -27,7 +27,9 @@ export class LikeStore {
   /** Which of `blogIds` the viewer likes, in one statement. */
   async likedAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>> {
     if (blogIds.length === 0) return new Set();
-    const rows = await this.db.select<{ blog_id: string }>('SELECT blog_id FROM tb_blog_like WHERE user_id = ? AND blog_id IN (?)', [viewerId, blogIds]);
+    const rows = await this.db
+      .lagging()
+      .select<{ blog_id: string }>('SELECT blog_id FROM tb_blog_like WHERE user_id = ? AND blog_id IN (?)', [viewerId, blogIds]);
     return new Set(rows.map((row) => Number(row.blog_id)));
   }
 

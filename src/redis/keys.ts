@@ -20,6 +20,9 @@
  * |                     |            | expires LIVE_TTL_MS after the last refresh (live/)         |
  * | livech:{userId}     | channel    | (pub/sub, not a key) the user's live-feed events; sharded  |
  * |                     |            | pub/sub on a cluster, in the slot of live:{userId}         |
+ * | rw:{userId}         | string     | "1" while the user's writes may not have reached the      |
+ * |                     |            | replicas: their reads go to the primary (PX = REPLICA_MAX_ |
+ * |                     |            | LAG_MS + the check interval; graphql/read-your-writes.ts) |
  * | bull:fanout:*       | various    | the fan-out queue (BullMQ's own keys)                      |
  */
 
@@ -73,6 +76,11 @@ export class RedisKeys {
    */
   liveChannel(readerId: number): string {
     return `${this.prefix}livech:{${readerId}}`;
+  }
+
+  /** Marks a recent writer, whose reads go to the primary (read-your-writes with replicas). */
+  recentWriter(userId: number): string {
+    return `${this.prefix}rw:{${userId}}`;
   }
 
   /** A pattern matching every key of this prefix (for tests and maintenance scripts). */

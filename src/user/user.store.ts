@@ -8,8 +8,8 @@ const USER_COLUMNS = 'id, nick_name, icon, follower_count, following_count';
 export class UserStore {
   constructor(private readonly db: Database) {}
 
-  /** Users by database id, in one statement; missing ids are absent from the map. */
-  async findByIds(ids: readonly number[], sql: Sql = this.db): Promise<Map<number, User>> {
+  /** Users by database id, in one statement; missing ids are absent from the map. From a replica unless given `sql`. */
+  async findByIds(ids: readonly number[], sql: Sql = this.db.lagging()): Promise<Map<number, User>> {
     if (ids.length === 0) return new Map();
     const rows = await sql.select<UserRow>(`SELECT ${USER_COLUMNS} FROM tb_user WHERE id IN (?)`, [ids]);
     return new Map(rows.map((row) => [Number(row.id), User.fromRow(row)]));

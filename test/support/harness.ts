@@ -55,10 +55,12 @@ export interface TestApp extends RunningApp {
 export interface TestAppOptions {
   env?: Record<string, string>;
   now?: () => Date;
+  /** A MySQL server of the test's own (no database name) instead of MYSQL_URL: a replica test's primary. */
+  mysqlUrl?: string;
 }
 
-export async function dropDatabase(name: string): Promise<void> {
-  const connection = await createConnection({ uri: MYSQL_URL });
+export async function dropDatabase(name: string, mysqlUrl = MYSQL_URL): Promise<void> {
+  const connection = await createConnection({ uri: mysqlUrl });
   try {
     await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
   } finally {
@@ -92,15 +94,15 @@ export const testDatabase = (name: string): string => `feed_test_${NAMESPACE}${n
 export const testKeyPrefix = (name: string): string => `test:${NAMESPACE}${name}:`;
 
 /** The stores part of a test app's environment: its own database (and key prefix), emptied. */
-async function freshStoresEnv(name: string): Promise<Record<string, string>> {
+async function freshStoresEnv(name: string, mysqlUrl = MYSQL_URL): Promise<Record<string, string>> {
   const database = testDatabase(name);
   if (EMBEDDED) {
     const file = join(tmpdir(), `${database}.sqlite`);
     for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true });
     return { EMBEDDED_DB_FILE: file };
   }
-  await dropDatabase(database);
-  return { DATABASE_URL: `${MYSQL_URL}/${database}`, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(name) };
+  await dropDatabase(database, mysqlUrl);
+  return { DATABASE_URL: `${mysqlUrl}/${database}`, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(name) };
 }
 
 /** POSTs one operation to a GraphQL endpoint, with a bearer token when given. */
@@ -118,7 +120,7 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: '0',
-    ...(await freshStoresEnv(name)),
+    ...(await freshStoresEnv(name, options.mysqlUrl)),
     JWT_SECRET: TEST_JWT_SECRET,
     PASSWORD_HASH_COST: '1024',
     // Tests wait for fan-out: look for stranded outbox events often.

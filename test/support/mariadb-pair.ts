@@ -337,6 +337,9 @@ async function install(root: string, dirs: string[]): Promise<void> {
     '--auth-root-authentication-method=normal',
     '--skip-test-db',
     `--datadir=${data}`,
+    // Its temporary tables in the pair's folder: two files installing at once in a shared /tmp
+    // have collided there ("Error on delete of '/tmp/#sql-temptable-...'").
+    `--tmpdir=${root}`,
     `--user=${userInfo().username}`,
     // The server must start with the same redo log size, or it resizes the log first.
     '--innodb-log-file-size=8M',

@@ -99,3 +99,23 @@ describe('configuration of the feed', () => {
     expect(() => loadConfig({ WATERMARK_SETTLE_MS: '-1' })).toThrow('WATERMARK_SETTLE_MS');
   });
 });
+
+describe('configuration of read replicas', () => {
+  it('has no replicas and a 1 s lag limit by default', () => {
+    const config = loadConfig(base);
+    expect(config.databaseReplicaUrls).toEqual([]);
+    expect(config.replicaMaxLagMs).toBe(1000);
+  });
+
+  it('reads DATABASE_REPLICA_URLS as comma-separated mysql:// URLs and REPLICA_MAX_LAG_MS, naming a bad value', () => {
+    expect(loadConfig({ ...base, DATABASE_REPLICA_URLS: ' mysql://r1:3306/feed, mysql://u:p@r2:3307/feed ,' }).databaseReplicaUrls).toEqual([
+      'mysql://r1:3306/feed',
+      'mysql://u:p@r2:3307/feed',
+    ]);
+    refused({ ...base, DATABASE_REPLICA_URLS: 'redis://r1:6379' }, 'DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "redis://r1:6379")');
+    refused({ ...base, DATABASE_REPLICA_URLS: 'not a url' }, 'DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "not a url")');
+    expect(loadConfig({ ...base, REPLICA_MAX_LAG_MS: '250' }).replicaMaxLagMs).toBe(250);
+    refused({ ...base, REPLICA_MAX_LAG_MS: '1s' }, 'REPLICA_MAX_LAG_MS must be a whole number (got "1s")');
+    refused({ ...base, REPLICA_MAX_LAG_MS: '50' }, 'REPLICA_MAX_LAG_MS must be between 100 and 3600000 (got 50)');
+  });
+});
