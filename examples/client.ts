@@ -2,11 +2,24 @@
  * An example client using the generated types (`npm run codegen`), against a running server:
  *   API_URL=http://localhost:4000/graphql node dist/examples/client.js
  * It signs up two users, makes one follow the other, publishes a few blogs, pages through the
- * follower's feed, 2 at a time, and lists the author's followers. Every variable and result below is typed from the schema.
+ * follower's feed, 2 at a time, lists the author's followers, and watches the follower's feed
+ * live (a graphql-ws subscription) while the author publishes once more. Every variable and
+ * result below is typed from the schema.
  */
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
-import { FollowDocument, FollowersDocument, FollowFeedDocument, FollowFeedQuery, PublishBlogDocument, SignUpDocument } from './generated/graphql';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import {
+  FollowDocument,
+  FollowersDocument,
+  FollowFeedDocument,
+  FollowFeedQuery,
+  NewPostsDocument,
+  NewPostsSubscription,
+  PublishBlogDocument,
+  SignUpDocument,
+} from './generated/graphql';
 
 const API_URL = process.env.API_URL ?? 'http://localhost:4000/graphql';
 
@@ -45,6 +58,23 @@ async function main(): Promise<void> {
   } while (after);
   const followed = (await request(FollowersDocument, { userId: author.user.id, first: 10 })).user;
   console.log(`followers of ${followed?.nickName}: ${followed?.followers.edges.map((edge) => edge.node.nickName).join(', ')}`);
+
+  // The live feed: the same address over WebSocket, the token in connection_init.
+  const live = createClient({ url: API_URL.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${reader.token}` } });
+  const connected = new Promise<void>((resolve) => live.on('connected', () => resolve()));
+  const arrived = new Promise<NewPostsSubscription['followFeedAdded']>((resolve, reject) => {
+    live.subscribe<NewPostsSubscription>(
+      { query: print(NewPostsDocument) },
+      { next: (result) => result.data && resolve(result.data.followFeedAdded), error: reject, complete: () => {} },
+    );
+  });
+  // The server starts listening for the reader a moment after it acknowledged the socket.
+  await connected;
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  await request(PublishBlogDocument, { input: { title: 'Example post 6', content: 'Seen live.' } }, author.token);
+  const edge = await arrived;
+  console.log(`live: ${edge.node.title} by ${edge.node.author.nickName}`);
+  await live.dispose();
   console.log('done');
 }
 

@@ -28,8 +28,18 @@ query Feed($after: String) {
 mutation Login {
   login(nickName: "demo1", password: "demo-password") { token user { id nickName } }
 }
+
+# New blogs as they enter the feed, over graphql-ws (the Authorization header goes in connection_init).
+subscription NewPosts {
+  followFeedAdded { cursor node { id title createdAt author { nickName } } }
+}
 `;
-const fetcher = createGraphiQLFetcher({ url: `${window.location.origin}/graphql` });
+// Queries and mutations over HTTP; subscriptions over graphql-ws at the same address, with the
+// Headers tab sent as the connection_init payload.
+const fetcher = createGraphiQLFetcher({
+  url: `${window.location.origin}/graphql`,
+  subscriptionUrl: `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/graphql`,
+});
 
 createRoot(document.getElementById('graphiql')!).render(
   <GraphiQL

@@ -166,6 +166,12 @@ export type QueryUserArgs = {
   id: Scalars['ID']['input'];
 };
 
+export type Subscription = {
+  __typename?: 'Subscription';
+  /** Each blog as it enters the viewer's follow feed, newest first in arrival order, over graphql-ws at the same /graphql address. Requires a viewer: the connection_init payload carries { "authorization": "Bearer <token>" }. */
+  followFeedAdded: BlogEdge;
+};
+
 /** A person who publishes blogs and follows others */
 export type User = Node & {
   __typename?: 'User';

@@ -76,7 +76,8 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
     {
       schema: deps.schema,
       onConnect(ctx) {
-        const header = ctx.connectionParams?.authorization;
+        // `authorization` as the protocol's clients send it, or `Authorization` as GraphiQL sends its Headers tab.
+        const header = Object.entries(ctx.connectionParams ?? {}).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
         const auth = deps.checkToken(typeof header === 'string' ? header : undefined);
         const socket = ctx.extra.socket;
         if (auth.kind !== 'viewer') {

@@ -16,5 +16,6 @@ it('signs up, follows, publishes, pages through the feed two at a time, and list
   expect(lines[1]).toMatch(/^page 2: Example post 3 by author-\w+, Example post 2 by author-\w+$/);
   expect(lines[2]).toMatch(/^page 3: Example post 1 by author-\w+$/);
   expect(lines[3]).toMatch(/^followers of author-(\w+): reader-\1$/);
-  expect(lines[4]).toBe('done');
+  expect(lines[4]).toMatch(/^live: Example post 6 by author-\w+$/);
+  expect(lines[5]).toBe('done');
 });

@@ -7,6 +7,7 @@
  */
 import { Browser, chromium } from 'playwright-core';
 import { follow, publish, signUp, startTestApp, TestApp } from '../support/harness';
+import { waitFor } from '../support/processes';
 
 // What the page functions below touch of the browser (they run there, not in Node).
 declare const document: { body: { innerText: string }; querySelector(selector: string): { innerText: string } | null };
@@ -73,6 +74,24 @@ it('serves GraphiQL to a browser and runs followFeed with a bearer token', async
   await fresh.waitForSelector('.graphiql-execute-button', { timeout: 30_000 });
   await fresh.getByText('Headers', { exact: true }).click();
   await fresh.waitForFunction(() => document.body.innerText.replace(/\u00a0/g, ' ').includes('"Authorization": "Bearer "'), undefined, { timeout: 10_000 });
+}, 90_000);
+
+it('runs the live subscription from GraphiQL over graphql-ws, the Headers tab as its connection_init payload', async () => {
+  const author = await signUp(app, 'live-author');
+  const reader = await signUp(app, 'live-reader');
+  await follow(app, reader, author);
+  const page = await browser.newPage();
+  const query = encodeURIComponent('subscription { followFeedAdded { node { title } } }');
+  const headers = encodeURIComponent(JSON.stringify({ Authorization: `Bearer ${reader.token}` }));
+  await page.goto(`${app.url}?query=${query}&headers=${headers}`);
+  await page.waitForSelector('.graphiql-execute-button', { timeout: 30_000 });
+  await page.click('.graphiql-execute-button');
+  const readerId = Number(Buffer.from(reader.id, 'base64').toString().split(':')[1]);
+  await waitFor('the subscription to be live', async () => (await app.services.liveBuses.readers.liveAmong([readerId])).length === 1, 30_000);
+  await publish(app, author, 'Arrived in GraphiQL');
+  await page.waitForFunction(() => document.body.innerText.replace(/\u00a0/g, ' ').includes('"title": "Arrived in GraphiQL"'), undefined, {
+    timeout: 30_000,
+  });
 }, 90_000);
 
 it('still answers JSON clients at the same address', async () => {
