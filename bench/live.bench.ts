@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     'INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
     readerIds.map((id, i) => [id, authors[i % AUTHORS].id, new Date()]),
   );
-  await Promise.all(readerIds.map((id) => app.services.feed.openInbox(id)));
+  await openInboxes(app.services.feed, readerIds);
 
   gc();
   const before = process.memoryUsage();
@@ -74,7 +74,15 @@ async function main(): Promise<void> {
   const connectStart = performance.now();
   clients.send({ url: app.url, tokens: readerIds.map((id) => app.services.tokens.issue(id)) });
   await ready;
-  console.log(`${SUBSCRIBERS} subscriptions open in ${ms(performance.now() - connectStart)}`);
+  // Acknowledged sockets, then each subscription marks its reader live: wait for every mark.
+  for (let waited = 0; ; waited += 1) {
+    const live = await app.services.liveBuses.readers.liveAmong(readerIds);
+    if (live.length === SUBSCRIBERS) break;
+    if (waited % 50 === 49)
+      console.log(`${live.length} of ${SUBSCRIBERS} live so far${errors.length ? `; client errors: ${errors.slice(0, 3).join('; ')}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  console.log(`${SUBSCRIBERS} subscriptions open and live in ${ms(performance.now() - connectStart)}`);
   gc();
   const after = process.memoryUsage();
   const perSubscription = (field: 'heapUsed' | 'rss') => (after[field] - before[field]) / SUBSCRIBERS / 1024;
@@ -121,7 +129,7 @@ async function main(): Promise<void> {
     'INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
     offlineIds.map((id) => [id, author.id, new Date()]),
   );
-  await Promise.all(offlineIds.map((id) => app.services.feed.openInbox(id)));
+  await openInboxes(app.services.feed, offlineIds);
   await measure(`+ ${OFFLINE.toLocaleString('en-US')} offline followers`);
 
   clients.send({ kind: 'stop' });
@@ -130,6 +138,11 @@ async function main(): Promise<void> {
   await deleteByPrefix(redis, config.redisKeyPrefix);
   await Promise.allSettled([db.close(), redis.quit()]);
   process.exit(0);
+}
+
+/** Valid, empty inboxes for users inserted by hand, 2,000 script calls at a time (not 50,000 at once). */
+async function openInboxes(feed: { openInbox(id: number): Promise<void> }, ids: number[]): Promise<void> {
+  for (let start = 0; start < ids.length; start += 2000) await Promise.all(ids.slice(start, start + 2000).map((id) => feed.openInbox(id)));
 }
 
 /** A full GC, for the memory figures (the script runs with --expose-gc). */

@@ -10,22 +10,24 @@
  *
  * ## Publish only to live readers (Mastodon's streaming design)
  * The fan-out already walks every follower of an author in chunks of FANOUT_CHUNK_SIZE. Most
- * followers are not connected, and a message per follower would cost a million PUBLISHes for a
- * million followers, each copied to every process that listens. So a reader with an open
+ * followers are not connected, and a message per follower would be a million PUBLISHes for a
+ * million followers, almost all of them to channels nobody listens to. So a reader with an open
  * subscription is *marked*: a key `live:{readerId}` (redis/keys.ts). A chunk asks which of its
- * readers are marked (liveAmong: one EXISTS per reader, sent together as one round trip) and
- * publishes one message per marked reader, on that reader's own channel. A reader who is not
- * connected costs one EXISTS per blog and nothing else: no message, no memory, no subscription.
- * Mastodon's streaming server marks `subscribed:timeline:<id>` the same way, for the same
- * reason.
+ * readers are marked (liveAmong: one round trip for the chunk, see live.redis.ts for what it
+ * costs) and publishes one message per marked reader, on that reader's own channel. A reader
+ * who is not connected costs one key lookup per blog and nothing else: no message, no memory,
+ * no subscription. Mastodon's streaming server marks `subscribed:timeline:<id>` the same way,
+ * for the same reason. (The hybrid model does not fan out big authors' blogs into inboxes; their
+ * live events still need a pass over the followers in chunks, lookups only, which is for the
+ * caller to make.)
  *
  * ## One channel per reader, not per author
- * A channel per author would let a process subscribe to the authors its readers follow, but a
- * reader follows hundreds of authors (hundreds of subscriptions per connection, redone at every
- * follow and unfollow), and a big author's channel would reach every process that has one of
- * their followers, whether that follower is connected or not. The fan-out, by contrast, already
- * knows each blog's readers, with the follow rules of the feed applied (feed/inbox.ts); a
- * channel per reader carries exactly what it decided. The hash tag puts `live:{id}` and its
+ * A channel per author would need no lookups, but a reader follows hundreds of authors
+ * (hundreds of subscriptions per reader, redone at every follow and unfollow), a big author's
+ * channel would carry every blog to every process that holds any of their followers, and each
+ * process would have to apply the feed's follow rules (feed/inbox.ts) again per reader. The
+ * fan-out already knows each blog's readers with those rules applied; a channel per reader
+ * carries exactly what it decided. The hash tag puts `live:{id}` and its
  * channel `livech:{id}` in the reader's slot, beside the reader's inbox.
  *
  * ## The mark: a hash of processes, with a time to live
@@ -69,18 +71,18 @@
  * publish and liveAmong never throw: live events are a courtesy of the fan-out, which must not
  * retry a chunk (or fail a publish) because Redis refused one. They warn and report nothing
  * live or nothing sent. connect does throw: the client asked for a subscription and should be
- * told it has none.
+ * told it has none. close never throws and never waits longer than LIVE_STEP_TIMEOUT_MS.
  */
 
 /** What the fan-out tells a live reader. */
 export type LiveEvent =
   /** A blog entered the reader's feed (the resolver re-checks follow and delete state). */
-  | { kind: 'added'; blogId: number; score: number; authorId: number }
+  | { readonly kind: 'added'; readonly blogId: number; readonly score: number; readonly authorId: number }
   /**
    * A blog the reader may have been sent left the feed (deleted; its author unfollowed): the
    * client drops it, so a live view never keeps a blog the feed query would not return.
    */
-  | { kind: 'removed'; blogId: number };
+  | { readonly kind: 'removed'; readonly blogId: number };
 
 /**
  * One open subscription of one reader: an async iterator of events (a graphql-js subscription

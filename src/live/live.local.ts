@@ -150,7 +150,7 @@ export class LocalReaders {
     return subscription;
   }
 
-  /** An event for a reader: a copy to each of its subscriptions in this process. */
+  /** An event for a reader: to each of its subscriptions in this process (one object; events are read-only). */
   deliver(readerId: number, event: LiveEvent): void {
     const reader = this.readers.get(readerId);
     if (!reader) return;
@@ -167,7 +167,11 @@ export class LocalReaders {
     reader.subscriptions.delete(subscription);
     if (reader.subscriptions.size > 0 || this.readers.get(readerId) !== reader) return Promise.resolve();
     this.readers.delete(readerId);
-    return this.inTurn(readerId, () => this.hooks.shut(readerId));
+    // A shut never throws of itself, but it may run out of time: a close still succeeds (the
+    // mark expires, and the reader's next steps are free to go).
+    return this.inTurn(readerId, () => this.hooks.shut(readerId)).catch((error: unknown) =>
+      this.warn(`live feed: closing reader ${readerId}: ${error instanceof Error ? error.message : String(error)}`, error),
+    );
   }
 
   /**
@@ -175,8 +179,8 @@ export class LocalReaders {
    * starts; its failure is the caller's alone. (A refresh of a reader's mark goes through here,
    * so it can never land after the unmark of a close that came after it.) A step that has not
    * settled after stepTimeoutMs fails, so that a Redis that does not answer cannot hold the
-   * reader's next steps for ever; what it sent stays queued on its connection, ahead of what
-   * the next steps send, so the order holds in Redis all the same.
+   * reader's next steps for ever; what it sent is still queued on its connection ahead of what
+   * the next steps send there, so Redis still sees them in order.
    */
   inTurn(readerId: number, step: () => Promise<void>): Promise<void> {
     const result = (this.queues.get(readerId) ?? Promise.resolve()).then(() =>

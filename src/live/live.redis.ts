@@ -12,10 +12,12 @@
  * channel's slot, which the hash tag makes the reader's. ioredis receives sharded messages on a
  * Cluster created with `shardedSubscribers: true`: one subscriber connection per master, each
  * opened when it first has a channel, replaced and resubscribed when it drops or the slots move
- * (its ClusterSubscriberGroup). The cluster's default subscriber (one connection for the whole
- * cluster) does not deliver sharded messages. Auto-pipelining is off on the subscriber:
- * ioredis would pipeline an SSUBSCRIBE onto a node's command connection instead of the
- * subscriber.
+ * (its ClusterSubscriberGroup). The cluster's default subscriber cannot: it is one connection,
+ * to one node, so SSUBSCRIBE gets MOVED for the other nodes' slots, and it does not pass
+ * sharded messages on even for its own. Auto-pipelining, which the service's client has
+ * on, is off on the subscriber (the cluster and its node connections alike): a subscriber has
+ * nothing to batch, and ioredis exempts SUBSCRIBE from auto-pipelining but not SSUBSCRIBE, so
+ * this keeps every subscribe command on its plain path.
  *
  * A single server's subscriber reconnects by itself (the client's retry strategy) and
  * resubscribes its channels (ioredis autoResubscribe). After either kind of reconnect the
@@ -275,7 +277,7 @@ export class RedisLiveBus implements LiveBus {
     if (this.subscriber) return this.subscriber;
     const connectionName = `live-${this.processId}`;
     const subscriber: RedisClient = isCluster(this.redis)
-      ? this.redis.duplicate([], { shardedSubscribers: true, enableAutoPipelining: false, redisOptions: { connectionName } })
+      ? this.redis.duplicate([], { shardedSubscribers: true, enableAutoPipelining: false, redisOptions: { connectionName, enableAutoPipelining: false } })
       : this.redis.duplicate({ enableAutoPipelining: false, connectionName });
     subscriber.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) => this.received(channel, message));
     let down = false;
