@@ -15,6 +15,11 @@
  * | fanout:inflight     | sorted set | deliver tasks in flight (member = task id, score = the    |
  * |                     |            | blog's created_at) and "~synced": the fan-out watermark   |
  * | rl:{limit}:{key}    | string     | a rate-limit counter (graphql/rate-limits.ts)              |
+ * | live:{userId}       | hash       | the user has a live-feed subscription open: field = a      |
+ * |                     |            | process holding one, value = its last refresh (Redis ms);  |
+ * |                     |            | expires LIVE_TTL_MS after the last refresh (live/)         |
+ * | livech:{userId}     | channel    | (pub/sub, not a key) the user's live-feed events; sharded  |
+ * |                     |            | pub/sub on a cluster, in the slot of live:{userId}         |
  * | bull:fanout:*       | various    | the fan-out queue (BullMQ's own keys)                      |
  */
 
@@ -54,6 +59,20 @@ export class RedisKeys {
   /** The counters of one rate limit (rate-limiter-flexible appends the limited key). */
   rateLimit(name: string): string {
     return `${this.prefix}rl:${name}`;
+  }
+
+  /** The mark of a reader with a live-feed subscription open (live/live.bus.ts). */
+  live(readerId: number): string {
+    return `${this.prefix}live:{${readerId}}`;
+  }
+
+  /**
+   * The pub/sub channel of a reader's live-feed events. Channels ignore SELECT (one namespace per
+   * server), so the prefix is what keeps deployments sharing a server apart; the hash tag puts the
+   * channel in the slot of live(readerId), the shard a sharded PUBLISH stays in.
+   */
+  liveChannel(readerId: number): string {
+    return `${this.prefix}livech:{${readerId}}`;
   }
 
   /** A pattern matching every key of this prefix (for tests and maintenance scripts). */
