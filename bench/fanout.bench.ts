@@ -7,18 +7,26 @@
  *    so that the figure is the request alone (the events wait in the outbox/queue).
  * 3. Delivery: with the workers running, one publish by the big author; the time until the
  *    fan-out task is done and all N inboxes hold the blog (checked), and inbox writes per second.
+ *    Right after it (lanes), a publish by an author with 10 followers: the time until its 10
+ *    inboxes hold it, and how far the big one was then. Then Redis's busiest commands during
+ *    the delivery (INFO commandstats).
  * 4. Baselines on the same Redis, in the same run: a plain pipelined ZADD + trim loop from one
  *    Node client (chunks of 1000; up to --plain-sample followers, default 200,000), and the
  *    seed's loop with one awaited ZADD per follower (--seed-sample, default 20,000).
  *
  * Flags: --followers N (default 100,000), --publishes N (latency samples, default 60),
- * --workers N (fan-out workers in this process, default 1), --profile (write a CPU profile of
- * the delivery). FANOUT_CONCURRENCY and the other FANOUT_* settings apply.
+ * --workers N (fan-out workers in this process, default 1), --worker-processes N (instead, N
+ * processes of `node dist/src/worker.js`, each running FANOUT_WORKERS workers), --profile (write
+ * a CPU profile of the delivery: of this process, or with --worker-processes one per worker
+ * process, written when it exits). FANOUT_CONCURRENCY and the other FANOUT_* settings apply.
  *
  * Uses DATABASE_URL's server with database feed_bench (re-created) and REDIS_URL with the key
- * prefix bench:fanout: (emptied before and after).
+ * prefix bench:fanout: (emptied before and after). BENCH_NAME=<name> (letters, digits, _) makes
+ * them feed_bench_<name> and bench:fanout:<name>:, so that two checkouts can run it at once.
  */
 import 'reflect-metadata';
+import { ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { startApp } from '../src/app';
 import { createInbox, startFanoutWorkers } from '../src/composition';
@@ -29,6 +37,7 @@ import { warn } from '../src/kernel/observability';
 import { fromGlobalId } from '../src/kernel/global-id';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
+import type { Config } from '../src/kernel/config';
 import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
 
 const FOLLOWERS = flag('followers', 100_000);
@@ -36,10 +45,21 @@ const PUBLISHES = flag('publishes', 60);
 const SEED_LOOP_SAMPLE = Math.min(FOLLOWERS, flag('seed-sample', 20_000));
 const PLAIN_LOOP_SAMPLE = Math.min(FOLLOWERS, flag('plain-sample', 200_000));
 const FIRST_FOLLOWER_ID = 10_000_000;
+/** Followers of the lanes case's small author (the first of the N followers). */
+const SMALL_AUDIENCE = Math.min(10, FOLLOWERS);
+const WORKER_PROCESSES = flag('worker-processes', 0);
+
+/** BENCH_NAME: a database and key prefix of this run's own (see above). */
+function benchNames(): { database: string; keyPrefix: string } {
+  const name = process.env.BENCH_NAME ?? '';
+  if (!/^\w*$/.test(name)) throw new Error(`BENCH_NAME may hold only letters, digits and _ (got "${name}")`);
+  return name === '' ? { database: 'feed_bench', keyPrefix: 'bench:fanout:' } : { database: `feed_bench_${name}`, keyPrefix: `bench:fanout:${name}:` };
+}
 
 async function main(): Promise<void> {
-  const databaseUrl = await freshBenchDatabase('feed_bench');
-  const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:fanout:', FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024' });
+  const names = benchNames();
+  const databaseUrl = await freshBenchDatabase(names.database);
+  const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: names.keyPrefix, FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024' });
   const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
@@ -51,11 +71,16 @@ async function main(): Promise<void> {
     (await graphql(app.url, 'mutation($n: String!) { signUp(nickName: $n, password: "bench-password") { token user { id } } }', { n: nickName })).signUp;
   const big = await signUp('big-author');
   const small = await signUp('small-author');
+  const ten = await signUp('ten-author');
   const bigId = fromGlobalId(big.user.id).id;
   const smallId = fromGlobalId(small.user.id).id;
+  const tenId = fromGlobalId(ten.user.id).id;
   const followerIds = Array.from({ length: FOLLOWERS }, (_, i) => FIRST_FOLLOWER_ID + i);
   const keys = new RedisKeys(config.redisKeyPrefix);
-  const inbox = createInbox({ ...config, feedModel: 'push' }, redis)!;
+  // Seeded through a client of its own, without REDIS_COMMAND_TIMEOUT_MS: 10,000 inboxes created
+  // at once on a busy shared Redis can take longer than that, which is no failure of the seed.
+  const seedRedis = new Redis(config.redisUrl);
+  const inbox = createInbox({ ...config, feedModel: 'push' }, seedRedis)!;
   const seeded = progress('seeding followers', FOLLOWERS);
   const seedStart = performance.now();
   for (let start = 0; start < FOLLOWERS; start += 10_000) {
@@ -69,6 +94,9 @@ async function main(): Promise<void> {
     seeded(Math.min(FOLLOWERS, start + 10_000));
   }
   await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [FIRST_FOLLOWER_ID, smallId, new Date()]);
+  const tenFollowerIds = followerIds.slice(0, SMALL_AUDIENCE);
+  await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [tenFollowerIds.map((id) => [id, tenId, new Date()])]);
+  seedRedis.disconnect();
   console.log(`seeded in ${ms(performance.now() - seedStart)}`);
 
   // 2. Publish latency, the request alone.
@@ -89,24 +117,52 @@ async function main(): Promise<void> {
   await fanoutQueue.queue.obliterate({ force: true });
 
   // 3. Delivery with the workers running.
-  const workers = startFanoutWorkers({ config, redis, fanoutQueue, metrics: app.services.metrics, warn }, Math.max(1, flag('workers', 1)), {
-    kind: 'shared',
-    db,
-  });
-  const profiler = process.argv.includes('--profile') ? await startProfiler() : null;
+  const inProcess =
+    WORKER_PROCESSES > 0
+      ? null
+      : startFanoutWorkers({ config, redis, fanoutQueue, metrics: app.services.metrics, warn }, Math.max(1, flag('workers', 1)), { kind: 'shared', db });
+  const workerProcesses = await startWorkerProcesses(config, WORKER_PROCESSES, process.argv.includes('--profile'));
+  const profiler = process.argv.includes('--profile') && inProcess ? await startProfiler() : null;
   const redisCpuBefore = await redisCpuSeconds(redis);
+  const nodeCpuBefore = cpuSeconds(workerProcesses);
+  const statsBefore = await commandStats(redis);
   const delivery = await publish(big.token, 'delivered');
   const deliveryStart = performance.now() - delivery.elapsed;
   const blogId = fromGlobalId(delivery.id).id;
+  // Lanes: at once, a post of an author with 10 followers. It must not wait for the big one.
+  const smallPost = await publish(ten.token, 'small, right after the big one');
+  const smallStart = performance.now() - smallPost.elapsed;
+  const smallMember = inboxMember(fromGlobalId(smallPost.id).id);
+  let smallSeconds: number | null = null;
+  let bigAtSmall = '';
+  const bigTask = async () =>
+    (await db.query("SELECT status, chunks_done, chunks_total FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'", [blogId]))[0] as
+      { status: string; chunks_done: number; chunks_total: number } | undefined;
   for (;;) {
-    const [task] = await db.query("SELECT status FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'", [blogId]);
-    if (task?.status === 'done') break;
+    if (smallSeconds === null) {
+      const scores = await Promise.all(tenFollowerIds.map((id) => redis.zscore(keys.feed(id), smallMember)));
+      if (scores.every((score) => score !== null)) {
+        smallSeconds = (performance.now() - smallStart) / 1000;
+        const task = await bigTask();
+        bigAtSmall = task ? `${task.status}, ${task.chunks_done} of ${task.chunks_total} chunks done` : 'not dispatched yet';
+      }
+    }
+    if ((await bigTask())?.status === 'done') break;
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   const deliverySeconds = (performance.now() - deliveryStart) / 1000;
   const redisCpu = (await redisCpuSeconds(redis)) - redisCpuBefore;
+  const nodeCpu = cpuSeconds(workerProcesses) - nodeCpuBefore;
+  const busiest = commandStatsDelta(statsBefore, await commandStats(redis)).slice(0, 6);
   if (profiler) console.log(`CPU profile of the delivery written to ${await profiler.stop('fanout-delivery.cpuprofile')}`);
-  await workers.stop();
+  await inProcess?.stop();
+  await stopWorkerProcesses(workerProcesses);
+  if (smallSeconds === null) {
+    const scores = await Promise.all(tenFollowerIds.map((id) => redis.zscore(keys.feed(id), smallMember)));
+    if (scores.some((score) => score === null)) throw new Error('the small post did not reach its 10 inboxes');
+    smallSeconds = (performance.now() - smallStart) / 1000;
+    bigAtSmall = 'done';
+  }
   const holding = await countHolding(
     redis,
     followerIds.map((id) => keys.feed(id)),
@@ -149,6 +205,17 @@ async function main(): Promise<void> {
   console.log(
     `  Redis was busy ${redisCpu.toFixed(2)} s of those ${deliverySeconds.toFixed(2)} s (INFO cpu), ${((redisCpu / deliverySeconds) * 100).toFixed(0)}%`,
   );
+  console.log(
+    `  its busiest commands (INFO commandstats; a script's time includes the commands it calls): ${busiest
+      .map((stat) => `${stat.command} ${stat.calls.toLocaleString('en-US')} calls ${(stat.usec / 1e6).toFixed(2)} s`)
+      .join(', ')}`,
+  );
+  console.log(
+    `  workers: ${WORKER_PROCESSES > 0 ? `${WORKER_PROCESSES} process(es) x ${workersPerProcess()}` : `${Math.max(1, flag('workers', 1))} in this process`} x FANOUT_CONCURRENCY ${config.fanoutConcurrency}, FANOUT_CHUNK_SIZE ${config.fanoutChunkSize}; Node CPU during the delivery ${nodeCpu.toFixed(2)} s${WORKER_PROCESSES > 0 ? ' (worker processes)' : ' (this process: API and workers)'}`,
+  );
+  console.log(
+    `lanes: a ${SMALL_AUDIENCE}-follower post published right after it reached its ${SMALL_AUDIENCE} inboxes ${(smallSeconds * 1000).toFixed(0)} ms after its publish (target < 1 s); the big one then: ${bigAtSmall}`,
+  );
   console.log(`plain pipelined ZADD + trim loop (one client, chunks of 1000, ${PLAIN_LOOP_SAMPLE.toLocaleString('en-US')} followers): ${rate(plainRate)}`);
   console.log(`seed loop (one awaited ZADD per follower, ${SEED_LOOP_SAMPLE.toLocaleString('en-US')} followers): ${rate(seedRate)}`);
   console.log(`  delivery / plain pipelined: ${(deliveryRate / plainRate).toFixed(2)}x  (target >= 0.7x)`);
@@ -157,6 +224,101 @@ async function main(): Promise<void> {
   await deleteByPrefix(redis, config.redisKeyPrefix);
   await app.stop();
   await Promise.allSettled([db.close(), redis.quit()]);
+}
+
+interface CommandStat {
+  command: string;
+  calls: number;
+  usec: number;
+}
+
+/** INFO commandstats: calls and microseconds per command so far. */
+async function commandStats(redis: Redis): Promise<Map<string, CommandStat>> {
+  const stats = new Map<string, CommandStat>();
+  for (const line of (await redis.info('commandstats')).split('\n')) {
+    const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line);
+    if (match) stats.set(match[1], { command: match[1], calls: Number(match[2]), usec: Number(match[3]) });
+  }
+  return stats;
+}
+
+/** What each command cost between two readings, the costliest first. */
+function commandStatsDelta(before: Map<string, CommandStat>, after: Map<string, CommandStat>): CommandStat[] {
+  return [...after.values()]
+    .map((stat) => ({
+      command: stat.command,
+      calls: stat.calls - (before.get(stat.command)?.calls ?? 0),
+      usec: stat.usec - (before.get(stat.command)?.usec ?? 0),
+    }))
+    .filter((stat) => stat.calls > 0)
+    .sort((a, b) => b.usec - a.usec);
+}
+
+/** FANOUT_WORKERS of each worker process (the benchmark's own app runs none: at least 1, as `npm run worker`). */
+function workersPerProcess(): number {
+  return Math.max(1, Number(process.env.FANOUT_WORKERS ?? 1));
+}
+
+/** CPU seconds (user + system) of these processes so far, from /proc (Linux); this process's own without any. */
+function cpuSeconds(children: ChildProcess[]): number {
+  if (children.length === 0) {
+    const usage = process.cpuUsage();
+    return (usage.user + usage.system) / 1e6;
+  }
+  let ticks = 0;
+  for (const child of children) {
+    try {
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      return NaN; // not Linux
+    }
+  }
+  return ticks / 100;
+}
+
+/**
+ * --worker-processes: fan-out worker processes (`node dist/src/worker.js`, as `npm run worker`
+ * starts them) on the benchmark's database and key prefix; resolves once each says it runs.
+ */
+async function startWorkerProcesses(config: Config, count: number, profile: boolean): Promise<ChildProcess[]> {
+  const env = {
+    ...process.env,
+    NODE_ENV: 'production',
+    DATABASE_URL: config.databaseUrl,
+    REDIS_URL: config.redisUrl,
+    REDIS_KEY_PREFIX: config.redisKeyPrefix,
+    JWT_SECRET: 'bench-worker-secret-unused',
+    FANOUT_WORKERS: String(workersPerProcess()),
+  };
+  const started = Array.from({ length: count }, (_, i) => {
+    const args = profile ? ['--cpu-prof', `--cpu-prof-name=fanout-worker-${i + 1}.cpuprofile`] : [];
+    const child = spawn(process.execPath, [...args, 'dist/src/worker.js'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    return new Promise<ChildProcess>((resolve, reject) => {
+      let output = '';
+      child.stdout.on('data', (data: Buffer) => {
+        output += data.toString();
+        if (output.includes('fan-out worker running')) resolve(child);
+      });
+      child.once('exit', (code) => reject(new Error(`worker process ${i + 1} exited with ${code}: ${output}`)));
+    });
+  });
+  const children = await Promise.all(started);
+  // BullMQ's workers connect after the log line: let them reach the queue before the publish.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  return children;
+}
+
+async function stopWorkerProcesses(children: ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
 }
 
 /** CPU seconds the Redis server has used so far (user + system). */

@@ -9,8 +9,28 @@
  *
  * Job ids are derived from the task (and chunk), so adding the same job twice while it is still
  * in the queue is a no-op: the outbox relay and a resumed dispatcher may both re-add safely.
+ *
+ * ## Lanes: which job runs next
+ * One queue, ordered by BullMQ's job priorities (see chunkPriority): dispatch jobs carry none and
+ * go first (BullMQ serves its plain wait list before any prioritized job), and the k-th chunk of
+ * every task has priority k. So a fan-out that fits in one chunk waits for no chunk of a big one
+ * except a first chunk, and big fan-outs advance together chunk by chunk: a newer one catches
+ * up with the older ones (its chunk 1 goes before their chunk 40), then they alternate. Every
+ * task's k-th chunk is served before any task's (k+1)-th: the fan-out that got least so far goes
+ * next, which finishes small fan-outs first and shares the workers among big ones.
+ *
+ * Why priorities rather than a second queue for small fan-outs: BullMQ 6 keeps them in Redis
+ * (a sorted set scored by priority, then by insertion order), so every worker of every process
+ * honours one order without coordination, and the rest of the queue's machinery works unchanged:
+ * a retried job waits out its backoff in the delayed set and comes back with its priority
+ * (retryJob, promoteDelayedJobs), a stalled job (its worker died) goes to the wait list and so
+ * runs again first, and the rate limit (FANOUT_JOBS_PER_SECOND) counts every job of the queue.
+ * A second queue would need its own workers and limiter (two rates to configure, or slots idle
+ * in one lane while the other is backed up), and would only separate small from big, not share
+ * the workers between several big fan-outs. BullMQ has no per-group fairness outside its Pro
+ * version ("groups"), and priorities are a bounded integer (PRIORITY_LIMIT).
  */
-import { JobsOptions, Queue } from 'bullmq';
+import { JobsOptions, PRIORITY_LIMIT, Queue } from 'bullmq';
 import type { Config } from '../kernel/config';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { withTimeout } from '../kernel/timeout';
@@ -62,8 +82,16 @@ export function dispatchJob(taskId: number): { name: FanoutJobName; data: Dispat
   return { name: 'dispatch', data: { taskId }, opts: { ...JOB_OPTIONS, jobId: `dispatch-${taskId}` } };
 }
 
+/**
+ * The priority of a task's chunk `seq` (1, 2, ...): its position in the task (see Lanes above).
+ * Chunks past BullMQ's limit (2,097,151) share the last priority, in the order they were queued.
+ */
+export function chunkPriority(seq: number): number {
+  return Math.min(Math.max(1, seq), PRIORITY_LIMIT);
+}
+
 export function chunkJob(data: ChunkJob): { name: FanoutJobName; data: ChunkJob; opts: JobsOptions } {
-  return { name: 'chunk', data, opts: { ...JOB_OPTIONS, jobId: `chunk-${data.taskId}-${data.seq}` } };
+  return { name: 'chunk', data, opts: { ...JOB_OPTIONS, jobId: `chunk-${data.taskId}-${data.seq}`, priority: chunkPriority(data.seq) } };
 }
 
 /** BullMQ keys live under the deployment's key prefix, beside the inboxes. */

@@ -199,13 +199,16 @@ export class FanoutStore {
    * (follow_user_id, user_id) index alone. Inactive followers are not filtered here: their
    * inboxes have expired, and the delivery script writes only to inboxes that exist, which
    * costs less than joining every follower to tb_user.
+   *
+   * FORCE INDEX makes it a range scan that starts at the cursor. Without it MariaDB 10.11 reads
+   * the index by `follow_user_id` alone (a `ref` access) and filters `user_id > ?` row by row:
+   * each page then scans every follower before the cursor, and a million-follower walk scanned
+   * 50 million index entries (about 5 s of MariaDB CPU, measured with ANALYZE: 510,001 rows
+   * read for a page of 10,000 halfway through).
    */
   async followerIdsAfter(authorId: number, afterUserId: number, limit: number): Promise<number[]> {
-    const rows = await this.db.select<{ user_id: string }>('SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?', [
-      authorId,
-      afterUserId,
-      limit,
-    ]);
+    const statement = 'SELECT user_id FROM tb_follow FORCE INDEX (ix_follow_followee) WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?';
+    const rows = await this.db.select<{ user_id: string }>(statement, [authorId, afterUserId, limit]);
     return rows.map((row) => Number(row.user_id));
   }
 
