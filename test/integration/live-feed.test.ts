@@ -5,6 +5,7 @@
  * the delivery cases again in the embedded mode (one process, events in memory).
  */
 import jwt from 'jsonwebtoken';
+import WebSocket from 'ws';
 import { fromGlobalId } from '../../src/kernel/global-id';
 import { withTimeout } from '../../src/kernel/timeout';
 import { EMBEDDED, follow, ok, publish, signUp, startTestApp, TEST_JWT_SECRET, TestApp, TestUser } from '../support/harness';
@@ -110,6 +111,26 @@ describe('refusals', () => {
     await waitFor('both sockets to close', async () => anonymous.closed() !== null && forged.closed() !== null);
     expect(anonymous.closed()).toEqual({ code: 4401, reason: expect.stringMatching(/^UNAUTHENTICATED: /) });
     expect(forged.closed()).toEqual({ code: 4401, reason: 'UNAUTHENTICATED: the token is invalid (bad signature or format)' });
+  });
+
+  it('closes a socket that sends a malformed message (4400), and the server keeps serving the others', async () => {
+    const user = await signUp(app, 'sloppy');
+    const healthy = open(app.url, user.token);
+    await live(app, user);
+    const socket = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${user.token}` } }));
+    await new Promise((resolve) => socket.once('message', resolve)); // connection_ack
+    socket.send('{"type": "subscribe", "id": 7, "payload": "not an object"');
+    expect((await closed).code).toBe(4400);
+    expect(healthy.closed()).toBeNull();
+    const author = await signUp(app, 'sloppy-author');
+    await follow(app, user, author);
+    const id = await publish(app, author, 'still served');
+    expect((await healthy.received(1))[0].node.id).toBe(id);
   });
 
   it('ends the socket when the token expires', async () => {

@@ -3,8 +3,8 @@
  *
  * Pure: no I/O, so it can be read and tested on its own (test/unit/cursor.test.ts).
  *
- * A position is the seed's `(minTime, offset)` pair, named here `(maxScore, offset)`, plus the
- * id of the blog it comes after:
+ * A position is the scroll cursor of a sorted-set feed, `(maxScore, offset)` (the seed notes call it
+ * `(minTime, offset)`), plus the id of the blog it comes after:
  *
  *     "continue with the items after (maxScore, afterId) in canonical order"
  *

@@ -11,7 +11,7 @@ import { cursorsForPage, decodeKeysetCursor, FeedPosition, KeysetPosition, posit
 /** Default page size when a client gives no `first`. */
 export const DEFAULT_PAGE_SIZE = 10;
 
-/** Default page size of a blog's likers: the seed's like ranking showed the first 5. */
+/** Default page size of a blog's likers, as the contract says: a like ranking shows the first 5. */
 export const DEFAULT_LIKERS_PAGE_SIZE = 5;
 
 /**
