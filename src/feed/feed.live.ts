@@ -45,6 +45,9 @@ export interface LiveBlog extends ScoredId {
 }
 
 export class LiveFeed {
+  /** This process's open subscriptions of pull and hybrid viewers: how to re-list each one's author channels. */
+  private readonly relisters = new Map<number, Set<() => Promise<void>>>();
+
   constructor(
     private readonly buses: LiveBuses,
     private readonly store: Pick<FeedStore, 'visibleTo' | 'followeeIds'>,
@@ -54,6 +57,11 @@ export class LiveFeed {
   /** A fanned-out blog reached these readers' inboxes: tell those of them who are live. */
   async delivered(readerIds: readonly number[], blog: LiveBlog): Promise<void> {
     await this.buses.readers.publish(readerIds, { kind: 'added', blogId: blog.id, score: blog.score, authorId: blog.authorId });
+  }
+
+  /** The viewer followed or unfollowed someone: their subscriptions in this process listen to the right authors before this resolves. */
+  async followsChanged(viewerId: number): Promise<void> {
+    await Promise.all([...(this.relisters.get(viewerId) ?? [])].map((relist) => relist()));
   }
 
   /** A blog that no fan-out delivers was committed: tell the processes that listen on its author. */
@@ -75,14 +83,22 @@ export class LiveFeed {
       throw error;
     }
     if (this.model !== 'push') {
-      // A follow or an unfollow made since (on any process) changes whose channels matter.
-      const relist = setInterval(() => {
+      // A follow or an unfollow changes whose channels matter: at once when it is made in this
+      // process (followsChanged), within LIVE_RELIST_MS when made in another.
+      const relist = () =>
         this.listenToAuthors(viewerId, events).catch(() => {
           // Kept as it was until the next pass: the channels already open still deliver.
         });
-      }, LIVE_RELIST_MS);
-      relist.unref();
-      events.onEnd(() => clearInterval(relist));
+      const timer = setInterval(() => void relist(), LIVE_RELIST_MS);
+      timer.unref();
+      const mine = this.relisters.get(viewerId) ?? new Set<() => Promise<void>>();
+      mine.add(relist);
+      this.relisters.set(viewerId, mine);
+      events.onEnd(() => {
+        clearInterval(timer);
+        mine.delete(relist);
+        if (mine.size === 0) this.relisters.delete(viewerId);
+      });
     }
     return this.checked(viewerId, events);
   }

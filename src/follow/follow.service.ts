@@ -1,5 +1,6 @@
 /** Follows: the follow graph in tb_follow, with follower/following counters kept exact. */
 import type { Database, Sql } from '../db/database';
+import type { LiveFeed } from '../feed/feed.live';
 import type { FeedService } from '../feed/feed.service';
 import { badUserInput, notFound } from '../kernel/errors';
 import type { KeysetPosition } from '../kernel/pagination/cursor';
@@ -15,6 +16,8 @@ export class FollowService {
     private readonly store: FollowStore,
     private readonly users: UserService,
     private readonly feed: Pick<FeedService, 'changeFollow'>,
+    /** The viewer's live subscriptions, which listen to the authors they follow. */
+    private readonly live: Pick<LiveFeed, 'followsChanged'>,
     private readonly now: () => Date,
   ) {}
 
@@ -28,6 +31,7 @@ export class FollowService {
     if (viewerId === targetId) throw badUserInput('you cannot follow yourself', 'userId');
     if (!(await this.users.findById(targetId))) throw notFound(`user ${targetId} does not exist`);
     await this.feed.changeFollow(viewerId, targetId, follow, () => this.db.transaction((sql) => this.commitChange(sql, viewerId, targetId, follow)));
+    await this.live.followsChanged(viewerId);
     const target = await this.users.findById(targetId);
     if (!target) throw notFound(`user ${targetId} does not exist`);
     return target;
