@@ -1,26 +1,12 @@
 /** The typed context of every resolver: who is asking, the services, and the request's loaders. */
-import type { AuthService } from '../auth/auth.service';
 import type { TokenCheck } from '../auth/auth.tokens';
-import type { BlogService } from '../blog/blog.service';
-import type { LiveFeed } from '../feed/feed.live';
-import type { FeedService } from '../feed/feed.service';
-import type { FollowService } from '../follow/follow.service';
-import type { LikeService } from '../like/like.service';
+import type { Core } from '../composition';
 import type { RateLimits } from './rate-limits';
-import type { UserService } from '../user/user.service';
 import { unauthenticated } from '../kernel/errors';
 import type { Loaders } from './loaders';
 
-export interface Services {
-  auth: AuthService;
-  users: UserService;
-  blogs: BlogService;
-  follows: FollowService;
-  likes: LikeService;
-  feed: FeedService;
-  liveFeed: LiveFeed;
-  rateLimits: RateLimits;
-}
+/** The domain services the resolvers call (built by the composition root), and the API's rate limits. */
+export type Services = Pick<Core, 'auth' | 'users' | 'blogs' | 'follows' | 'likes' | 'feed' | 'liveFeed'> & { rateLimits: RateLimits };
 
 export interface Context {
   auth: TokenCheck;

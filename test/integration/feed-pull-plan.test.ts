@@ -15,6 +15,7 @@ import { Database, SqlStatementLog } from '../../src/db/database';
 import { openMysql } from '../../src/db/migrate';
 import { FeedPosition, ScoredId, START } from '../../src/kernel/pagination/cursor';
 import { FeedStore, MANY_FOLLOWEES, positionSql } from '../../src/feed/feed.store';
+import { joinPage } from '../support/join-page';
 import { dropDatabase, MYSQL_URL, testDatabase } from '../support/harness';
 
 const QUIET = { info: () => undefined, warn: (message: string) => console.warn(message), error: (message: string) => console.error(message) };
@@ -34,18 +35,6 @@ const WIDE_READER = 3;
 /** Follows all 60 authors and 50 users who never publish: more than MANY_FOLLOWEES, the heads path. */
 const MANY_READER = 4;
 const PAGE = 21; // followFeed(first: 20) asks for first + 1
-
-/** The statement feedPage was before, verbatim. */
-async function joinPage(db: Database, readerId: number, from: FeedPosition, limit: number, minScore: number | null = null): Promise<ScoredId[]> {
-  const position = positionSql(from, 'b');
-  const rows = await db.select<{ id: string; created_at: Date }>(
-    `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
-     WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
-     ORDER BY b.created_at DESC, b.id DESC LIMIT ?, ?`,
-    [readerId, ...position.params, ...(minScore === null ? [] : [new Date(minScore)]), position.skip, limit],
-  );
-  return rows.map((row) => ({ id: Number(row.id), score: row.created_at.getTime() }));
-}
 
 interface ExplainRow {
   id: number;

@@ -17,7 +17,8 @@ import fc from 'fast-check';
 import { Database, SqlStatementLog } from '../../src/db/database';
 import { openMysql, openSqlite } from '../../src/db/migrate';
 import { compareCanonical, FeedPosition, isAfter, ScoredId, START } from '../../src/kernel/pagination/cursor';
-import { FeedStore, MANY_FOLLOWEES, MOST_BRANCHES, positionSql } from '../../src/feed/feed.store';
+import { FeedStore, MANY_FOLLOWEES, MOST_BRANCHES } from '../../src/feed/feed.store';
+import { joinPage } from '../support/join-page';
 import { dropDatabase, EMBEDDED, MYSQL_URL, testDatabase } from '../support/harness';
 
 /** Migrations report each step through `info`; the test needs only problems. */
@@ -85,19 +86,6 @@ function modelPage(world: World, reader: number, from: FeedPosition, limit: numb
   if (from.afterId !== null) return feed.filter((item) => isAfter(item, from)).slice(0, limit);
   const maxScore = from.maxScore;
   return feed.filter((item) => item.score <= maxScore).slice(from.offset, from.offset + limit);
-}
-
-/** The statement feedPage was before it read per followee, verbatim: "identical to today's". */
-async function joinPage(db: Database, readerId: number, from: FeedPosition, limit: number, minScore: number | null): Promise<ScoredId[]> {
-  if (limit === 0) return [];
-  const position = positionSql(from, 'b');
-  const rows = await db.select<{ id: string; created_at: Date }>(
-    `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
-     WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
-     ORDER BY b.created_at DESC, b.id DESC LIMIT ?, ?`,
-    [readerId, ...position.params, ...(minScore === null ? [] : [new Date(minScore)]), position.skip, limit],
-  );
-  return rows.map((row) => ({ id: Number(row.id), score: row.created_at.getTime() }));
 }
 
 /** The statements `db` runs while `work` runs. */
