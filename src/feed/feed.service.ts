@@ -17,10 +17,10 @@
  * - hybrid: push, plus the blogs of big authors that were not fanned out, merged in at read
  *   time.
  *
- * Round trips of a page: one to Redis (the inbox and the watermark together), the big followees
- * (hybrid), their blogs, the span above the watermark only while a fan-out is in flight, the
- * cold path only past the floor, then the four loader statements of the hydration. None
- * depends on `first`.
+ * Round trips of a page: one to Redis (the inbox and the watermark together: one script on a
+ * single server), the big followees (hybrid), their blogs, the span above the watermark only
+ * while a fan-out is in flight, the cold path only past the floor, then one statement for the
+ * page's data (BlogStore.forViewer). None depends on `first`.
  */
 import { hostname } from 'node:os';
 import type { FeedModel } from '../kernel/config';

@@ -102,6 +102,16 @@ end
 return {1, floor, redis.call('ZRANGE', inbox, maxScore, floor, 'BYSCORE', 'REV', 'LIMIT', start, limit, 'WITHSCORES')}`;
 
 /**
+ * READ and the fan-out watermark's two lowest members in one call: KEYS = [inbox, meta,
+ * watermark], ARGV as READ's. On a single server a page's Redis work is this one command; a
+ * cluster keeps the watermark in another slot than the inbox, where READ and a ZRANGE go out
+ * together instead (one round trip, two commands).
+ */
+const READ_WITH_WATERMARK = `local function read()${READ}
+end
+return {read(), redis.call('ZRANGE', KEYS[3], 0, 1, 'WITHSCORES')}`;
+
+/**
  * KEYS = inbox, meta pairs; ARGV = score, member, authorId, readAt, maxItems.
  *
  * The fan-out's hot path, and what bounds its speed: Redis runs it once per inbox, and each
@@ -271,6 +281,7 @@ return 1`;
 type Args = Array<string | number>;
 type ScriptedRedis = RedisClient & {
   feedRead(inbox: string, meta: string, ...args: Args): Promise<unknown[]>;
+  feedReadWatermark(inbox: string, meta: string, watermark: string, ...args: Args): Promise<[unknown[], string[]]>;
   feedDeliver(numberOfKeys: number, ...args: Args): Promise<number>;
   feedRetract(numberOfKeys: number, ...args: Args): Promise<number>;
   feedDeliverPair(inbox: string, meta: string, ...args: Args): Promise<number>;
@@ -307,6 +318,7 @@ function withInboxScripts(redis: RedisClient): ScriptedRedis {
       feedFinishBuild: FINISH_BUILD,
     };
     for (const [name, lua] of Object.entries(perInbox)) redis.defineCommand(name, { lua, numberOfKeys: 2 });
+    redis.defineCommand('feedReadWatermark', { lua: READ_WITH_WATERMARK, numberOfKeys: 3 });
     redis.defineCommand('feedDeliverPair', { lua: DELIVER, numberOfKeys: 2 });
     redis.defineCommand('feedRetractPair', { lua: RETRACT, numberOfKeys: 2 });
     // Over any number of inboxes (a single server): the key count comes first.
@@ -364,14 +376,7 @@ export class RedisInbox implements Inbox {
       // Different slots: two commands sent together (auto-pipelined per node), one round trip.
       [reply, lowest] = await Promise.all([this.redis.feedRead(inbox, meta, ...args), this.redis.zrange(watermarkKey, '0', '1', 'WITHSCORES')]);
     } else {
-      const results = (await (this.redis.pipeline() as unknown as ScriptedPipeline)
-        .feedRead(inbox, meta, ...args)
-        .zrange(watermarkKey, '0', '1', 'WITHSCORES')
-        .exec()) as Array<[Error | null, unknown]>;
-      const failed = results.find(([error]) => error);
-      if (failed?.[0]) throw failed[0];
-      reply = results[0][1] as unknown[];
-      lowest = results[1][1] as string[];
+      [reply, lowest] = await this.redis.feedReadWatermark(inbox, meta, watermarkKey, ...args);
     }
     return { view: viewOf(reply, limit), watermark: watermarkOf(lowest) };
   }
@@ -525,12 +530,6 @@ export class RedisInbox implements Inbox {
     if (pairs.length > 0) await this.redis.zadd(this.keys.fanoutInFlight(), ...pairs);
   }
 }
-
-type ScriptedPipeline = {
-  feedRead(inbox: string, meta: string, ...args: Args): ScriptedPipeline;
-  zrange(key: string, start: string, stop: string, withScores: 'WITHSCORES'): ScriptedPipeline;
-  exec(): Promise<Array<[Error | null, unknown]> | null>;
-};
 
 function viewOf(reply: unknown[], limit: number): InboxView {
   if (reply[0] === 0) return { state: 'missing' };

@@ -193,14 +193,14 @@ describe('cost of a page', () => {
     const fifty = await measure(50);
     expect(five.edges).toBe(5);
     expect(fifty.edges).toBe(50);
-    // One round trip to Redis (the inbox script and the watermark, pipelined). SQL: the big
-    // followees (hybrid), then blogs, authors, likes and follows, one statement each.
-    expect(five.redis).toBe(2);
-    expect(fifty.redis).toBe(2);
-    expect(five.sql).toBeLessThanOrEqual(5);
+    // One Redis command (the inbox script reads the watermark too: a single server). SQL: the big
+    // followees (hybrid), then the page's blogs with their authors, likes and follows in one.
+    expect(five.redis).toBe(1);
+    expect(fifty.redis).toBe(1);
+    expect(five.sql).toBeLessThanOrEqual(2);
     expect(fifty.sql).toBe(five.sql);
     for (const page of inFlight) {
-      expect(page.redis).toBe(2);
+      expect(page.redis).toBe(1);
       expect(page.sql).toBe(five.sql + 2);
     }
   });
