@@ -11,24 +11,21 @@
  *   follower's feed at its commit. Walking a big author's followers for the few who are live
  *   would cost in proportion to the offline ones, so such a blog is published once, on its
  *   author's channel (the author bus), and a process listens on the channels of the authors its
- *   live viewers follow (in pull and hybrid; re-read every LIVE_RELIST_MS).
+ *   live viewers follow (in pull and hybrid). A follow or unfollow tells the viewer's channel
+ *   (`follows`), so their subscriptions, in whichever process, re-read which authors those are.
  *
  * What a subscriber is shown: an event is a hint, the feed's rules decide. Before an `added`
- * event becomes an edge, one statement checks that the blog is live and that the viewer follows
- * its author now (an unfollow takes effect at once, a delete too), and a blog already shown on
- * this subscription is not shown again (a chunk run twice, a blog on both channels).
+ * event becomes an edge, the blog must be live and the viewer must follow its author now (an
+ * unfollow takes effect at once, a delete too): checked for every subscription of this process
+ * that got the same blog in the same tick in one statement (a chunk reaches many live readers at
+ * once). A blog already shown on this subscription is not shown again (a chunk run twice, a
+ * blog on both channels).
  */
+import DataLoader from 'dataloader';
 import type { FeedModel } from '../kernel/config';
 import type { ScoredId } from '../kernel/pagination/cursor';
 import type { LiveBus, LiveEvent, LiveSubscription } from '../live/live.bus';
 import type { FeedStore } from './feed.store';
-
-/**
- * How often a live subscription re-reads whom its viewer follows (pull and hybrid), to listen to
- * the right author channels: a follow made on another API process reaches it this late at most.
- * One indexed statement per open subscription per period.
- */
-const LIVE_RELIST_MS = 5000;
 
 /** Blog ids a subscription remembers having shown, to show none twice: far more than a client renders between reconnects. */
 const SHOWN_MEMORY = 1000;
@@ -47,21 +44,23 @@ export interface LiveBlog extends ScoredId {
 export class LiveFeed {
   /** This process's open subscriptions of pull and hybrid viewers: how to re-list each one's author channels. */
   private readonly relisters = new Map<number, Set<() => Promise<void>>>();
+  /** "Does viewer V see blog B now?", batched per tick: one statement per blog, for all the viewers asking. */
+  private readonly visible: DataLoader<{ viewerId: number; blogId: number }, boolean, string>;
 
   constructor(
     private readonly buses: LiveBuses,
-    private readonly store: Pick<FeedStore, 'visibleTo' | 'followeeIds'>,
+    private readonly store: Pick<FeedStore, 'viewersSeeing' | 'followeeIds'>,
     private readonly model: FeedModel,
-  ) {}
+  ) {
+    this.visible = new DataLoader(async (asks) => this.seeing(asks), {
+      // A follow or a delete may change the answer at any moment: nothing is remembered.
+      cache: false,
+    });
+  }
 
   /** A fanned-out blog reached these readers' inboxes: tell those of them who are live. */
   async delivered(readerIds: readonly number[], blog: LiveBlog): Promise<void> {
     await this.buses.readers.publish(readerIds, { kind: 'added', blogId: blog.id, score: blog.score, authorId: blog.authorId });
-  }
-
-  /** The viewer followed or unfollowed someone: their subscriptions in this process listen to the right authors before this resolves. */
-  async followsChanged(viewerId: number): Promise<void> {
-    await Promise.all([...(this.relisters.get(viewerId) ?? [])].map((relist) => relist()));
   }
 
   /** A blog that no fan-out delivers was committed: tell the processes that listen on its author. */
@@ -70,11 +69,29 @@ export class LiveFeed {
   }
 
   /**
+   * The viewer followed or unfollowed someone. Their subscriptions in this process listen to the
+   * right authors before this resolves (the mutation's next request finds them listening); those
+   * in other processes hear it on the viewer's channel. Nothing to do in the push model, where
+   * every blog comes through the viewer's own channel.
+   */
+  async followsChanged(viewerId: number): Promise<void> {
+    if (this.model === 'push') return;
+    await Promise.all([...(this.relisters.get(viewerId) ?? [])].map((relist) => relist()));
+    await this.buses.readers.publish([viewerId], { kind: 'follows' });
+  }
+
+  /**
    * The viewer's live entries: an async iterator of the blogs that enter their feed from now on
    * (a graphql-js subscription source; return() ends it and frees its channels).
    */
   async subscribe(viewerId: number): Promise<AsyncIterableIterator<LiveBlog>> {
     const events = new MergedSubscriptions();
+    const relist = async () => {
+      if (this.model === 'push') return;
+      await this.listenToAuthors(viewerId, events).catch(() => {
+        // Kept as it was until the next follow change: the channels already open still deliver.
+      });
+    };
     try {
       events.add('reader', await this.buses.readers.connect(viewerId));
       if (this.model !== 'push') await this.listenToAuthors(viewerId, events);
@@ -82,25 +99,14 @@ export class LiveFeed {
       await events.return();
       throw error;
     }
-    if (this.model !== 'push') {
-      // A follow or an unfollow changes whose channels matter: at once when it is made in this
-      // process (followsChanged), within LIVE_RELIST_MS when made in another.
-      const relist = () =>
-        this.listenToAuthors(viewerId, events).catch(() => {
-          // Kept as it was until the next pass: the channels already open still deliver.
-        });
-      const timer = setInterval(() => void relist(), LIVE_RELIST_MS);
-      timer.unref();
-      const mine = this.relisters.get(viewerId) ?? new Set<() => Promise<void>>();
-      mine.add(relist);
-      this.relisters.set(viewerId, mine);
-      events.onEnd(() => {
-        clearInterval(timer);
-        mine.delete(relist);
-        if (mine.size === 0) this.relisters.delete(viewerId);
-      });
-    }
-    return this.checked(viewerId, events);
+    const mine = this.relisters.get(viewerId) ?? new Set<() => Promise<void>>();
+    mine.add(relist);
+    this.relisters.set(viewerId, mine);
+    events.onEnd(() => {
+      mine.delete(relist);
+      if (mine.size === 0) this.relisters.delete(viewerId);
+    });
+    return this.checked(viewerId, events, relist);
   }
 
   /**
@@ -117,16 +123,20 @@ export class LiveFeed {
     }
   }
 
-  /** The events of `events` that the feed's rules let the viewer see, each blog once. */
-  private checked(viewerId: number, events: AsyncIterableIterator<LiveEvent>): AsyncIterableIterator<LiveBlog> {
+  /** The events of `events` that the feed's rules let the viewer see, each blog once; a `follows` event re-lists the author channels. */
+  private checked(viewerId: number, events: AsyncIterableIterator<LiveEvent>, relist: () => Promise<void>): AsyncIterableIterator<LiveBlog> {
     const shown = new Set<number>();
     const next = async (): Promise<IteratorResult<LiveBlog>> => {
       for (;;) {
         const result = await events.next();
         if (result.done) return { done: true, value: undefined };
         const event = result.value;
-        if (event.kind !== 'added' || shown.has(event.blogId)) continue;
-        if (!(await this.store.visibleTo(viewerId, event.blogId))) continue;
+        if (event.kind === 'follows') {
+          await relist();
+          continue;
+        }
+        if (shown.has(event.blogId)) continue;
+        if (!(await this.visible.load({ viewerId, blogId: event.blogId }))) continue;
         shown.add(event.blogId);
         if (shown.size > SHOWN_MEMORY) shown.delete(shown.values().next().value!);
         return { done: false, value: { id: event.blogId, score: event.score, authorId: event.authorId } };
@@ -141,6 +151,16 @@ export class LiveFeed {
       [Symbol.asyncIterator]: () => iterator,
     };
     return iterator;
+  }
+
+  /** The answers of one tick's visibility checks: one statement per distinct blog. */
+  private async seeing(asks: readonly { viewerId: number; blogId: number }[]): Promise<boolean[]> {
+    const viewersOf = new Map<number, number[]>();
+    for (const { viewerId, blogId } of asks) viewersOf.set(blogId, [...(viewersOf.get(blogId) ?? []), viewerId]);
+    const seeing = new Map(
+      await Promise.all([...viewersOf].map(async ([blogId, viewerIds]) => [blogId, await this.store.viewersSeeing(blogId, viewerIds)] as const)),
+    );
+    return asks.map(({ viewerId, blogId }) => seeing.get(blogId)!.has(viewerId));
   }
 }
 

@@ -335,14 +335,14 @@ export class FeedStore {
     );
     return rows.map((row) => ({ readerId: Number(row.id), follows: Number(row.follows) === 1, version: Number(row.feed_version) }));
   }
-  /** Whether a blog is live and the viewer follows its author now: the check of a live event before it is shown. */
-  async visibleTo(viewerId: number, blogId: number): Promise<boolean> {
-    const rows = await this.db.select<{ id: string }>(
-      `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id AND f.user_id = ?
-       WHERE b.id = ? AND b.deleted_at IS NULL`,
-      [viewerId, blogId],
+  /** Which of these viewers see a blog now (it is live, and they follow its author): the check of a live event before it is shown. */
+  async viewersSeeing(blogId: number, viewerIds: readonly number[]): Promise<Set<number>> {
+    const rows = await this.db.select<{ user_id: string }>(
+      `SELECT f.user_id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id
+       WHERE b.id = ? AND b.deleted_at IS NULL AND f.user_id IN (?)`,
+      [blogId, viewerIds],
     );
-    return rows.length > 0;
+    return new Set(rows.map((row) => Number(row.user_id)));
   }
 
   /** Everyone the reader follows. */

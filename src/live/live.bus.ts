@@ -79,10 +79,10 @@ export type LiveEvent =
   /** A blog entered the reader's feed (the resolver re-checks follow and delete state). */
   | { readonly kind: 'added'; readonly blogId: number; readonly score: number; readonly authorId: number }
   /**
-   * A blog the reader may have been sent left the feed (deleted; its author unfollowed): the
-   * client drops it, so a live view never keeps a blog the feed query would not return.
+   * The reader followed or unfollowed someone: their subscriptions, in whichever process, re-read
+   * which authors' channels to listen on (feed/feed.live.ts).
    */
-  | { readonly kind: 'removed'; readonly blogId: number };
+  | { readonly kind: 'follows' };
 
 /**
  * One open subscription of one reader: an async iterator of events (a graphql-js subscription
@@ -162,9 +162,8 @@ export function decodeLiveEvent(message: string): LiveEvent | null {
   }
   if (typeof value !== 'object' || value === null) return null;
   const { kind, blogId, score, authorId } = value as Record<string, unknown>;
-  if (!Number.isSafeInteger(blogId)) return null;
-  if (kind === 'removed') return { kind, blogId: blogId as number };
-  if (kind === 'added' && Number.isSafeInteger(score) && Number.isSafeInteger(authorId)) {
+  if (kind === 'follows') return { kind };
+  if (kind === 'added' && Number.isSafeInteger(blogId) && Number.isSafeInteger(score) && Number.isSafeInteger(authorId)) {
     return { kind, blogId: blogId as number, score: score as number, authorId: authorId as number };
   }
   return null;

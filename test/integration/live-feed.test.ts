@@ -163,12 +163,13 @@ describe('refusals', () => {
 
 // Needs Redis between the processes: the embedded mode is one process by design.
 if (!EMBEDDED)
-  describe('across API processes', () => {
+  // hybrid with BIG_V_FOLLOWERS=1: an author with a follower is big, their blogs go on the author channel.
+  describe.each(['push', 'hybrid'])('across API processes, FEED_MODEL=%s', (model) => {
     let app: TestApp;
     let other: WorkerProcess;
     let otherUrl: string;
     beforeAll(async () => {
-      app = await startTestApp('live_processes', { env: { FEED_MODEL: 'push' } });
+      app = await startTestApp(`live_processes_${model}`, { env: { FEED_MODEL: model, BIG_V_FOLLOWERS: '1' } });
       const port = await freePort();
       other = startNodeProcess('server.js', { ...app.env, PORT: String(port), NODE_ENV: 'production', FANOUT_WORKERS: '0' });
       otherUrl = `http://127.0.0.1:${port}/graphql`;
@@ -185,6 +186,18 @@ if (!EMBEDDED)
       const client = open(otherUrl, reader.token);
       await live(app, reader);
       const id = await publish(app, author, 'across processes');
+      const [edge] = await client.received(1);
+      expect(edge.node.id).toBe(id);
+    });
+
+    it('a follow made on one process reaches the subscription held by another while it runs', async () => {
+      const [reader, author] = [await signUp(app, 'late'), await signUp(app, 'followed-late')];
+      const client = open(otherUrl, reader.token);
+      await live(app, reader);
+      await follow(app, reader, author); // on this process; the subscription is on the other
+      // In hybrid the other process now listens on the author's channel (its mark is in Redis).
+      if (model === 'hybrid') await live(app, reader, [author]);
+      const id = await publish(app, author, 'after a follow elsewhere');
       const [edge] = await client.received(1);
       expect(edge.node.id).toBe(id);
     });
