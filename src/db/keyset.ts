@@ -7,13 +7,15 @@
  * The statement is a UNION ALL of one branch per page, each an index range scan that stops
  * after its LIMIT, so a user with a million followers costs a page of rows, not a million
  * (a window function, ROW_NUMBER() OVER (PARTITION BY ...), would number every row of every
- * list before keeping the first few). Each branch is wrapped as a derived table,
- * `SELECT * FROM (SELECT ... ORDER BY ... LIMIT ?) AS t`, because SQLite accepts ORDER BY and
- * LIMIT only at the end of a compound SELECT, not in its parts; MySQL reads it the same way.
+ * list before keeping the first few). Each branch is a UNION ALL term with an ORDER BY and a
+ * LIMIT of its own, in the form its database accepts (Database.unionTerm).
+ *
+ * The lists may lag a write a moment (profile and graph reads): they are read where
+ * `db.lagging()` says, a replica unless the viewer just wrote.
  */
 import type { KeysetPosition } from '../kernel/pagination/cursor';
 import type { KeysetFetch } from '../kernel/pagination/page';
-import type { Sql } from './database';
+import type { Database } from './database';
 
 /** How one kind of list is read. */
 export interface KeysetList {
@@ -44,7 +46,7 @@ type ItemRow = { page: number | string; item_id: number | string; created_at: Da
  * the values of the `?` in `list.source` for one fetch.
  */
 export async function selectKeysetPages(
-  sql: Sql,
+  db: Pick<Database, 'lagging' | 'unionTerm'>,
   list: KeysetList,
   fetches: readonly KeysetFetch[],
   params: (fetch: KeysetFetch) => unknown[],
@@ -55,9 +57,10 @@ export async function selectKeysetPages(
     const chunk = fetches.slice(start, start + MAX_PAGES_PER_STATEMENT);
     const branches = chunk.map((fetch, i) => branchOf(list, fetch, start + i, params(fetch)));
     statements.push(
-      sql
+      db
+        .lagging()
         .select<ItemRow>(
-          branches.map((branch) => branch.text).join(' UNION ALL '),
+          branches.map((branch, i) => db.unionTerm(branch.text, 'page, item_id, created_at', `t${i}`)).join(' UNION ALL '),
           branches.flatMap((branch) => branch.params),
         )
         .then((rows) => {
@@ -80,9 +83,7 @@ function branchOf(list: KeysetList, fetch: KeysetFetch, page: number, sourcePara
   const after = fetch.after === null ? '' : `AND ${time} ${bound} ? AND (${time} ${strict} ? OR ${id} ${strict} ?)`;
   const at = fetch.after === null ? null : new Date(fetch.after.time);
   return {
-    text:
-      `SELECT * FROM (SELECT ? AS page, ${id} AS item_id, ${time} AS created_at FROM ${list.source} ${after} ` +
-      `ORDER BY ${time} ${order}, ${id} ${order} LIMIT ?) AS t`,
+    text: `SELECT ? AS page, ${id} AS item_id, ${time} AS created_at FROM ${list.source} ${after} ORDER BY ${time} ${order}, ${id} ${order} LIMIT ?`,
     params: [page, ...sourceParams, ...(fetch.after === null ? [] : [at, at, fetch.after.id]), fetch.limit],
   };
 }

@@ -103,13 +103,13 @@ export function primeLoaders(
   blogIds: readonly number[],
   found: { blogs: Blog[]; authors: User[]; liked: Set<number>; followed: Set<number> },
 ): void {
-  // An id the statement did not find is a deleted blog: known too, so nothing asks again.
-  for (const id of blogIds) loaders.blog.prime(id, null);
   for (const blog of found.blogs) {
-    loaders.blog.clear(blog.dbId);
     loaders.blog.prime(blog.dbId, blog);
     loaders.likedByViewer.prime(blog.dbId, found.liked.has(blog.dbId));
   }
+  // An id the statement did not find is a deleted blog: known too, so nothing asks again
+  // (prime leaves the blogs primed above as they are).
+  for (const id of blogIds) loaders.blog.prime(id, null);
   for (const author of found.authors) {
     loaders.user.prime(author.dbId, author);
     loaders.followedByViewer.prime(author.dbId, found.followed.has(author.dbId));
