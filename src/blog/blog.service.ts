@@ -42,7 +42,7 @@ export class BlogService {
     /** null in the embedded mode, where nothing is fanned out (the pull model). */
     private readonly fanout: FanoutService | null,
     /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
-    private readonly feed: Pick<FeedService, 'decidePush' | 'deliveryStarted' | 'inInboxes'>,
+    private readonly feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes'>,
     /** Live subscribers to tell of a blog that no fan-out delivers. */
     private readonly live: Pick<LiveFeed, 'published'>,
     private readonly now: () => Date,
@@ -55,26 +55,35 @@ export class BlogService {
    */
   async publish(authorId: number, input: PublishBlogInput): Promise<Blog> {
     validatePublishInput(input);
-    const { blog, taskId } = await this.db.transaction(async (sql) => {
-      const pushed = await this.feed.decidePush(sql, authorId);
-      const row: Omit<BlogRow, 'id'> = {
-        user_id: authorId,
-        title: input.title,
-        content: input.content,
-        images: JSON.stringify(input.images ?? []),
-        liked: 0,
-        // DATETIME(3) keeps the milliseconds of this Date, so the stored row equals this one.
-        created_at: this.now(),
-        pushed,
-      };
-      const blog = Blog.fromRow({ ...row, id: await this.store.insert(sql, row) });
-      if (!pushed) return { blog, taskId: null };
-      const recorded = await this.requireFanout().recordDeliver(sql, blog);
-      // The last step before the commit: from the moment the blog is visible in MySQL, readers
-      // know that its delivery is in flight (the fan-out watermark).
-      await this.feed.deliveryStarted(recorded, blog.score);
-      return { blog, taskId: recorded };
-    });
+    let becameBig = false;
+    const { blog, taskId } = await this.db
+      .transaction(async (sql) => {
+        const decision = await this.feed.decidePush(sql, authorId);
+        const { pushed } = decision;
+        becameBig = decision.becameBig;
+        const row: Omit<BlogRow, 'id'> = {
+          user_id: authorId,
+          title: input.title,
+          content: input.content,
+          images: JSON.stringify(input.images ?? []),
+          liked: 0,
+          // DATETIME(3) keeps the milliseconds of this Date, so the stored row equals this one.
+          created_at: this.now(),
+          pushed,
+        };
+        const blog = Blog.fromRow({ ...row, id: await this.store.insert(sql, row) });
+        // Readers stop trusting their kept lists of big followees until this one is committed.
+        if (becameBig) await this.feed.bigAuthorChange('changing');
+        if (!pushed) return { blog, taskId: null };
+        const recorded = await this.requireFanout().recordDeliver(sql, blog);
+        // The last step before the commit: from the moment the blog is visible in MySQL, readers
+        // know that its delivery is in flight (the fan-out watermark).
+        await this.feed.deliveryStarted(recorded, blog.score);
+        return { blog, taskId: recorded };
+      })
+      // The author's first blog that readers pull is committed (or rolled back): kept lists of
+      // big followees lack them.
+      .finally(() => becameBig && this.feed.bigAuthorChange('changed'));
     if (taskId !== null) this.requireFanout().enqueue(taskId);
     // Nobody fans this blog out (the pull model, a big author): it is in every follower's feed
     // from its commit, and live followers hear of it now.

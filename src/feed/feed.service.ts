@@ -17,10 +17,11 @@
  * - hybrid: push, plus the blogs of big authors that were not fanned out, merged in at read
  *   time.
  *
- * Round trips of a page: one to Redis (the inbox and the watermark together: one script on a
- * single server), the big followees (hybrid), their blogs, the span above the watermark only
- * while a fan-out is in flight, the cold path only past the floor, then one statement for the
- * page's data (BlogStore.forViewer). None depends on `first`.
+ * Round trips of a page: one to Redis (the inbox, the watermark and the big-author generation
+ * together: one script on a single server), the big followees' blogs (hybrid; the list of big
+ * followees itself only when the reader's kept list is out of date, see big-followees.ts), the
+ * span above the watermark only while a fan-out is in flight, the cold path only past the
+ * floor, then one statement for the page's data (BlogStore.forViewer). None depends on `first`.
  */
 import { hostname } from 'node:os';
 import type { FeedModel } from '../kernel/config';
@@ -29,8 +30,9 @@ import type { Metrics } from '../kernel/observability';
 import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 import type { LiveFeed } from './feed.live';
 import { FeedStore } from './feed.store';
-import { buildToken, Delivery, FollowChange, Inbox, PENDING_STALE_MS } from './inbox';
-import { certainMerge, keysetAfter, SourceReading, sourceRead } from './merge';
+import { BigFolloweeLists } from './big-followees';
+import { buildToken, Delivery, FollowChange, Inbox, InboxView, PENDING_STALE_MS } from './inbox';
+import { certainMerge, certainToTheEnd, keysetAfter, SourceReading, sourceRead } from './merge';
 import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
 
 export interface FeedSettings {
@@ -55,7 +57,7 @@ export type FeedTruth = Pick<
   | 'feedPage'
   | 'snapshot'
   | 'now'
-  | 'pulledFolloweeIds'
+  | 'pulledFollowees'
   | 'pulledBlogs'
   | 'hasFewerFollowers'
   | 'markHasPulledBlogs'
@@ -93,6 +95,7 @@ let buildCounter = 0;
 
 export class FeedService {
   private readonly rebuilding = new Map<number, Promise<void>>();
+  private readonly bigFollowees = new BigFolloweeLists();
   private readonly activityWrittenAt = new Map<number, number>();
   private syncing: Promise<void> | null = null;
   /** Watermark members that MySQL did not know, with when that was first seen. */
@@ -150,11 +153,7 @@ export class FeedService {
 
   private async entriesFromInbox(inbox: Inbox, viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     const read = sourceRead(from, n);
-    const bigAuthors = this.settings.model === 'hybrid' ? await this.store.pulledFolloweeIds(viewerId) : [];
-    const [{ view, watermark }, pulled] = await Promise.all([
-      inbox.read(viewerId, read.from, read.limit),
-      this.store.pulledBlogs(bigAuthors, read.from, read.limit),
-    ]);
+    const { view, watermark, bigAuthors: generation } = await inbox.read(viewerId, read.from, read.limit);
     if (view.state === 'missing') this.rebuildInBackground(inbox, viewerId);
     if (view.state === 'pending' && Date.now() - view.since > PENDING_STALE_MS) {
       // The change's process died between its commit and its apply: start again from MySQL.
@@ -165,7 +164,8 @@ export class FeedService {
     if (!watermark.synced) this.syncInBackground();
     if (view.state !== 'valid' || !watermark.synced) return this.pullPage(viewerId, from, n);
     const sources: Array<SourceReading<ScoredId>> = [{ items: view.entries, limit: read.limit, floor: view.floor }];
-    if (bigAuthors.length > 0) sources.push({ items: pulled, limit: read.limit, floor: null });
+    const bigAuthors = this.settings.model === 'hybrid' ? await this.bigFolloweesOf(inbox, viewerId, view, generation) : [];
+    if (bigAuthors.length > 0) sources.push({ items: await this.store.pulledBlogs(bigAuthors, read.from, read.limit), limit: read.limit, floor: null });
     const inFlight = watermark.oldest;
     if (inFlight !== null && (read.from.maxScore === null || inFlight <= read.from.maxScore)) {
       // Blogs at or above the watermark may still be on their way to this inbox: MySQL has them.
@@ -173,15 +173,31 @@ export class FeedService {
     }
     const certain = certainMerge(sources);
     const covered = certain.slice(read.skip, read.skip + n);
-    if (covered.length === n) {
+    if (covered.length === n || certainToTheEnd(sources)) {
       this.metrics?.pageRead('inbox');
       return covered;
     }
-    // Below what the sources are sure of (the inbox's floor), MySQL continues: the cold path.
+    // Below what the sources are sure of (the inbox's floor above 0), MySQL continues: the cold path.
     this.metrics?.pageRead('cold');
     const consumed = certain.slice(0, read.skip + covered.length);
     const next = consumed.length === 0 || certain.length < read.skip ? from : keysetAfter(consumed[consumed.length - 1]);
     return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length));
+  }
+
+  /** The reader's big followees (hybrid): the kept list while it is right, else read again. */
+  private async bigFolloweesOf(
+    inbox: Inbox,
+    viewerId: number,
+    view: Extract<InboxView, { state: 'valid' }>,
+    generation: string | null,
+  ): Promise<readonly number[]> {
+    const kept = this.bigFollowees.get(viewerId, view.version, generation);
+    if (kept) return kept;
+    // Redis has no generation (new, or lost): set one, so that the next pages can keep lists.
+    if (generation === null) inbox.renewBigAuthors('missing').catch((error: unknown) => this.warn('setting the big-author generation failed', error));
+    const { version, authorIds } = await this.store.pulledFollowees(viewerId);
+    this.bigFollowees.set(viewerId, version, generation, authorIds);
+    return authorIds;
   }
 
   // ---------------------------------------------------------------------------------------
@@ -192,13 +208,33 @@ export class FeedService {
    * authors with fewer than BIG_V_FOLLOWERS followers (hybrid). Decided per blog inside the
    * publishing transaction and stored with it (tb_blog.pushed), so an author crossing the
    * threshold either way loses nothing: readers merge in exactly the blogs that were not fanned
-   * out.
+   * out. `becameBig`: this is the author's first blog that is not (see bigAuthorChange).
    */
-  async decidePush(sql: Sql, authorId: number): Promise<boolean> {
-    if (this.settings.model !== 'hybrid') return this.settings.model === 'push';
-    if (await this.store.hasFewerFollowers(sql, authorId, this.settings.bigAuthorFollowers)) return true;
-    await this.store.markHasPulledBlogs(sql, authorId);
-    return false;
+  async decidePush(sql: Sql, authorId: number): Promise<{ pushed: boolean; becameBig: boolean }> {
+    if (this.settings.model !== 'hybrid') return { pushed: this.settings.model === 'push', becameBig: false };
+    if (await this.store.hasFewerFollowers(sql, authorId, this.settings.bigAuthorFollowers)) return { pushed: true, becameBig: false };
+    return { pushed: false, becameBig: await this.store.markHasPulledBlogs(sql, authorId) };
+  }
+
+  /**
+   * An author's first not-fanned-out blog: kept lists of big followees lack them. Called with
+   * 'changing' just before the publish commits (the generation is unsettled: no list is kept
+   * or trusted) and with 'changed' after it (a new generation: lists kept before are dropped),
+   * before the publish returns, so a page read after the commit has the blog. Never fails the
+   * publish: when Redis is away, this process forgets its lists and the 'changed' step is
+   * retried every second until it is done (pages are served from MySQL meanwhile).
+   */
+  async bigAuthorChange(step: 'changing' | 'changed', attempt = 0): Promise<void> {
+    const { inbox } = this;
+    if (!inbox) return;
+    try {
+      await inbox.renewBigAuthors(step);
+    } catch (error) {
+      this.bigFollowees.clear();
+      if (attempt === 0) this.warn(`replacing the big-author generation (${step}) failed; retrying every second`, error);
+      if (attempt < DROP_ATTEMPTS) setTimeout(() => void this.bigAuthorChange('changed', attempt + 1), 1000).unref();
+      else this.warn('gave up replacing the big-author generation: kept lists of big followees may miss an author until their readers follow or unfollow');
+    }
   }
 
   /**

@@ -246,14 +246,27 @@ export class FeedStore {
     return Number(row?.feed_version ?? 0);
   }
 
-  /** Followees with blogs that were not fanned out (big authors, hybrid model). */
-  async pulledFolloweeIds(readerId: number): Promise<number[]> {
-    const rows = await this.db.lagging().select<{ id: string }>(
-      `SELECT u.id FROM tb_follow f JOIN tb_user u ON u.id = f.follow_user_id
-       WHERE f.user_id = ? AND u.has_pulled_blogs`,
-      [readerId],
+  /**
+   * The reader's big followees (hybrid: authors with blogs that were not fanned out), with the
+   * reader's follow version, in one statement: one consistent read, so the list is the list of
+   * that version (feed/big-followees.ts keeps it under that version).
+   *
+   * Read on the primary: a list read on a lagging replica could miss an author who just became
+   * big and would then be kept until the reader's next follow change. Only a page that finds no
+   * kept list reads it.
+   */
+  async pulledFollowees(readerId: number): Promise<{ version: number; authorIds: number[] }> {
+    const rows = await this.db.select<{ version: string; id: string | null }>(
+      `SELECT r.feed_version AS version, big.id FROM tb_user r
+       LEFT JOIN (SELECT u.id FROM tb_follow f JOIN tb_user u ON u.id = f.follow_user_id
+                  WHERE f.user_id = ? AND u.has_pulled_blogs) big ON TRUE
+       WHERE r.id = ?`,
+      [readerId, readerId],
     );
-    return rows.map((row) => Number(row.id));
+    return {
+      version: Number(rows[0]?.version ?? 0),
+      authorIds: rows.filter((row) => row.id !== null).map((row) => Number(row.id)),
+    };
   }
 
   /**
@@ -278,9 +291,10 @@ export class FeedStore {
     return Number(row?.follower_count ?? 0) < bigAuthorFollowers;
   }
 
-  /** Records that an author has blogs readers must pull (hybrid). */
-  async markHasPulledBlogs(sql: Sql, authorId: number): Promise<void> {
-    await sql.write('UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
+  /** Records that an author has blogs readers must pull (hybrid); true when that is new. */
+  async markHasPulledBlogs(sql: Sql, authorId: number): Promise<boolean> {
+    const { affectedRows } = await sql.write('UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
+    return affectedRows > 0;
   }
 
   /** An author's newest live blogs (a follow's backfill). */

@@ -8,7 +8,7 @@
  * `lose` forgets everything, as a Redis restart without persistence does.
  */
 import { compareCanonical, FeedPosition, isAfter, ScoredId } from '../kernel/pagination/cursor';
-import { BUILD_STALE_MS, BuildOutcome, buildStartedAt, Delivery, FeedSnapshot, FollowChange, Inbox, InboxView, Watermark } from './inbox';
+import { BUILD_STALE_MS, BuildOutcome, buildStartedAt, Delivery, FeedSnapshot, FollowChange, Inbox, InboxRead, InboxView, UNSETTLED, Watermark } from './inbox';
 
 /** One reader's inbox: the sorted set and the hash of the Redis version. */
 export interface MemoryInboxState {
@@ -33,6 +33,9 @@ export class MemoryInbox implements Inbox {
   readonly states = new Map<number, MemoryInboxState>();
   /** The watermark: null when the set does not exist (lost, or never written). */
   watermark: { tasks: Map<number, number>; synced: boolean } | null = null;
+  /** The big-author generation; null when none is set (never, or lost). */
+  bigAuthors: string | null = null;
+  private generations = 0;
 
   constructor(private readonly maxItems: number) {}
 
@@ -45,6 +48,7 @@ export class MemoryInbox implements Inbox {
   lose(): void {
     this.states.clear();
     this.watermark = null;
+    this.bigAuthors = null;
   }
 
   /** Entries in canonical order. */
@@ -54,8 +58,14 @@ export class MemoryInbox implements Inbox {
     return [...state.entries].map(([id, score]) => ({ id, score })).sort(compareCanonical);
   }
 
-  async read(readerId: number, from: FeedPosition, limit: number): Promise<{ view: InboxView; watermark: Watermark }> {
-    return { view: this.view(readerId, from, limit), watermark: this.readWatermark() };
+  async read(readerId: number, from: FeedPosition, limit: number): Promise<InboxRead> {
+    return { view: this.view(readerId, from, limit), watermark: this.readWatermark(), bigAuthors: this.bigAuthors };
+  }
+
+  async renewBigAuthors(reason: 'changing' | 'changed' | 'missing'): Promise<void> {
+    if (reason === 'missing' && this.bigAuthors !== null) return;
+    this.generations += 1; // never repeats, like Redis's random tokens
+    this.bigAuthors = `${reason === 'changing' ? UNSETTLED : ''}${this.generations}`;
   }
 
   private view(readerId: number, from: FeedPosition, limit: number): InboxView {
@@ -72,7 +82,7 @@ export class MemoryInbox implements Inbox {
     } else {
       items = items.slice(from.offset);
     }
-    return { state: 'valid', floor: state.floor, entries: items.slice(0, limit) };
+    return { state: 'valid', floor: state.floor, entries: items.slice(0, limit), version: Math.max(state.base, state.maxver) };
   }
 
   private readWatermark(): Watermark {

@@ -15,7 +15,8 @@
  * fan-out skips inactive followers: deliveries go only to inboxes that exist.
  *
  * Plus `fanout:inflight`, a sorted set of the deliver tasks in flight (member = task id, score =
- * the blog's score) and the member "~synced" at -inf that says the set is complete.
+ * the blog's score) and the member "~synced" at -inf that says the set is complete, and
+ * `bigauthors`, the big-author generation (a random token).
  *
  * Batching: a delivery to many inboxes is one script call per SCRIPT_BATCH inboxes (Redis spends
  * about 5 us per inbox that has to be created, less on one that holds entries: 150,000-200,000
@@ -23,11 +24,25 @@
  * On a cluster a script may only touch keys of one slot, so there each inbox gets its own call,
  * which ioredis pipelines per node.
  */
+import { randomBytes } from 'node:crypto';
 import { redisAvailable } from '../redis/breaker';
 import { isCluster, RedisClient } from '../redis/redis.client';
 import { blogIdOfMember, inboxMember, RedisKeys } from '../redis/keys';
 import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
-import { BUILD_STALE_MS, buildStartedAt, BuildOutcome, Delivery, FeedSnapshot, FollowChange, Inbox, InboxView, Watermark } from './inbox';
+import {
+  BIG_AUTHOR_CHANGE_MS,
+  BUILD_STALE_MS,
+  buildStartedAt,
+  BuildOutcome,
+  Delivery,
+  FeedSnapshot,
+  FollowChange,
+  Inbox,
+  InboxRead,
+  InboxView,
+  UNSETTLED,
+  Watermark,
+} from './inbox';
 
 /**
  * Inboxes written per script call. Large enough that the per-call cost disappears, small enough
@@ -76,10 +91,13 @@ local function admit(meta, author, version, sign)
 end
 `;
 
-/** KEYS = [inbox, meta]; ARGV = maxScore, offset, afterMember ('' = legacy position), limit. */
+/**
+ * KEYS = [inbox, meta]; ARGV = maxScore, offset, afterMember ('' = legacy position), limit.
+ * A valid inbox replies {1, floor, entries, base, maxver}: its follow version is the higher.
+ */
 const READ = `
 local inbox, meta = KEYS[1], KEYS[2]
-local m = redis.call('HMGET', meta, 'floor', 'building', 'pending', 'pendingAt')
+local m = redis.call('HMGET', meta, 'floor', 'building', 'pending', 'pendingAt', 'base', 'maxver')
 if not m[1] then return {0} end
 if m[2] then return {2} end
 if m[3] and tonumber(m[3]) > 0 then return {3, m[4]} end
@@ -99,17 +117,18 @@ if after ~= '' then
     end
   end
 end
-return {1, floor, redis.call('ZRANGE', inbox, maxScore, floor, 'BYSCORE', 'REV', 'LIMIT', start, limit, 'WITHSCORES')}`;
+return {1, floor, redis.call('ZRANGE', inbox, maxScore, floor, 'BYSCORE', 'REV', 'LIMIT', start, limit, 'WITHSCORES'), m[5], m[6]}`;
 
 /**
- * READ and the fan-out watermark's two lowest members in one call: KEYS = [inbox, meta,
- * watermark], ARGV as READ's. On a single server a page's Redis work is this one command; a
- * cluster keeps the watermark in another slot than the inbox, where READ and a ZRANGE go out
- * together instead (one round trip, two commands).
+ * READ, the fan-out watermark's two lowest members and the big-author generation in one call:
+ * KEYS = [inbox, meta, watermark, big-author generation], ARGV as READ's. On a single server a
+ * page's Redis work is this one command; a cluster keeps the watermark and the generation in
+ * other slots than the inbox, where READ, a ZRANGE and a GET go out together instead (one round
+ * trip, three commands).
  */
 const READ_WITH_WATERMARK = `local function read()${READ}
 end
-return {read(), redis.call('ZRANGE', KEYS[3], 0, 1, 'WITHSCORES')}`;
+return {read(), redis.call('ZRANGE', KEYS[3], 0, 1, 'WITHSCORES'), redis.call('GET', KEYS[4])}`;
 
 /**
  * KEYS = inbox, meta pairs; ARGV = score, member, authorId, readAt, maxItems.
@@ -281,7 +300,7 @@ return 1`;
 type Args = Array<string | number>;
 type ScriptedRedis = RedisClient & {
   feedRead(inbox: string, meta: string, ...args: Args): Promise<unknown[]>;
-  feedReadWatermark(inbox: string, meta: string, watermark: string, ...args: Args): Promise<[unknown[], string[]]>;
+  feedReadWatermark(inbox: string, meta: string, watermark: string, bigAuthors: string, ...args: Args): Promise<[unknown[], string[], string | null]>;
   feedDeliver(numberOfKeys: number, ...args: Args): Promise<number>;
   feedRetract(numberOfKeys: number, ...args: Args): Promise<number>;
   feedDeliverPair(inbox: string, meta: string, ...args: Args): Promise<number>;
@@ -318,7 +337,7 @@ function withInboxScripts(redis: RedisClient): ScriptedRedis {
       feedFinishBuild: FINISH_BUILD,
     };
     for (const [name, lua] of Object.entries(perInbox)) redis.defineCommand(name, { lua, numberOfKeys: 2 });
-    redis.defineCommand('feedReadWatermark', { lua: READ_WITH_WATERMARK, numberOfKeys: 3 });
+    redis.defineCommand('feedReadWatermark', { lua: READ_WITH_WATERMARK, numberOfKeys: 4 });
     redis.defineCommand('feedDeliverPair', { lua: DELIVER, numberOfKeys: 2 });
     redis.defineCommand('feedRetractPair', { lua: RETRACT, numberOfKeys: 2 });
     // Over any number of inboxes (a single server): the key count comes first.
@@ -361,7 +380,7 @@ export class RedisInbox implements Inbox {
     return [this.keys.feed(readerId), this.keys.feedMeta(readerId)];
   }
 
-  async read(readerId: number, from: FeedPosition, limit: number): Promise<{ view: InboxView; watermark: Watermark }> {
+  async read(readerId: number, from: FeedPosition, limit: number): Promise<InboxRead> {
     const [inbox, meta] = this.pair(readerId);
     const args = [
       from.maxScore === null ? '+inf' : String(from.maxScore),
@@ -370,15 +389,29 @@ export class RedisInbox implements Inbox {
       Math.max(limit, 1),
     ];
     const watermarkKey = this.keys.fanoutInFlight();
+    const bigAuthorsKey = this.keys.bigAuthors();
     let reply: unknown[];
     let lowest: string[];
+    let bigAuthors: string | null;
     if (this.perInbox) {
-      // Different slots: two commands sent together (auto-pipelined per node), one round trip.
-      [reply, lowest] = await Promise.all([this.redis.feedRead(inbox, meta, ...args), this.redis.zrange(watermarkKey, '0', '1', 'WITHSCORES')]);
+      // Different slots: three commands sent together (auto-pipelined per node), one round trip.
+      [reply, lowest, bigAuthors] = await Promise.all([
+        this.redis.feedRead(inbox, meta, ...args),
+        this.redis.zrange(watermarkKey, '0', '1', 'WITHSCORES'),
+        this.redis.get(bigAuthorsKey),
+      ]);
     } else {
-      [reply, lowest] = await this.redis.feedReadWatermark(inbox, meta, watermarkKey, ...args);
+      [reply, lowest, bigAuthors] = await this.redis.feedReadWatermark(inbox, meta, watermarkKey, bigAuthorsKey, ...args);
     }
-    return { view: viewOf(reply, limit), watermark: watermarkOf(lowest) };
+    return { view: viewOf(reply, limit), watermark: watermarkOf(lowest), bigAuthors };
+  }
+
+  async renewBigAuthors(reason: 'changing' | 'changed' | 'missing'): Promise<void> {
+    const key = this.keys.bigAuthors();
+    const token = randomBytes(12).toString('base64url');
+    if (reason === 'changing') await this.redis.set(key, UNSETTLED + token, 'PX', BIG_AUTHOR_CHANGE_MS);
+    else if (reason === 'changed') await this.redis.set(key, token);
+    else await this.redis.set(key, token, 'NX');
   }
 
   private async forInboxes(
@@ -535,7 +568,8 @@ function viewOf(reply: unknown[], limit: number): InboxView {
   if (reply[0] === 0) return { state: 'missing' };
   if (reply[0] === 2) return { state: 'building' };
   if (reply[0] === 3) return { state: 'pending', since: Number(reply[1]) };
-  return { state: 'valid', floor: Number(reply[1]), entries: entriesOf(reply[2] as string[]).slice(0, limit) };
+  const version = Math.max(Number(reply[3] ?? 0), Number(reply[4] ?? 0));
+  return { state: 'valid', floor: Number(reply[1]), entries: entriesOf(reply[2] as string[]).slice(0, limit), version };
 }
 
 /** The two lowest members of the watermark set: the marker (at -inf) when synced, then the oldest task. */

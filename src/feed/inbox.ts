@@ -62,6 +62,14 @@
  * written. Readers get its lowest score with the inbox read (same round trip) and read the span
  * above it from MySQL. The set also holds a marker that it is complete: after Redis lost it,
  * readers trust no inbox until it has been rebuilt from the unfinished tasks in MySQL.
+ *
+ * ## Big-author generation
+ * Beside the watermark, a random token replaced when an author's first not-fanned-out blog
+ * commits (hybrid): just before the commit by an unsettled one (no list is kept meanwhile, as a
+ * pending inbox is not trusted), just after by a settled one. Each read returns it with the inbox's follow version, so a reader's list of
+ * big followees can be kept between pages (FeedService) and re-read only when one of them moved.
+ * A token, not a counter: after Redis lost it, a counter would start again and meet numbers that
+ * lists kept before the loss carry.
  */
 import type { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 
@@ -73,7 +81,8 @@ export interface FollowChange {
 
 /** What a read found. */
 export type InboxView =
-  | { state: 'valid'; floor: number; entries: ScoredId[] }
+  /** `version`: the reader's follow version the inbox is at (the highest it has applied). */
+  | { state: 'valid'; floor: number; entries: ScoredId[]; version: number }
   | { state: 'missing' }
   | { state: 'building' }
   /** A follow change of the reader is committed or about to be, and not applied yet. */
@@ -85,6 +94,20 @@ export interface Watermark {
   synced: boolean;
   /** The lowest score of a blog whose fan-out is in flight; null when none is. */
   oldest: number | null;
+}
+
+/** What one read of an inbox returns (one round trip). */
+export interface InboxRead {
+  view: InboxView;
+  watermark: Watermark;
+  /**
+   * The big-author generation: a random token, replaced each time an author gets their first
+   * blog that was not fanned out (hybrid). A list of a reader's big followees, kept with the
+   * inbox's `version` and this token, is still right while neither has changed. null when Redis
+   * holds none (never set, or lost with everything else), or while it is unsettled: no kept list
+   * may be trusted then.
+   */
+  bigAuthors: string | null;
 }
 
 /** What a rebuild installs, from one MySQL snapshot of the reader's feed. */
@@ -107,6 +130,12 @@ export interface Delivery {
   readAt: number;
 }
 
+/** The first character of an unsettled big-author generation. */
+export const UNSETTLED = '~';
+
+/** An unsettled big-author generation (its publish died before its commit) expires after this. */
+export const BIG_AUTHOR_CHANGE_MS = 60_000;
+
 export type BuildOutcome = 'done' | 'raced' | 'lost';
 
 export interface Inbox {
@@ -114,7 +143,16 @@ export interface Inbox {
    * The first `limit` entries after `from` (at or above the floor), and the watermark: one round
    * trip.
    */
-  read(readerId: number, from: FeedPosition, limit: number): Promise<{ view: InboxView; watermark: Watermark }>;
+  read(readerId: number, from: FeedPosition, limit: number): Promise<InboxRead>;
+  /**
+   * Replaces the big-author generation (see InboxRead):
+   * - 'changing': an author's first not-fanned-out blog is about to commit; until 'changed',
+   *   the generation is unsettled and no list is kept or trusted (it expires after
+   *   BIG_AUTHOR_CHANGE_MS if the publishing process dies);
+   * - 'changed': that blog is committed (or rolled back);
+   * - 'missing': only when there is none (the first reader after a loss).
+   */
+  renewBigAuthors(reason: 'changing' | 'changed' | 'missing'): Promise<void>;
 
   /** Writes one blog into the inboxes of many readers (see Deliveries). */
   deliver(readerIds: readonly number[], delivery: Delivery): Promise<void>;

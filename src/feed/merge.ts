@@ -67,6 +67,18 @@ export function certainMerge<T extends ScoredId>(sources: ReadonlyArray<SourceRe
   return bound === null ? merged : atOrAbove(merged, bound);
 }
 
+/**
+ * Whether the union is certain all the way down: every source returned less than it was asked
+ * for and holds everything below (an inbox of floor 0 holds every score). A short page is then
+ * the end of the feed, and no cold path needs to look below it.
+ */
+export function certainToTheEnd<T extends ScoredId>(sources: ReadonlyArray<SourceReading<T>>): boolean {
+  return sources.every((source) => {
+    const own = certainDownTo(source);
+    return own === null || own.score <= 0;
+  });
+}
+
 /** How to read each source so that their union can be cut at `from` with `limit` items. */
 export interface SourceRead {
   from: FeedPosition;

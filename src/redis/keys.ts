@@ -14,6 +14,8 @@
  * |                     |            | existence makes the inbox exist (feed/inbox.redis.ts)     |
  * | fanout:inflight     | sorted set | deliver tasks in flight (member = task id, score = the    |
  * |                     |            | blog's created_at) and "~synced": the fan-out watermark   |
+ * | bigauthors          | string     | the big-author generation: a random token replaced when an |
+ * |                     |            | author's first not-fanned-out blog commits (feed/inbox.ts) |
  * | rl:{limit}:{key}    | string     | a rate-limit counter (graphql/rate-limits.ts)              |
  * | live:{userId}       | hash       | the user has a live-feed subscription open: field = a      |
  * |                     |            | process holding one, value = its last refresh (Redis ms);  |
@@ -57,6 +59,11 @@ export class RedisKeys {
   /** The fan-out watermark: deliver tasks in flight. */
   fanoutInFlight(): string {
     return `${this.prefix}fanout:inflight`;
+  }
+
+  /** The big-author generation (hybrid): a token that changes when someone becomes a big author. */
+  bigAuthors(): string {
+    return `${this.prefix}bigauthors`;
   }
 
   /** The counters of one rate limit (rate-limiter-flexible appends the limited key). */

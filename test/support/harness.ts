@@ -57,6 +57,8 @@ export interface TestAppOptions {
   now?: () => Date;
   /** A MySQL server of the test's own (no database name) instead of MYSQL_URL: a replica test's primary. */
   mysqlUrl?: string;
+  /** A second API process on the stores of this app (same database, Redis and key prefix), not emptied. */
+  shareWith?: TestApp;
 }
 
 export async function dropDatabase(name: string, mysqlUrl = MYSQL_URL): Promise<void> {
@@ -105,6 +107,12 @@ async function freshStoresEnv(name: string, mysqlUrl = MYSQL_URL): Promise<Recor
   return { DATABASE_URL: `${mysqlUrl}/${database}`, REDIS_URL, REDIS_KEY_PREFIX: testKeyPrefix(name) };
 }
 
+/** The stores part of another test app's environment, to run a second process on its data. */
+function sharedStoresEnv(app: TestApp): Record<string, string> {
+  const names = ['DATABASE_URL', 'REDIS_URL', 'REDIS_KEY_PREFIX', 'EMBEDDED_DB_FILE', 'REDIS_CLUSTER_NODES'];
+  return Object.fromEntries(names.filter((name) => app.env[name] !== undefined).map((name) => [name, app.env[name]]));
+}
+
 /** POSTs one operation to a GraphQL endpoint, with a bearer token when given. */
 export async function postGraphQL<T = any>(url: string, query: string, variables?: Record<string, unknown>, token?: string): Promise<GqlResponse<T>> {
   const response = await fetch(url, {
@@ -120,7 +128,7 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     NODE_ENV: 'test',
     HOST: '127.0.0.1',
     PORT: '0',
-    ...(await freshStoresEnv(name, options.mysqlUrl)),
+    ...(options.shareWith ? sharedStoresEnv(options.shareWith) : await freshStoresEnv(name, options.mysqlUrl)),
     JWT_SECRET: TEST_JWT_SECRET,
     PASSWORD_HASH_COST: '1024',
     // Tests wait for fan-out: look for stranded outbox events often.
@@ -143,7 +151,7 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     // Start connected: a rate limit counted in memory while the client still connects would
     // split its count between memory and Redis.
     if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
-    await deleteKeys(redis, keys.all());
+    if (!options.shareWith) await deleteKeys(redis, keys.all());
   }
   const app = await startApp({ config, db, redis, now: options.now });
   await app.services.feed.idle(); // the fan-out watermark of a fresh key prefix

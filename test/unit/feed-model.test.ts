@@ -106,8 +106,11 @@ class Truth implements FeedTruth {
     return this.clock;
   }
 
-  async pulledFolloweeIds(readerId: number): Promise<number[]> {
-    return AUTHORS.filter((author) => this.pulled.has(author) && this.following(readerId, author));
+  async pulledFollowees(readerId: number): Promise<{ version: number; authorIds: number[] }> {
+    return {
+      version: this.versions.get(readerId) ?? 0,
+      authorIds: AUTHORS.filter((author) => this.pulled.has(author) && this.following(readerId, author)),
+    };
   }
 
   async pulledBlogs(authorIds: readonly number[], from: FeedPosition, limit: number): Promise<ScoredId[]> {
@@ -128,8 +131,9 @@ class Truth implements FeedTruth {
     return this.followersOf(authorId).length < bigAuthorFollowers;
   }
 
-  async markHasPulledBlogs(_sql: unknown, authorId: number): Promise<void> {
-    this.pulled.add(authorId);
+  /** Like the UPDATE in the publishing transaction: others see the mark when the publish commits. */
+  async markHasPulledBlogs(_sql: unknown, authorId: number): Promise<boolean> {
+    return !this.pulled.has(authorId);
   }
 
   async newestOfAuthor(authorId: number, limit: number): Promise<FeedCandidate[]> {
@@ -273,16 +277,23 @@ class World {
 
   private async publish(author: number, score: number): Promise<void> {
     await this.step('request publish');
-    const pushed = await this.feed.decidePush(undefined as never, author);
+    const { pushed, becameBig } = await this.feed.decidePush(undefined as never, author);
     const blogId = this.nextBlogId++;
     const taskId = pushed ? this.nextTaskId++ : null;
-    // As in BlogService.publish: the task enters the watermark just before the commit.
+    // As in BlogService.publish: an author's first pulled blog unsettles the big-author
+    // generation, and the task enters the watermark, just before the commit.
+    if (becameBig) await this.feed.bigAuthorChange('changing');
     if (taskId !== null) await this.feed.deliveryStarted(taskId, score);
     await this.step('commit publish');
     this.truth.blogs.set(blogId, { id: blogId, author, score, pushed, deleted: false });
+    if (becameBig) this.truth.pulled.add(author);
     if (taskId !== null) this.truth.tasks.set(taskId, { blogId, score, done: false });
     this.time += 1;
     this.committedAt.set(blogId, this.time);
+    if (becameBig) {
+      await this.step('settle big authors');
+      await this.feed.bigAuthorChange('changed');
+    }
     if (taskId === null) return;
     // The dispatcher: followers as MySQL shows them now, then the clock; chunks in any order.
     await this.step('dispatch');

@@ -1,7 +1,7 @@
 /** The merge of feed sources against a brute-force model (property tests). */
 import fc from 'fast-check';
 import { FeedPosition, ScoredId, START } from '../../src/kernel/pagination/cursor';
-import { atOrAbove, certainMerge, keysetAfter, mergeCanonical, SourceReading, sourceRead } from '../../src/feed/merge';
+import { atOrAbove, certainMerge, certainToTheEnd, keysetAfter, mergeCanonical, SourceReading, sourceRead } from '../../src/feed/merge';
 
 // A blog has one score wherever it appears, so sources are drawn from one pool of blogs.
 const pool = fc.uniqueArray(fc.record({ id: fc.integer({ min: 1, max: 500 }), score: fc.integer({ min: 0, max: 15 }) }), {
@@ -106,6 +106,8 @@ it('certainMerge of the inbox, the pulled blogs and the span above the watermark
       // Progress: with nothing cut off below the floor, every source that stopped short of its
       // limit was complete, so the page is whole.
       if (w.floor === 0 && certain.length < w.limit) expect(certain.length).toBe(Math.min(truth.length, w.limit));
+      // The service skips the cold path when certainToTheEnd says so: the page must be whole then.
+      if (certainToTheEnd(sources)) expect(certain.slice(0, w.limit)).toEqual(truth.slice(0, w.limit));
     }),
     { numRuns: 2000 },
   );
