@@ -23,4 +23,6 @@ RUN mkdir -p /app/data && chown node /app/data
 USER node
 EXPOSE 4000
 # NODE_ENV=production: JWT_SECRET must be set (the process refuses to start without it).
-CMD ["node", "dist/src/server.js"]
+# --max-semi-space-size=64: a young generation of 128 MB instead of 32, so that a request's
+# short-lived objects rarely survive into a scavenge (bench:feed: +35-50% requests/s, +53 MB RSS).
+CMD ["node", "--max-semi-space-size=64", "dist/src/server.js"]

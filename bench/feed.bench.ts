@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RunningApp, startApp } from '../src/app';
@@ -158,6 +159,14 @@ async function main(): Promise<void> {
   console.log(`  cold path / inbox path:        ${ratio(results.cold, results.push)}x  (target >= 0.5x)`);
   console.log(`  pull / push:                   ${ratio(results.pull, results.push)}x`);
   console.log(`  embedded (SQLite) / pull on MySQL: ${ratio(results.embedded, results.pull)}x`);
+  // What the young generation's size (--max-semi-space-size, set by npm start and the Dockerfile)
+  // costs in memory: this process served every run above.
+  const youngGeneration = getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
+  const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
+  console.log(
+    `  server process: RSS ${mb(process.memoryUsage().rss)} MB, young generation ${mb(youngGeneration)} MB ` +
+      `(node options: ${[...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ').trim() || 'none'})`,
+  );
 
   for (const [label, args] of [
     ['default settings', []],

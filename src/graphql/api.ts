@@ -76,6 +76,7 @@ export async function startApi(core: Core): Promise<RunningApi> {
     // prevention stays on: a request without a JSON content type or an Apollo header is refused.
     cors: cors({ origin: config.corsOrigins, credentials: false }),
     maxBodyBytes: MAX_BODY_BYTES,
+    readScopes: config.databaseReplicaUrls.length > 0,
     requestIdOf,
     contextOf: async (req, requestId) => {
       const context = contextFor(core.tokens.check(req.headers.authorization), clientAddress(req), requestId);

@@ -26,8 +26,12 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 export type { Logger };
 
+/**
+ * Writes to stdout asynchronously (pino's sonic-boom): a request's log line does not wait for the
+ * write. pino flushes what is left when the process exits.
+ */
 export function createLogger(level = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({ level, base: { service: 'follow-feed' } });
+  return pino({ level, base: { service: 'follow-feed' } }, pino.destination({ dest: 1, sync: false }));
 }
 
 /** The service's log (JSON lines), for every process: API, fan-out worker, scripts. */
