@@ -7,7 +7,8 @@
  * - `feed:{id}`, a sorted set: member = the blog id zero-padded to 20 digits, so that Redis's
  *   same-score order (lexicographic) is the numeric order and ZRANGE ... REV gives the canonical
  *   (score DESC, id DESC); score = the blog's created_at in epoch ms;
- * - `feedmeta:{id}`, a hash: floor, base, maxver, since, building, a:<authorId> (signed version
+ * - `feedmeta:{id}`, a hash: floor, base, maxver, since, exp (when both keys expire, epoch ms),
+ *   building, a:<authorId> (signed version
  *   of the pair's last change), and while building d:<member> (delivered, its author) and
  *   r:<member> (retracted). The hash's existence is what makes an inbox exist.
  * Both expire ACTIVE_DAYS after the reader was last active; every script that creates the
@@ -62,6 +63,16 @@ const SYNCED_MARKER = '~synced';
 // write a 16-digit score in exponent notation.
 const HELPERS = `
 local function fmt(n) return string.format('%d', n) end
+-- Gives the inbox's hash (and its sorted set, when there is one) ttlMs to live from now, and
+-- records that moment in the hash as 'exp': the fan-out gives a sorted set it creates the same
+-- expiry from there (PEXPIREAT), without asking the hash's time to live.
+local function expireIn(inbox, meta, ttlMs)
+  local now = redis.call('TIME')
+  local at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttlMs
+  redis.call('HSET', meta, 'exp', fmt(at))
+  redis.call('PEXPIREAT', meta, at)
+  redis.call('PEXPIREAT', inbox, at)
+end
 local function syncTtl(inbox, meta)
   local ttl = redis.call('PTTL', meta)
   if ttl > 0 and redis.call('PTTL', inbox) == -1 then redis.call('PEXPIRE', inbox, ttl) end
@@ -137,23 +148,30 @@ return {read(), redis.call('ZRANGE', KEYS[3], 0, 1, 'WITHSCORES'), redis.call('G
  * redis.call costs about 0.5 us beyond the command itself. So it makes only the calls the
  * inbox needs: a member that was there already (a chunk run again) changes neither the count
  * nor the time to live; a set that holds one member after adding one was created by this ZADD
- * (Redis deletes empty sets), so it has no time to live of its own and needs no PTTL to say so;
- * only a set that grew past maxItems is trimmed. An existing inbox costs 3 calls, a new one 5.
+ * (Redis deletes empty sets), so it has no time to live of its own and needs no PTTL to say so,
+ * and it gets the hash's expiry from the hash's own 'exp' field (read with the rest), not from a
+ * PTTL; only a set that grew past maxItems is trimmed. An existing inbox costs 3 calls, a new
+ * one 4.
  */
 const DELIVER = `${HELPERS}
 local score, member, author, readAt, max = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local delivered = 'd:' .. member
 for i = 1, #KEYS, 2 do
   local inbox, meta = KEYS[i], KEYS[i + 1]
-  local m = redis.call('HMGET', meta, 'floor', 'since', 'building')
+  local m = redis.call('HMGET', meta, 'floor', 'since', 'building', 'exp')
   if m[1] and score >= tonumber(m[1]) and tonumber(m[2]) <= readAt then
     local added = redis.call('ZADD', inbox, score, member)
     if m[3] then redis.call('HSET', meta, delivered, author) end
     if added == 1 then
       local card = redis.call('ZCARD', inbox)
       if card == 1 then
-        local ttl = redis.call('PTTL', meta)
-        if ttl > 0 then redis.call('PEXPIRE', inbox, ttl) end
+        if m[4] then
+          redis.call('PEXPIREAT', inbox, m[4])
+        else
+          -- A hash written before it recorded 'exp'.
+          local ttl = redis.call('PTTL', meta)
+          if ttl > 0 then redis.call('PEXPIRE', inbox, ttl) end
+        end
       else
         trim(inbox, meta, max, card)
       end
@@ -233,16 +251,22 @@ local pending = tonumber(redis.call('HGET', KEYS[2], 'pending') or '0')
 if pending > 0 then redis.call('HINCRBY', KEYS[2], 'pending', -1) end
 return pending`;
 
+/** KEYS = [inbox, meta]; ARGV = ttlMs. The reader is active: their inbox lives ttlMs from now. */
+const TOUCH = `${HELPERS}
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+expireIn(KEYS[1], KEYS[2], tonumber(ARGV[1]))
+return 1`;
+
 /** KEYS = [inbox, meta]; ARGV = version, ttlMs. */
-const CREATE = `
+const CREATE = `${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[2], 'floor', '0', 'base', ARGV[1], 'maxver', ARGV[1], 'since', '0')
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
+expireIn(KEYS[1], KEYS[2], tonumber(ARGV[2]))
 return 1`;
 
 /** KEYS = [inbox, meta]; ARGV = token, startedAt, staleMs, since, ttlMs. */
-const BEGIN_BUILD = `
+const BEGIN_BUILD = `${HELPERS}
 local m = redis.call('HMGET', KEYS[2], 'floor', 'building', 'pending', 'pendingAt')
 if m[1] and not m[2] then return 0 end
 if m[2] then
@@ -253,7 +277,7 @@ redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HSET', KEYS[2], 'floor', '0', 'base', '0', 'maxver', '0', 'since', ARGV[4], 'building', ARGV[1])
 -- Changes still pending stay so: the rebuild does not apply them.
 if m[3] and tonumber(m[3]) > 0 then redis.call('HSET', KEYS[2], 'pending', m[3], 'pendingAt', m[4]) end
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
+expireIn(KEYS[1], KEYS[2], tonumber(ARGV[5]))
 return 1`;
 
 /**
@@ -292,8 +316,7 @@ end
 redis.call('HSET', meta, 'base', ARGV[2])
 redis.call('HDEL', meta, 'building')
 raiseFloor(inbox, meta, tonumber(ARGV[3]))
-redis.call('PEXPIRE', meta, ARGV[5])
-if redis.call('EXISTS', inbox) == 1 then redis.call('PEXPIRE', inbox, ARGV[5]) end
+expireIn(inbox, meta, tonumber(ARGV[5]))
 trim(inbox, meta, tonumber(ARGV[4]))
 return 1`;
 
@@ -311,6 +334,7 @@ type ScriptedRedis = RedisClient & {
   feedMarkUnfollow(inbox: string, meta: string, ...args: Args): Promise<[number, string[]?]>;
   feedRemoveUnfollowed(inbox: string, meta: string, ...args: Args): Promise<number>;
   feedCreate(inbox: string, meta: string, ...args: Args): Promise<number>;
+  feedTouch(inbox: string, meta: string, ttlMs: number): Promise<number>;
   feedMarkPending(inbox: string, meta: string, ...args: Args): Promise<number>;
   feedClearPending(inbox: string, meta: string): Promise<number>;
   feedBeginBuild(inbox: string, meta: string, ...args: Args): Promise<number>;
@@ -333,6 +357,7 @@ function withInboxScripts(redis: RedisClient): ScriptedRedis {
       feedMarkPending: MARK_PENDING,
       feedClearPending: CLEAR_PENDING,
       feedCreate: CREATE,
+      feedTouch: TOUCH,
       feedBeginBuild: BEGIN_BUILD,
       feedFinishBuild: FINISH_BUILD,
     };
@@ -521,8 +546,7 @@ export class RedisInbox implements Inbox {
   }
 
   async touch(readerId: number): Promise<void> {
-    const [inbox, meta] = this.pair(readerId);
-    await Promise.all([this.redis.pexpire(meta, this.ttlMs), this.redis.pexpire(inbox, this.ttlMs)]);
+    await this.redis.feedTouch(...this.pair(readerId), this.ttlMs);
   }
 
   /** False while Redis is down or hangs (the breaker, redis/breaker.ts): callers go to MySQL at once. */

@@ -209,6 +209,7 @@ async function redisState(redis: RedisClient, keys: RedisKeys, reader: number): 
   // The hash names blogs by their padded member; the memory inbox by number.
   const fields: Record<string, string> = { pending: '0', pendingAt: '0' };
   for (const [field, value] of Object.entries(hash)) {
+    if (field === 'exp') continue; // when the keys expire: the memory inbox has no clock
     const kind = field.slice(0, 2);
     fields[kind === 'd:' || kind === 'r:' ? `${kind}${blogIdOfMember(field.slice(2))}` : field] = value;
   }
