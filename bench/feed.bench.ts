@@ -28,7 +28,8 @@ import { Database, SqlStatementLog } from '../src/db/database';
 import { openMysql, openSqlite } from '../src/db/migrate';
 import { poolLimits } from '../src/stores';
 import { blogConnection } from '../src/graphql/blog-connection';
-import { cursorsForPage, encodeCursor, START } from '../src/kernel/pagination/cursor';
+import { cursorsForPage, encodeCursor, FeedPosition, START } from '../src/kernel/pagination/cursor';
+import { keysetAfter } from '../src/feed/merge';
 import { FeedStore } from '../src/feed/feed.store';
 import { RedisInbox } from '../src/feed/inbox.redis';
 import { readPageArgs } from '../src/kernel/pagination/connection';
@@ -176,11 +177,71 @@ async function main(): Promise<void> {
     console.log(`Redis memory per inbox entry, ${config.feedMaxItems}-entry inboxes, ${label}: ${bytes.toFixed(1)} bytes  (target <= 64)`);
   }
 
+  for (const [label, database] of [
+    ['MySQL', db],
+    ['embedded SQLite', embeddedDb],
+  ] as const) {
+    await pullAgainstHistory(label, database, now);
+  }
+
   await plain.close();
   for (const app of Object.values(apps)) await app.stop();
   await deleteByPrefix(redis, config.redisKeyPrefix);
   await Promise.allSettled([db.close(), redis.quit(), embeddedDb.close()]);
   rmSync(embeddedDir, { recursive: true, force: true });
+}
+
+/** Authors of each group of the pull-history case, and the blogs of each author in it. */
+const HISTORY_AUTHORS = 20;
+const DEEP_HISTORY = 5_000;
+const SHALLOW_HISTORY = 50;
+
+/**
+ * Issue 13's pull target: a page for a reader whose 20 followees have 5,000 blogs each, against
+ * the same page for one whose 20 followees have 50 each (100x less history), at the top of the
+ * feed and 900 entries down. Measured on the feed's SQL (FeedStore.feedPage, what the pull model,
+ * the embedded mode and the cold path run), 300 pages each after 30 to warm up.
+ */
+async function pullAgainstHistory(label: string, db: Database, now: number): Promise<void> {
+  const base = FIRST_ID + 50_000;
+  const groups = [
+    { name: `${DEEP_HISTORY.toLocaleString('en-US')} blogs each`, blogs: DEEP_HISTORY, first: base, reader: base + 1_000 },
+    { name: `${SHALLOW_HISTORY} blogs each`, blogs: SHALLOW_HISTORY, first: base + 100, reader: base + 1_001 },
+  ];
+  for (const group of groups) {
+    const authors = Array.from({ length: HISTORY_AUTHORS }, (_, i) => group.first + i);
+    await db.insertRows(
+      'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at) VALUES ?',
+      [...authors, group.reader].map((id) => [id, `h${id}`, `h${id}`, 'not-a-hash', new Date(now)]),
+    );
+    // Same times at the top in both groups (one blog per author every 10 s), older below.
+    const blogs = authors.flatMap((author, a) =>
+      Array.from({ length: group.blogs }, (_, i) => [author, `old ${i}`, 'history', '[]', new Date(now - 7_200_000 - i * 10_000 - a * 7), true]),
+    );
+    await db.insertRows('INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', blogs);
+    await db.insertRows(
+      'INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
+      authors.map((author) => [group.reader, author, new Date(now)]),
+    );
+  }
+  const store = new FeedStore(db);
+  const timePage = async (reader: number, from: FeedPosition): Promise<number> => {
+    for (let i = 0; i < 30; i += 1) await store.feedPage(reader, from, 21);
+    const started = performance.now();
+    for (let i = 0; i < 300; i += 1) await store.feedPage(reader, from, 21);
+    return (performance.now() - started) / 300;
+  };
+  const results: Array<{ top: number; deep: number }> = [];
+  for (const group of groups) {
+    const upTo = await store.feedPage(group.reader, START, 900);
+    results.push({ top: await timePage(group.reader, START), deep: await timePage(group.reader, keysetAfter(upTo[upTo.length - 1])) });
+  }
+  const [deep, shallow] = results;
+  console.log(
+    `pull page of 21, ${label}, 20 followees with ${groups[0].name} / with ${groups[1].name}: ` +
+      `top ${deep.top.toFixed(2)} / ${shallow.top.toFixed(2)} ms = ${(deep.top / shallow.top).toFixed(2)}x, ` +
+      `900 entries down ${deep.deep.toFixed(2)} / ${shallow.deep.toFixed(2)} ms = ${(deep.deep / shallow.deep).toFixed(2)}x  (target <= 1.5x)`,
+  );
 }
 
 /**
