@@ -63,12 +63,16 @@ const SYNCED_MARKER = '~synced';
 // write a 16-digit score in exponent notation.
 const HELPERS = `
 local function fmt(n) return string.format('%d', n) end
--- Gives the inbox's hash (and its sorted set, when there is one) ttlMs to live from now, and
--- records that moment in the hash as 'exp': the fan-out gives a sorted set it creates the same
--- expiry from there (PEXPIREAT), without asking the hash's time to live.
-local function expireIn(inbox, meta, ttlMs)
+-- When an inbox given ttlMs to live from now expires (epoch ms, Redis's clock). The hash records
+-- it as 'exp': the fan-out gives a sorted set it creates the same expiry from there (PEXPIREAT),
+-- without asking the hash's time to live.
+local function expiryIn(ttlMs)
   local now = redis.call('TIME')
-  local at = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttlMs
+  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttlMs
+end
+-- Gives the inbox's hash, and its sorted set when there is one, ttlMs to live from now.
+local function expireIn(inbox, meta, ttlMs)
+  local at = expiryIn(ttlMs)
   redis.call('HSET', meta, 'exp', fmt(at))
   redis.call('PEXPIREAT', meta, at)
   redis.call('PEXPIREAT', inbox, at)
@@ -261,8 +265,9 @@ return 1`;
 const CREATE = `${HELPERS}
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[2], 'floor', '0', 'base', ARGV[1], 'maxver', ARGV[1], 'since', '0')
-expireIn(KEYS[1], KEYS[2], tonumber(ARGV[2]))
+local at = expiryIn(tonumber(ARGV[2]))
+redis.call('HSET', KEYS[2], 'floor', '0', 'base', ARGV[1], 'maxver', ARGV[1], 'since', '0', 'exp', fmt(at))
+redis.call('PEXPIREAT', KEYS[2], at)
 return 1`;
 
 /** KEYS = [inbox, meta]; ARGV = token, startedAt, staleMs, since, ttlMs. */
@@ -274,10 +279,11 @@ if m[2] then
   if started and tonumber(ARGV[2]) - started < tonumber(ARGV[3]) then return 0 end
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HSET', KEYS[2], 'floor', '0', 'base', '0', 'maxver', '0', 'since', ARGV[4], 'building', ARGV[1])
+local at = expiryIn(tonumber(ARGV[5]))
+redis.call('HSET', KEYS[2], 'floor', '0', 'base', '0', 'maxver', '0', 'since', ARGV[4], 'building', ARGV[1], 'exp', fmt(at))
 -- Changes still pending stay so: the rebuild does not apply them.
 if m[3] and tonumber(m[3]) > 0 then redis.call('HSET', KEYS[2], 'pending', m[3], 'pendingAt', m[4]) end
-expireIn(KEYS[1], KEYS[2], tonumber(ARGV[5]))
+redis.call('PEXPIREAT', KEYS[2], at)
 return 1`;
 
 /**
