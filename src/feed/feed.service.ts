@@ -82,8 +82,11 @@ export interface InFlightSource {
  */
 export const ACTIVITY_WRITE_INTERVAL_MS = 5 * 60 * 1000;
 
-/** Attempts (one a second) to drop an inbox that a failed write left in an unknown state. */
-const DROP_ATTEMPTS = 600;
+/**
+ * Attempts (one a second) of a Redis write that must happen once Redis answers again: dropping an
+ * inbox that a failed write left in an unknown state, replacing the big-author generation.
+ */
+const REPAIR_ATTEMPTS = 600;
 
 /** Rebuilds tried in a row when a follow change keeps racing them (then MySQL serves). */
 const REBUILD_ATTEMPTS = 3;
@@ -224,17 +227,17 @@ export class FeedService {
    * publish: when Redis is away, this process forgets its lists and the 'changed' step is
    * retried every second until it is done (pages are served from MySQL meanwhile).
    */
-  async bigAuthorChange(step: 'changing' | 'changed', attempt = 0): Promise<void> {
+  async bigAuthorChange(step: 'changing' | 'changed'): Promise<void> {
     const { inbox } = this;
     if (!inbox) return;
-    try {
-      await inbox.renewBigAuthors(step);
-    } catch (error) {
+    await inbox.renewBigAuthors(step).catch((error: unknown) => {
       this.bigFollowees.clear();
-      if (attempt === 0) this.warn(`replacing the big-author generation (${step}) failed; retrying every second`, error);
-      if (attempt < DROP_ATTEMPTS) setTimeout(() => void this.bigAuthorChange('changed', attempt + 1), 1000).unref();
-      else this.warn('gave up replacing the big-author generation: kept lists of big followees may miss an author until their readers follow or unfollow');
-    }
+      this.warn(`replacing the big-author generation (${step}) failed; retrying every second`, error);
+      this.repairWhenPossible(
+        () => inbox.renewBigAuthors('changed'),
+        'gave up replacing the big-author generation: kept lists of big followees may miss an author until their readers follow or unfollow',
+      );
+    });
   }
 
   /**
@@ -414,10 +417,15 @@ export class FeedService {
     }
   }
 
-  private dropWhenPossible(inbox: Inbox, readerId: number, attempt = 0): void {
-    inbox.drop(readerId).catch(() => {
-      if (attempt < DROP_ATTEMPTS) setTimeout(() => this.dropWhenPossible(inbox, readerId, attempt + 1), 1000).unref();
-      else this.warn(`gave up dropping the inbox of user ${readerId}; it expires in ACTIVE_DAYS`);
+  private dropWhenPossible(inbox: Inbox, readerId: number): void {
+    this.repairWhenPossible(() => inbox.drop(readerId), `gave up dropping the inbox of user ${readerId}; it expires in ACTIVE_DAYS`);
+  }
+
+  /** Runs a Redis write now, and again every second while it fails (REPAIR_ATTEMPTS times). */
+  private repairWhenPossible(write: () => Promise<void>, gaveUp: string, attempt = 0): void {
+    write().catch(() => {
+      if (attempt < REPAIR_ATTEMPTS) setTimeout(() => this.repairWhenPossible(write, gaveUp, attempt + 1), 1000).unref();
+      else this.warn(gaveUp);
     });
   }
 

@@ -58,8 +58,8 @@ export function graphqlHandler(options: GraphQLHandlerOptions): (req: IncomingMe
       res.setHeader('x-request-id', requestId);
       // Only POST carries a body (Apollo refuses other methods but GET).
       const reading: Promise<Body> = req.method === 'POST' ? readBody(req, options.maxBodyBytes) : Promise.resolve({ kind: 'ok', value: undefined });
-      // Each request in a read scope of its own: its context and operation decide whether its
-      // lag-tolerant reads may go to a replica (db/replicas.ts).
+      // With replicas, each request in a read scope of its own: its context and operation decide
+      // whether its lag-tolerant reads may go to a replica (db/replicas.ts).
       void reading.then((body) => {
         if (body.kind !== 'ok') return rejectBody(res, body, options.maxBodyBytes);
         const run = () => execute(options, req, res, requestId, body.value);

@@ -20,7 +20,11 @@ let big: TestUser;
 beforeAll(async () => {
   // No fan-out workers on the reading process: its statement count is the pages' alone.
   writer = await startTestApp('big_followees', { env: { FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2' } });
-  reader = await startTestApp('big_followees', { shareWith: writer, env: { FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2', FANOUT_WORKERS: '0' } });
+  // The reading process as users run it (NODE_ENV=production).
+  reader = await startTestApp('big_followees', {
+    shareWith: writer,
+    env: { NODE_ENV: 'production', FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2', FANOUT_WORKERS: '0' },
+  });
   viewer = await signUp(writer, 'viewer');
   rising = await signUp(writer, 'rising');
   big = await signUp(writer, 'big');
@@ -75,6 +79,35 @@ it('sees a followee become big through another process at once', async () => {
   const kept = await page();
   expect(kept.ids).toEqual(after.ids);
   expect(kept.sql).toBe(2);
+});
+
+it('while pages are read, shows a new big author on every page that starts after their publish returns', async () => {
+  const fan = await signUp(writer, 'fan5');
+  const riser = await signUp(writer, 'riser');
+  await follow(writer, viewer, riser);
+  await follow(writer, fan, riser); // 2 followers: the next blog is not fanned out
+  await settle();
+  await page(); // the viewer's list is kept without riser
+  let publishedAt = Infinity;
+  let pulled = '';
+  let stop = false;
+  const pages: Array<{ startedAt: number; ids: string[] }> = [];
+  const reading = (async () => {
+    while (!stop) {
+      const startedAt = Date.now();
+      pages.push({ startedAt, ids: (await page()).ids });
+    }
+  })();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  pulled = await publish(writer, riser, 'riser 1');
+  publishedAt = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  stop = true;
+  await reading;
+  const after = pages.filter((p) => p.startedAt > publishedAt);
+  expect(after.length).toBeGreaterThan(0);
+  for (const p of after) expect(p.ids[0]).toBe(pulled);
+  expect(pages.some((p) => p.startedAt < publishedAt)).toBe(true);
 });
 
 it("reads the list again after the viewer's follow and unfollow on another process", async () => {
