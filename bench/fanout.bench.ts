@@ -90,7 +90,7 @@ async function main(): Promise<void> {
       batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date()]),
     ]);
     await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [batch.map((id) => [id, bigId, new Date()])]);
-    await Promise.all(batch.map((id) => inbox.create(id, 0)));
+    await Promise.all(batch.map((id) => inbox.create(id, 0, 1)));
     seeded(Math.min(FOLLOWERS, start + 10_000));
   }
   await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [FIRST_FOLLOWER_ID, smallId, new Date()]);

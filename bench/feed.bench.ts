@@ -348,13 +348,15 @@ async function memoryPerEntry(entries: number, args: string[]): Promise<number> 
     const readers = 100;
     for (let reader = 0; reader < readers; reader += 1) {
       const items = Array.from({ length: entries }, (_, i) => ({ id: 5_000_000 + reader * entries + i, score: 1_796_000_000_000 + i * 1000 }));
-      await inbox.create(reader, 0);
+      await inbox.create(reader, 0, 1);
       await inbox.applyFollow(reader, { version: 1, authorId: 1 }, items, null);
     }
-    // The entries' sorted set and the inbox's small hash (floor, versions) together.
+    // The entries' sorted set, the inbox's small hash (floor, versions) and its followees (one here) together.
     let bytes = 0;
     for (let reader = 0; reader < readers; reader += 1) {
-      for (const key of [keys.feed(reader), keys.feedMeta(reader)]) bytes += Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+      for (const key of [keys.feed(reader), keys.feedMeta(reader), keys.feedFollowees(reader)]) {
+        bytes += Number(await client.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+      }
     }
     return bytes / (readers * entries);
   } finally {

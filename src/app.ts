@@ -21,8 +21,8 @@ export interface RunningApp {
 
 export async function startApp(deps: CoreDeps): Promise<RunningApp> {
   const core = createCore(deps);
-  // A fresh (or flushed) Redis has no watermark: until it is rebuilt, pages come from MySQL.
-  core.feed.syncInBackground();
+  // Until the Redis generation is confirmed and this process has caught up, pages come from MySQL.
+  core.feed.start();
   const workers: RunningWorkers | null =
     core.fanoutQueue && deps.config.fanoutWorkers > 0
       ? startFanoutWorkers(core, deps.config.fanoutWorkers, { kind: 'own', sqlLog: new SqlStatementLog(logger) }, deps.now)
@@ -35,6 +35,7 @@ export async function startApp(deps: CoreDeps): Promise<RunningApp> {
       await api.stop();
       await core.fanout?.flush();
       await workers?.stop();
+      core.feed.stop();
       await core.fanoutQueue?.close();
       await Promise.allSettled([core.liveBuses.readers.close(), core.liveBuses.authors.close()]);
     },

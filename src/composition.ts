@@ -23,8 +23,9 @@ import { FanoutLog, FanoutService } from './fanout/fanout.service';
 import { FanoutStore } from './fanout/fanout.store';
 import { FanoutWorkers } from './fanout/fanout.worker';
 import { LiveBuses, LiveFeed } from './feed/feed.live';
-import { FeedService, InFlightSource } from './feed/feed.service';
+import { FeedService, FRESHNESS_MARGIN_MS, InFlightSource } from './feed/feed.service';
 import { FeedStore } from './feed/feed.store';
+import { InboxGeneration } from './feed/generation';
 import type { Inbox } from './feed/inbox';
 import { RedisInbox } from './feed/inbox.redis';
 import { FollowService } from './follow/follow.service';
@@ -37,6 +38,7 @@ import { MemoryLiveBus } from './live/live.memory';
 import { RedisLiveBus } from './live/live.redis';
 import { RedisKeys } from './redis/keys';
 import type { RedisClient } from './redis/redis.client';
+import { redisIdentity } from './redis/redis.identity';
 import { poolLimits } from './stores';
 import { UserService } from './user/user.service';
 import { UserStore } from './user/user.store';
@@ -79,13 +81,28 @@ export interface Core {
 
 type FeedConfig = Pick<
   Config,
-  'feedModel' | 'feedMaxItems' | 'activeDays' | 'redisKeyPrefix' | 'followBackfillItems' | 'bigAuthorFollowers' | 'watermarkSettleMs'
+  | 'feedModel'
+  | 'feedMaxItems'
+  | 'activeDays'
+  | 'redisKeyPrefix'
+  | 'followBackfillItems'
+  | 'bigAuthorFollowers'
+  | 'watermarkSettleMs'
+  | 'buildStaleMs'
+  | 'databaseReplicaUrls'
+  | 'replicaMaxLagMs'
 >;
 
-/** The inboxes of this configuration: none in the pull model, which keeps none. */
+/**
+ * The inboxes of this configuration: wherever there is Redis, whatever the model. A pull process
+ * reads no inbox, but keeps them up to date (follow changes, deletes, deliveries), so that
+ * processes of another model, in a rolling deploy or after a switch, can trust them.
+ */
 export function createInbox(config: FeedConfig, redis: RedisClient | null): Inbox | null {
-  if (config.feedModel === 'pull') return null;
-  if (!redis) throw new Error(`FEED_MODEL=${config.feedModel} needs Redis`);
+  if (!redis) {
+    if (config.feedModel !== 'pull') throw new Error(`FEED_MODEL=${config.feedModel} needs Redis`);
+    return null;
+  }
   return new RedisInbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, config.activeDays * 24 * 3600);
 }
 
@@ -96,25 +113,39 @@ export interface FeedDeps {
   metrics?: Pick<Metrics, 'pageRead'>;
   /** The fan-out's unfinished tasks, to rebuild a lost watermark (FanoutStore). */
   inFlight?: InFlightSource;
+  /** The clock of created_at values (tests pass a fixed one). */
+  now?: () => Date;
 }
 
-/** The feed rules on a database and the inboxes, so that every process agrees on FEED_MAX_ITEMS, ACTIVE_DAYS, the key prefix and the model. */
+/**
+ * The feed rules on a database and the inboxes, so that every process agrees on FEED_MAX_ITEMS,
+ * ACTIVE_DAYS, the key prefix and the model. With Redis, the Redis generation it trusts
+ * (feed/generation.ts) is checked at every reconnect and every GENERATION_CHECK_MS once
+ * `start()`ed.
+ */
 export function createFeedService(config: FeedConfig, db: Database, redis: RedisClient | null, deps: FeedDeps): FeedService {
-  return new FeedService(
-    new FeedStore(db),
-    createInbox(config, redis),
-    {
+  const store = new FeedStore(db);
+  const generation = redis ? new InboxGeneration(() => redisIdentity(redis), store, deps.warn) : null;
+  if (redis && generation) redis.on('ready', () => generation.reconnected());
+  return new FeedService({
+    store,
+    inbox: createInbox(config, redis),
+    generation,
+    settings: {
       model: config.feedModel,
       maxItems: config.feedMaxItems,
       backfillItems: config.followBackfillItems,
       bigAuthorFollowers: config.bigAuthorFollowers,
       watermarkSettleMs: config.watermarkSettleMs,
+      buildStaleMs: config.buildStaleMs,
+      freshnessMs: config.databaseReplicaUrls.length > 0 ? config.replicaMaxLagMs + FRESHNESS_MARGIN_MS : 0,
     },
-    deps.warn,
-    deps.metrics,
-    deps.inFlight,
-    deps.live,
-  );
+    warn: deps.warn,
+    metrics: deps.metrics,
+    inFlight: deps.inFlight,
+    live: deps.live,
+    now: deps.now,
+  });
 }
 
 /**
@@ -143,7 +174,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
   const liveBuses = createLiveBuses(config, redis, warn);
   const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
-  const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed });
+  const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed, now });
   const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
   const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now);
@@ -187,12 +218,14 @@ export function startFanoutWorkers(
   // Publishing only: a worker holds no subscriptions.
   const liveBuses = createLiveBuses(config, redis, warn);
   const live = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
-  const feed = createFeedService(config, db, redis, { warn, inFlight: store, live });
+  const feed = createFeedService(config, db, redis, { warn, inFlight: store, live, now });
   const workers = new FanoutWorkers({ config, store, feed, queue, now, warn, metrics });
+  feed.start();
   workers.start(count);
   return {
     async stop() {
       await workers.stop();
+      feed.stop();
       await Promise.allSettled([liveBuses.readers.close(), liveBuses.authors.close()]);
       if (database.kind === 'own') await db.close();
     },

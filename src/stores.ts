@@ -12,7 +12,7 @@ import type { MysqlDatabase } from './db/database';
 import type { MysqlPool, PoolLimits } from './db/mysql';
 import { redactUrl, ReplicatedDatabase } from './db/replicas';
 import { Config, ConfigError } from './kernel/config';
-import { createRedis, RedisClient } from './redis/redis.client';
+import { checkMemoryPolicy, createRedis, RedisClient } from './redis/redis.client';
 
 export interface Stores {
   /** The Database adapter chosen by the configuration: MySQL, or the embedded SQLite file. */
@@ -36,6 +36,10 @@ export async function openStores(config: Config, log: LogSink, sqlLog = new SqlS
   });
   const db = await withReplicas(primary, config, sqlLog);
   const redis = createRedis(config, (message) => log.warn(message));
+  await checkMemoryPolicy(redis, (message) => log.warn(message)).catch(async (error: unknown) => {
+    await Promise.allSettled([db.close(), redis.quit()]);
+    throw error;
+  });
   return {
     db,
     redis,

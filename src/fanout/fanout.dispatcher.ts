@@ -35,8 +35,6 @@ export class FanoutDispatcher {
     private readonly store: FanoutStore,
     private readonly queue: Pick<FanoutQueue, 'add'>,
     private readonly chunkSize: number,
-    /** The database's clock (ms), read after each follower read: the chunks' `readAt`. */
-    private readonly databaseNow: () => Promise<number>,
     /** Told when the dispatcher is the one that completes a task (its chunks can finish first). */
     private readonly onComplete?: FanoutCompletion,
   ) {}
@@ -53,19 +51,18 @@ export class FanoutDispatcher {
         // A deleted blog needs no further delivery: its retract task takes it out of every inbox.
         if (task.kind === 'deliver' && (await this.store.isBlogDeleted(task.blogId))) break;
         const followerIds = await this.store.followerIdsAfter(task.authorId, cursor, pageSize);
-        const readAt = await this.databaseNow();
         const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
         if (chunks.length === 0) break;
         await this.store.addChunks(task.id, chunks);
-        await this.queue.add(chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize), readAt)));
+        await this.queue.add(chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize))));
         cursor = chunks[chunks.length - 1].throughUserId;
         seq = chunks[chunks.length - 1].seq;
         if (followerIds.length < pageSize) break;
       }
       await this.store.markDispatched(task.id);
     }
-    const lag = await this.store.completeIfDone(task.id);
-    if (lag !== null) this.onComplete?.(task.id, lag);
+    const completed = await this.store.completeIfDone(task.id);
+    if (completed !== null) this.onComplete?.(completed.task, completed.lagSeconds);
   }
 
   /**
@@ -75,12 +72,12 @@ export class FanoutDispatcher {
   private async requeueUnfinishedChunks(task: FanoutTask): Promise<void> {
     for (const chunk of await this.store.unfinishedChunks(task.id)) {
       const followerIds = await this.store.followerIdsIn(task.authorId, chunk);
-      await this.queue.add([jobOf(task, chunk, followerIds, await this.databaseNow())], { redrive: true });
+      await this.queue.add([jobOf(task, chunk, followerIds)], { redrive: true });
     }
   }
 }
 
-function jobOf(task: FanoutTask, chunk: FanoutChunkRange, followerIds: number[], readAt: number) {
+function jobOf(task: FanoutTask, chunk: FanoutChunkRange, followerIds: number[]) {
   const { id: taskId, kind, blogId, authorId, score } = task;
-  return chunkJob({ taskId, seq: chunk.seq, kind, blogId, authorId, score, followerIds, readAt });
+  return chunkJob({ taskId, seq: chunk.seq, kind, blogId, authorId, score, followerIds });
 }

@@ -34,10 +34,9 @@ export class FanoutExecutor {
       await this.store.finishChunk(job.taskId, job.seq, false, this.onComplete);
       return;
     }
-    // Jobs queued before chunks carried their author and read time: the task has the author,
-    // and a read time of 0 is older than every rebuild (see Deliveries in feed/inbox.ts).
+    // Jobs queued before chunks carried their author: the task has it.
     const authorId = job.authorId ?? (await this.store.task(job.taskId))?.authorId ?? 0;
-    const delivery = { entry: { id: job.blogId, score: job.score }, authorId, readAt: job.readAt ?? 0 };
+    const delivery = { entry: { id: job.blogId, score: job.score }, authorId };
     await this.feed.deliver(job.followerIds, delivery);
     this.metrics?.inboxesWritten(job.followerIds.length);
     // Usually one statement: finish unless the blog was deleted meanwhile.

@@ -2,7 +2,7 @@
  * The fan-out queue (BullMQ on Redis): its name, its two kinds of job and their options.
  *
  * - `dispatch` {taskId}: walks the author's followers and creates chunk jobs.
- * - `chunk` {taskId, seq, kind, blogId, authorId, score, followerIds, readAt}: writes one chunk of inboxes. The
+ * - `chunk` {taskId, seq, kind, blogId, authorId, score, followerIds}: writes one chunk of inboxes. The
  *   job carries what the executor needs (the dispatcher has just read the follower ids), so
  *   running a chunk costs no reads of the task, the chunk or tb_follow: per-chunk overhead
  *   is what bounds delivery speed (bench/fanout.bench.ts).
@@ -49,8 +49,6 @@ export interface ChunkJob {
   authorId: number;
   score: number;
   followerIds: number[];
-  /** MySQL's clock (ms) right after `followerIds` were read (see Deliveries in feed/inbox.ts). */
-  readAt: number;
 }
 export type FanoutJobData = DispatchJob | ChunkJob;
 export type FanoutJobName = 'dispatch' | 'chunk';

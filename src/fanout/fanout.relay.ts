@@ -1,9 +1,14 @@
 /**
- * The outbox relay: queues the events that could not be queued when they were recorded (Redis
- * was down, or the process died between commit and enqueue), re-queues events whose jobs
- * Redis lost (a restart without persistence), and keeps the fan-out watermark in step with the
- * outbox (rebuilt when Redis lost it; tasks that finished without leaving it are dropped). Every worker process runs one; several relays may
- * pick the same event, which is harmless (same job id, idempotent writes).
+ * The outbox relay, every OUTBOX_RELAY_INTERVAL_MS in every worker process:
+ * - queues the fan-out events that could not be queued when they were recorded (Redis was down,
+ *   or the process died between commit and enqueue), and re-queues events whose jobs Redis lost
+ *   (a restart without persistence);
+ * - keeps the fan-out watermark in step with the outbox (feed/watermark.ts);
+ * - applies the follow changes of the follow outbox that the process that made them did not
+ *   (it died, or Redis was away: feed/feed.service.ts).
+ * The three are independent: one that fails (BullMQ refusing jobs, say) does not stop the others.
+ * Several relays may pick the same event or change, which is harmless (same job id, idempotent
+ * writes, versioned changes).
  */
 import type { FeedService } from '../feed/feed.service';
 import { dispatchJob, FanoutQueue } from './fanout.queue';
@@ -18,7 +23,8 @@ const RELAY_BATCH = 500;
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
-  private failing = false;
+  /** Steps failing now, each warned of once. */
+  private readonly failing = new Set<string>();
 
   constructor(
     private readonly store: FanoutStore,
@@ -27,8 +33,8 @@ export class OutboxRelay {
     /** FANOUT_REDRIVE_AFTER_MS: a queued event not done after this long has its job re-added. */
     private readonly redriveAfterMs: number,
     private readonly warn: FanoutLog,
-    /** Keeps the fan-out watermark in step with the outbox (FeedService.maintainWatermark). */
-    private readonly feed?: Pick<FeedService, 'maintainWatermark'>,
+    /** Keeps the watermark and the inboxes in step with the outboxes. */
+    private readonly feed?: Pick<FeedService, 'maintainWatermark' | 'relayFollowChanges'>,
   ) {}
 
   start(): void {
@@ -43,26 +49,36 @@ export class OutboxRelay {
     await this.running;
   }
 
-  /** One pass. Returns quietly (and warns once) while Redis or MySQL is away. */
+  /** One pass. Returns quietly (and warns once per step) while Redis or MySQL is away. */
   async relayOnce(): Promise<void> {
+    await Promise.all([
+      this.step('queue pending fan-out tasks', () => this.queuePending()),
+      this.step('keep the fan-out watermark', async () => this.feed?.maintainWatermark()),
+      this.step('apply follow changes', async () => this.feed?.relayFollowChanges()),
+    ]);
+  }
+
+  private async queuePending(): Promise<void> {
+    const pending = await this.store.pendingTaskIds(RELAY_GRACE_MS, RELAY_BATCH);
+    if (pending.length > 0) {
+      await this.queue.add(pending.map(dispatchJob));
+      await this.store.markQueued(pending);
+    }
+    const stale = await this.store.staleQueuedTaskIds(this.redriveAfterMs, RELAY_BATCH);
+    if (stale.length > 0) {
+      // A job that used up its attempts (an outage longer than its backoff) is run again.
+      await this.queue.add(stale.map(dispatchJob), { redrive: true });
+      await this.store.touchQueued(stale);
+    }
+  }
+
+  private async step(what: string, run: () => Promise<unknown>): Promise<void> {
     try {
-      const pending = await this.store.pendingTaskIds(RELAY_GRACE_MS, RELAY_BATCH);
-      if (pending.length > 0) {
-        await this.queue.add(pending.map(dispatchJob));
-        await this.store.markQueued(pending);
-      }
-      const stale = await this.store.staleQueuedTaskIds(this.redriveAfterMs, RELAY_BATCH);
-      if (stale.length > 0) {
-        // A job that used up its attempts (an outage longer than its backoff) is run again.
-        await this.queue.add(stale.map(dispatchJob), { redrive: true });
-        await this.store.touchQueued(stale);
-      }
-      await this.feed?.maintainWatermark();
-      if (this.failing) this.warn('outbox relay recovered: pending fan-out tasks are queued again');
-      this.failing = false;
+      await run();
+      if (this.failing.delete(what)) this.warn(`outbox relay recovered: ${what}`);
     } catch (error) {
-      if (!this.failing) this.warn('outbox relay cannot queue pending fan-out tasks yet; retrying', error);
-      this.failing = true;
+      if (!this.failing.has(what)) this.warn(`outbox relay cannot ${what} yet; retrying`, error);
+      this.failing.add(what);
     }
   }
 }

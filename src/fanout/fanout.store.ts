@@ -10,8 +10,8 @@ import type { MysqlDatabase, Sql } from '../db/database';
 
 export type TaskKind = 'deliver' | 'retract';
 
-/** Told when a call completed a task: which, and how long it took from its event (seconds). */
-export type FanoutCompletion = (taskId: number, lagSeconds: number) => void;
+/** Told when a call completed a task: which (with its author), and how long it took from its event (seconds). */
+export type FanoutCompletion = (task: { taskId: number; authorId: number }, lagSeconds: number) => void;
 
 export interface FanoutTask {
   id: number;
@@ -173,16 +173,16 @@ export class FanoutStore {
       [this.now(), taskId, seq],
     );
     if (finished.affectedRows === 0) return false;
-    const lag = await this.completeIfDone(taskId);
-    if (lag !== null) onComplete?.(taskId, lag);
+    const completed = await this.completeIfDone(taskId);
+    if (completed !== null) onComplete?.(completed.task, completed.lagSeconds);
     return true;
   }
 
   /**
-   * Marks the task done once every chunk exists and has finished. Returns how long the task
-   * took from its event to now (seconds) when this call completed it, else null.
+   * Marks the task done once every chunk exists and has finished. Returns, when this call
+   * completed it, the task with its author and how long it took from its event to now (seconds).
    */
-  async completeIfDone(taskId: number): Promise<number | null> {
+  async completeIfDone(taskId: number): Promise<{ task: { taskId: number; authorId: number }; lagSeconds: number } | null> {
     const now = this.now();
     const done = await this.db.write(
       `UPDATE tb_fanout_task SET status = 'done', finished_at = ?
@@ -190,8 +190,8 @@ export class FanoutStore {
       [now, taskId],
     );
     if (done.affectedRows === 0) return null;
-    const [row] = await this.db.select<{ created_at: Date }>('SELECT created_at FROM tb_fanout_task WHERE id = ?', [taskId]);
-    return row ? (now.getTime() - row.created_at.getTime()) / 1000 : null;
+    const [row] = await this.db.select<{ created_at: Date; author_id: string }>('SELECT created_at, author_id FROM tb_fanout_task WHERE id = ?', [taskId]);
+    return row ? { task: { taskId, authorId: Number(row.author_id) }, lagSeconds: (now.getTime() - row.created_at.getTime()) / 1000 } : null;
   }
 
   /**
@@ -221,13 +221,13 @@ export class FanoutStore {
     return rows.map((row) => Number(row.user_id));
   }
 
-  /** Deliver tasks not finished yet, with their blogs' scores (the fan-out watermark's truth). */
-  async unfinishedDeliveries(): Promise<Array<{ taskId: number; score: number }>> {
-    const rows = await this.db.select<{ id: string; score: string }>(
-      "SELECT id, score FROM tb_fanout_task WHERE status IN ('pending', 'queued') AND kind = 'deliver'",
+  /** Deliver tasks not finished yet, with their authors and blogs' scores (the fan-out watermark's truth). */
+  async unfinishedDeliveries(): Promise<Array<{ taskId: number; authorId: number; score: number }>> {
+    const rows = await this.db.select<{ id: string; author_id: string; score: string }>(
+      "SELECT id, author_id, score FROM tb_fanout_task WHERE status IN ('pending', 'queued') AND kind = 'deliver'",
       [],
     );
-    return rows.map((row) => ({ taskId: Number(row.id), score: Number(row.score) }));
+    return rows.map((row) => ({ taskId: Number(row.id), authorId: Number(row.author_id), score: Number(row.score) }));
   }
 
   /** Of these task ids, those that are done, and those that do not exist. */

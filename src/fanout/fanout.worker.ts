@@ -42,11 +42,13 @@ export class FanoutWorkers {
     this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn, feed);
     this.purger = new FanoutPurger(store, deps.config.fanoutRetentionDays, deps.now ?? (() => new Date()), deps.warn);
     // A finished deliver task leaves the watermark: readers trust inboxes at its score again.
-    const completed = (taskId: number, lagSeconds: number) => {
+    const completed = (task: { taskId: number; authorId: number }, lagSeconds: number) => {
       deps.metrics?.fanoutFinished(lagSeconds);
-      feed.deliveryFinished([taskId]).catch((error: unknown) => deps.warn(`fan-out task ${taskId} stays in the watermark until the relay's next pass`, error));
+      feed
+        .deliveryFinished([task])
+        .catch((error: unknown) => deps.warn(`fan-out task ${task.taskId} stays in the watermark until the relay's next pass`, error));
     };
-    this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize, () => feed.databaseNow(), completed);
+    this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize, completed);
     this.executor = new FanoutExecutor(store, feed, completed, deps.metrics);
   }
 

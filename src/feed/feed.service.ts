@@ -1,39 +1,55 @@
 /**
  * The follow feed: every rule of what enters an inbox, when an inbox is trusted and down to
  * where, and how a page is read, in one place (the shape of Mastodon's FeedManager). The inbox
- * itself, its invariant and the mechanisms that keep it (floor, versions, watermark) are
- * described in inbox.ts; this file applies them.
+ * itself, its invariant and the mechanisms that keep it (floor, versions, generations,
+ * watermark) are described in inbox.ts; this file applies them.
  *
  * followFeed(V) = every live blog whose author V follows now, in canonical order
  * (created_at DESC, id DESC). Whatever the model, a page is the same list cut after the same
  * position, so push, pull and hybrid return identical pages:
  *
- * - pull: one MySQL (or embedded SQLite) query over V's followees (FeedStore.feedPage). No
- *   inboxes, no Redis.
- * - push: V's inbox, trusted at or above its floor and, for blogs whose fan-out is still in
- *   flight, merged with MySQL above the fan-out watermark. Past the floor the page continues
- *   from MySQL after its last item: the cold path. A missing inbox (Redis lost it, it expired
- *   while V was inactive) is served from MySQL at once and rebuilt in the background.
- * - hybrid: push, plus the blogs of big authors that were not fanned out, merged in at read
- *   time.
+ * - pull: one MySQL (or embedded SQLite) query over V's followees (FeedStore.feedPage).
+ * - push and hybrid: V's inbox, trusted at or above its floor, merged with the blogs nobody fanned
+ *   out (those of authors marked has_pulled_blogs: big authors in hybrid, and every blog
+ *   published under the pull model) and, for followees whose fan-out is still in flight, with
+ *   their blogs above the watermark from MySQL. Past the floor the page continues from MySQL
+ *   after its last item: the cold path. A missing inbox (Redis lost it, it expired while V was
+ *   inactive, it is of an older generation) is served from MySQL at once and rebuilt in the
+ *   background.
+ * The models differ only in which new blogs are fanned out (push: all, pull: none, hybrid: those
+ * of authors below BIG_V_FOLLOWERS) and in how pages are read. Every process that has Redis keeps
+ * the inboxes up to date (follow changes, deletes, deliveries) whatever its model, and what an
+ * inbox holds is recorded with the data (tb_blog.pushed), so the model can change between deploys
+ * in any order, and processes of two models can serve at once.
  *
- * Round trips of a page: one to Redis (the inbox, the watermark and the big-author generation
- * together: one script on a single server), the big followees' blogs (hybrid; the list of big
- * followees itself only when the reader's kept list is out of date, see big-followees.ts), the
- * span above the watermark only while a fan-out is in flight, the cold path only past the
- * floor, then one statement for the page's data (BlogStore.forViewer). None depends on `first`.
+ * When this process trusts inboxes at all: only in a confirmed Redis generation
+ * (generation.ts), after it has caught up with what it may have missed (at start, in a new
+ * generation, and whenever Redis can be used again after an outage: the watermark repaired and
+ * rebuilt if needed, the follow changes of the outbox applied). Until then every page comes from
+ * MySQL: slower, never wrong.
+ *
+ * Round trips of a page: one to Redis (the inbox, the watermark's followees in flight and the
+ * big-author generation together: one script on a single server), the not-fanned-out blogs of
+ * big followees (only with such followees; the list of them only when the reader's kept list is
+ * out of date, see big-followees.ts), the followees' blogs above the watermark only while one of
+ * them is being fanned out, the cold path only past the floor, then one statement for the page's
+ * data (BlogStore.forViewer). None depends on `first`.
  */
 import { hostname } from 'node:os';
-import type { FeedModel } from '../kernel/config';
 import type { Sql } from '../db/database';
+import type { FeedModel } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
 import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
-import type { LiveFeed } from './feed.live';
-import { FeedStore } from './feed.store';
-import { BigFolloweeLists } from './big-followees';
-import { buildToken, Delivery, FollowChange, Inbox, InboxView, PENDING_STALE_MS } from './inbox';
-import { certainMerge, certainToTheEnd, keysetAfter, SourceReading, sourceRead } from './merge';
 import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
+import { BigFolloweeLists } from './big-followees';
+import type { LiveFeed } from './feed.live';
+import type { FeedStore, FollowChangeRow } from './feed.store';
+import type { InboxGeneration } from './generation';
+import { Delivery, FollowChange, Inbox, InboxView, PENDING_STALE_MS, TaskInFlight, Watermark } from './inbox';
+import { certainMerge, certainToTheEnd, keysetAfter, SourceReading, sourceRead } from './merge';
+import { FanoutWatermark, InFlightSource } from './watermark';
+
+export type { InFlightSource } from './watermark';
 
 export interface FeedSettings {
   model: FeedModel;
@@ -43,20 +59,24 @@ export interface FeedSettings {
   backfillItems: number;
   /** BIG_V_FOLLOWERS: in the hybrid model, an author with this many followers is not fanned out. */
   bigAuthorFollowers: number;
-  /**
-   * WATERMARK_SETTLE_MS: a watermark sync reads the unfinished tasks twice, this far apart,
-   * before it says the set is complete: a publish adds its task just before its transaction
-   * commits, so a commit that the first read missed lands within this time.
-   */
+  /** WATERMARK_SETTLE_MS: see watermark.ts. */
   watermarkSettleMs: number;
+  /** BUILD_STALE_MS: a rebuild that has not finished this long after it began is taken over by the next read. */
+  buildStaleMs: number;
+  /**
+   * Reads of the feed within this many ms of now (by the blogs' created_at) stand in for blogs
+   * that may be younger than a replica's lag: they go to the primary (REPLICA_MAX_LAG_MS plus
+   * FRESHNESS_MARGIN_MS). 0: no replicas, everything may read where lag-tolerant reads go.
+   */
+  freshnessMs: number;
 }
 
-/** The reads of the truth the rules need (FeedStore on MySQL; an in-memory one in the model test). */
+/** The reads and writes of the truth the rules need (FeedStore on MySQL; an in-memory one in the model test). */
 export type FeedTruth = Pick<
   FeedStore,
   | 'feedPage'
+  | 'inFlightBlogs'
   | 'snapshot'
-  | 'now'
   | 'pulledFollowees'
   | 'pulledBlogs'
   | 'hasFewerFollowers'
@@ -66,21 +86,48 @@ export type FeedTruth = Pick<
   | 'followersAmong'
   | 'followStates'
   | 'deletedAmong'
+  | 'recordFollowChange'
+  | 'followChangesToApply'
+  | 'followChangesAmong'
+  | 'forgetFollowChange'
 >;
 
-/** The fan-out's bookkeeping, as far as the watermark needs it (FanoutStore). */
-export interface InFlightSource {
-  /** Deliver tasks not finished, with their blogs' scores. */
-  unfinishedDeliveries(): Promise<Array<{ taskId: number; score: number }>>;
-  /** Of these task ids, those that are finished, and those that do not exist (yet, or rolled back). */
-  finishedAmong(taskIds: readonly number[]): Promise<{ done: number[]; missing: number[] }>;
+export interface FeedServiceDeps {
+  store: FeedTruth;
+  /** The inboxes; null without Redis (the embedded mode), which keeps none. */
+  inbox: Inbox | null;
+  /** The Redis generation this process trusts; with inboxes only. */
+  generation: InboxGeneration | null;
+  settings: FeedSettings;
+  warn: (message: string, error?: unknown) => void;
+  metrics?: Pick<Metrics, 'pageRead'>;
+  /** The fan-out's unfinished tasks, to rebuild and upkeep the watermark (FanoutStore). */
+  inFlight?: InFlightSource;
+  /** Tells live subscribers which blogs reached their inboxes (feed.live.ts). */
+  live?: Pick<LiveFeed, 'delivered'>;
+  /** The clock of the follow outbox's rows (created_at) and of freshness; tests pass their own. */
+  now?: () => Date;
 }
+
+/** A committed follow change, with its outbox row's id. */
+export type PendingFollowChange = FollowChangeRow;
+
+/**
+ * How a follow or unfollow is committed: `transact` runs the caller's transaction and calls
+ * `record` inside it with the reader's new follow version once the follow row changed (it
+ * writes the outbox row and marks the inbox pending, just before the commit); it returns what
+ * `record` returned, or null when nothing changed.
+ */
+export type FollowTransaction = (record: (sql: Sql, version: number) => Promise<PendingFollowChange>) => Promise<PendingFollowChange | null>;
 
 /**
  * A user's activity pushes their inbox's expiry back at most this often per process (not on
  * every request): enough for ACTIVE_DAYS, which counts in days.
  */
 export const ACTIVITY_WRITE_INTERVAL_MS = 5 * 60 * 1000;
+
+/** Margin added to REPLICA_MAX_LAG_MS for freshness: clock differences between the hosts that write created_at and read. */
+export const FRESHNESS_MARGIN_MS = 10_000;
 
 /**
  * Attempts (one a second) of a Redis write that must happen once Redis answers again: dropping an
@@ -91,37 +138,112 @@ const REPAIR_ATTEMPTS = 600;
 /** Rebuilds tried in a row when a follow change keeps racing them (then MySQL serves). */
 const REBUILD_ATTEMPTS = 3;
 
-/** A task in the watermark that MySQL does not know (its publish rolled back) is dropped after this. */
-const WATERMARK_ORPHAN_MS = 60_000;
+/** The relay leaves a follow change this long to the process that made it before applying it itself. */
+export const FOLLOW_CHANGE_GRACE_MS = 2000;
+
+/** Follow changes applied per batch (relay passes, catching up). */
+const FOLLOW_CHANGE_BATCH = 200;
+
+/** A failed catch-up is tried again after this long (pages come from MySQL meanwhile). */
+const CATCH_UP_RETRY_MS = 1000;
 
 let buildCounter = 0;
 
 export class FeedService {
+  private readonly store: FeedTruth;
+  private readonly inbox: Inbox | null;
+  private readonly generation: InboxGeneration | null;
+  private readonly settings: FeedSettings;
+  private readonly warn: (message: string, error?: unknown) => void;
+  private readonly metrics?: Pick<Metrics, 'pageRead'>;
+  private readonly live?: Pick<LiveFeed, 'delivered'>;
+  private readonly now: () => Date;
+  /** Whether pages read inboxes (push, hybrid) or only MySQL (pull, or no Redis): decided once. */
+  private readonly readsInboxes: boolean;
+  private readonly watermark: FanoutWatermark | null;
   private readonly rebuilding = new Map<number, Promise<void>>();
+  /** Other background work of pages (settling stale follow changes), for idle(). */
+  private readonly chores = new Set<Promise<void>>();
   private readonly bigFollowees = new BigFolloweeLists();
   private readonly activityWrittenAt = new Map<number, number>();
-  private syncing: Promise<void> | null = null;
-  /** Watermark members that MySQL did not know, with when that was first seen. */
-  private readonly orphansSeenAt = new Map<number, number>();
   private readonly owner = `${hostname()}:${process.pid}`;
-  /** A publish of this process could not add its task to the watermark (Redis was away). */
-  private watermarkMissedTask = false;
+  /** The generation this process has caught up in (see above); null while it has not. */
+  private caughtUp: number | null = null;
+  private catchingUp: Promise<void> | null = null;
+  private catchUpAgain = false;
+  /** Set by stop(): no retry of a repair or a catch-up is scheduled any more. */
+  private stopped = false;
 
-  constructor(
-    private readonly store: FeedTruth,
-    /** The inboxes; null in the pull model, which keeps none. */
-    private readonly inbox: Inbox | null,
-    private readonly settings: FeedSettings,
-    private readonly warn: (message: string, error?: unknown) => void,
-    private readonly metrics?: Pick<Metrics, 'pageRead'>,
-    private readonly inFlight?: InFlightSource,
-    /** Tells live subscribers which blogs reached their inboxes (feed.live.ts). */
-    private readonly live?: Pick<LiveFeed, 'delivered'>,
-  ) {
-    if ((settings.model === 'pull') !== (inbox === null)) {
-      throw new Error(`FEED_MODEL=${settings.model} ${inbox ? 'keeps no inboxes' : 'needs inboxes (Redis)'}`);
+  constructor(deps: FeedServiceDeps) {
+    this.store = deps.store;
+    this.inbox = deps.inbox;
+    this.generation = deps.generation;
+    this.settings = deps.settings;
+    this.warn = deps.warn;
+    this.metrics = deps.metrics;
+    this.live = deps.live;
+    this.now = deps.now ?? (() => new Date());
+    if (this.inbox && !this.generation) throw new Error('inboxes need a Redis generation (feed/generation.ts)');
+    this.readsInboxes = this.inbox !== null && this.settings.model !== 'pull';
+    this.watermark = this.inbox
+      ? new FanoutWatermark({ inbox: this.inbox, inFlight: deps.inFlight ?? null, settleMs: this.settings.watermarkSettleMs, warn: this.warn })
+      : null;
+    this.generation?.onChange(() => this.catchUpInBackground());
+    this.inbox?.onAvailable?.(() => this.catchUpInBackground());
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Trust
+
+  /** Starts checking the Redis generation (at once, and every GENERATION_CHECK_MS); catching up follows. */
+  start(): void {
+    this.generation?.start();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.generation?.stop();
+  }
+
+  /** Resolves once this process has confirmed the Redis generation and caught up (or failed to: Redis away). */
+  async ready(): Promise<void> {
+    if (!this.generation) return;
+    await this.generation.check();
+    await this.catchingUp;
+  }
+
+  /** The generation to read inboxes in, when this process trusts them now; null: pages come from MySQL. */
+  private trustedEpoch(): number | null {
+    const epoch = this.generation?.current() ?? null;
+    if (epoch === null || epoch !== this.caughtUp || this.watermark?.incomplete) return null;
+    return epoch;
+  }
+
+  /** Starts catching up (see above), or asks the one running to go round again. */
+  catchUpInBackground(): void {
+    if (!this.inbox || this.stopped) return;
+    this.caughtUp = null;
+    this.catchUpAgain = true;
+    this.catchingUp ??= this.catchUp().finally(() => {
+      this.catchingUp = null;
+    });
+  }
+
+  private async catchUp(): Promise<void> {
+    while (this.catchUpAgain) {
+      this.catchUpAgain = false;
+      try {
+        const epoch = await this.generation!.confirmed();
+        this.bigFollowees.clear();
+        await this.watermark!.catchUp(epoch);
+        await this.applyFollowChanges(this.now());
+        if (!this.catchUpAgain && this.generation!.current() === epoch) this.caughtUp = epoch;
+      } catch (error) {
+        this.warn('catching up with Redis failed; pages come from MySQL until it succeeds', error);
+        setTimeout(() => this.catchUpInBackground(), CATCH_UP_RETRY_MS).unref();
+        return;
+      }
     }
-    inbox?.onReconnect?.(() => this.repairWatermark());
   }
 
   // ---------------------------------------------------------------------------------------
@@ -139,41 +261,47 @@ export class FeedService {
   /** The first `n` feed entries of the viewer after `from`, in canonical order. */
   async entries(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     const { inbox } = this;
-    if (!inbox) return this.pullPage(viewerId, from, n); // the pull model
-    if (!inbox.available()) return this.pullPage(viewerId, from, n); // Redis is down: degraded, not broken
+    const epoch = this.trustedEpoch();
+    // Redis down or hanging, or not trusted yet: degraded, not broken.
+    if (!this.readsInboxes || !inbox || epoch === null || !inbox.available()) return this.pullPage(viewerId, from, n);
     try {
-      return await this.entriesFromInbox(inbox, viewerId, from, n);
+      return await this.entriesFromInbox(inbox, epoch, viewerId, from, n);
     } catch (error) {
       this.warn(`reading the inbox of user ${viewerId} failed; serving the page from MySQL`, error);
       return this.pullPage(viewerId, from, n);
     }
   }
 
+  /** The page from MySQL alone; near the top of the feed on the primary (a replica may lag behind the newest blogs). */
   private pullPage(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     this.metrics?.pageRead('pull');
-    return this.store.feedPage(viewerId, from, n);
+    return this.store.feedPage(viewerId, from, n, null, this.fresh(from));
   }
 
-  private async entriesFromInbox(inbox: Inbox, viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
+  /** Whether a read from `position` down may meet blogs younger than a replica's lag (it then goes to the primary). */
+  private fresh(position: FeedPosition): boolean {
+    return this.settings.freshnessMs > 0 && (position.maxScore === null || position.maxScore >= this.now().getTime() - this.settings.freshnessMs);
+  }
+
+  private async entriesFromInbox(inbox: Inbox, epoch: number, viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     const read = sourceRead(from, n);
-    const { view, watermark, bigAuthors: generation } = await inbox.read(viewerId, read.from, read.limit);
-    if (view.state === 'missing') this.rebuildInBackground(inbox, viewerId);
-    if (view.state === 'pending' && Date.now() - view.since > PENDING_STALE_MS) {
-      // The change's process died between its commit and its apply: start again from MySQL.
-      this.warn(`the inbox of user ${viewerId} waited on a follow change for over ${PENDING_STALE_MS} ms; it is rebuilt`);
-      this.dropWhenPossible(inbox, viewerId);
+    const { view, watermark, bigAuthors: generation } = await inbox.read(viewerId, read.from, read.limit, epoch);
+    if (view.state !== 'valid') {
+      this.repairView(viewerId, view);
+      return this.pullPage(viewerId, from, n);
     }
     // Redis lost the watermark: no inbox can be trusted until it is rebuilt from the outbox.
-    if (!watermark.synced) this.syncInBackground();
-    if (view.state !== 'valid' || !watermark.synced) return this.pullPage(viewerId, from, n);
-    const sources: Array<SourceReading<ScoredId>> = [{ items: view.entries, limit: read.limit, floor: view.floor }];
-    const bigAuthors = this.settings.model === 'hybrid' ? await this.bigFolloweesOf(inbox, viewerId, view, generation) : [];
-    if (bigAuthors.length > 0) sources.push({ items: await this.store.pulledBlogs(bigAuthors, read.from, read.limit), limit: read.limit, floor: null });
-    const inFlight = watermark.oldest;
-    if (inFlight !== null && (read.from.maxScore === null || inFlight <= read.from.maxScore)) {
-      // Blogs at or above the watermark may still be on their way to this inbox: MySQL has them.
-      sources.push({ items: await this.store.feedPage(viewerId, read.from, read.limit, inFlight), limit: read.limit, floor: null });
+    if (!watermark.synced) {
+      this.watermark!.syncInBackground(epoch);
+      return this.pullPage(viewerId, from, n);
     }
+    const sources: Array<SourceReading<ScoredId>> = [{ items: view.entries, limit: read.limit, floor: view.floor }];
+    const bigAuthors = await this.bigFolloweesOf(inbox, epoch, viewerId, view, generation);
+    if (bigAuthors.length > 0) {
+      sources.push({ items: await this.store.pulledBlogs(bigAuthors, read.from, read.limit, this.fresh(read.from)), limit: read.limit, floor: null });
+    }
+    const inFlight = await this.inFlightBlogs(viewerId, watermark, read.from, read.limit);
+    if (inFlight) sources.push({ items: inFlight, limit: read.limit, floor: null });
     const certain = certainMerge(sources);
     const covered = certain.slice(read.skip, read.skip + n);
     if (covered.length === n || certainToTheEnd(sources)) {
@@ -184,20 +312,46 @@ export class FeedService {
     this.metrics?.pageRead('cold');
     const consumed = certain.slice(0, read.skip + covered.length);
     const next = consumed.length === 0 || certain.length < read.skip ? from : keysetAfter(consumed[consumed.length - 1]);
-    return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length));
+    return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length, null, this.fresh(next)));
   }
 
-  /** The reader's big followees (hybrid): the kept list while it is right, else read again. */
+  /**
+   * Blogs that may be committed and not yet in the inbox: those of the reader's followees whose
+   * fan-out is in flight, at or above each one's lowest score in flight (null: none in flight).
+   */
+  private async inFlightBlogs(
+    viewerId: number,
+    watermark: Extract<Watermark, { synced: true }>,
+    from: FeedPosition,
+    limit: number,
+  ): Promise<ScoredId[] | null> {
+    if ('oldest' in watermark) {
+      if (from.maxScore !== null && watermark.oldest > from.maxScore) return null;
+      return this.store.feedPage(viewerId, from, limit, watermark.oldest, true);
+    }
+    const reaching = watermark.followees.filter((author) => from.maxScore === null || author.score <= from.maxScore);
+    return reaching.length === 0 ? null : this.store.inFlightBlogs(reaching, from, limit);
+  }
+
+  /** What a page does about an inbox it cannot use: rebuild it, or take over a dead rebuild or change. */
+  private repairView(viewerId: number, view: Exclude<InboxView, { state: 'valid' }>): void {
+    if (view.state === 'missing') this.rebuildInBackground(viewerId);
+    else if (view.state === 'building' && view.ageMs >= this.settings.buildStaleMs) this.rebuildInBackground(viewerId);
+    else if (view.state === 'pending' && view.ageMs >= PENDING_STALE_MS) this.settleStaleChanges(viewerId);
+  }
+
+  /** The reader's big followees: the kept list while it is right, else read again. */
   private async bigFolloweesOf(
     inbox: Inbox,
+    epoch: number,
     viewerId: number,
     view: Extract<InboxView, { state: 'valid' }>,
     generation: string | null,
   ): Promise<readonly number[]> {
     const kept = this.bigFollowees.get(viewerId, view.version, generation);
     if (kept) return kept;
-    // Redis has no generation (new, or lost): set one, so that the next pages can keep lists.
-    if (generation === null) inbox.renewBigAuthors('missing').catch((error: unknown) => this.warn('setting the big-author generation failed', error));
+    // Redis has no generation of this epoch (new, or lost): set one, so that the next pages can keep lists.
+    if (generation === null) inbox.renewBigAuthors('missing', epoch).catch((error: unknown) => this.warn('setting the big-author generation failed', error));
     const { version, authorIds } = await this.store.pulledFollowees(viewerId);
     this.bigFollowees.set(viewerId, version, generation, authorIds);
     return authorIds;
@@ -209,13 +363,15 @@ export class FeedService {
   /**
    * Whether a new blog of this author goes into inboxes: all (push), none (pull), or those of
    * authors with fewer than BIG_V_FOLLOWERS followers (hybrid). Decided per blog inside the
-   * publishing transaction and stored with it (tb_blog.pushed), so an author crossing the
-   * threshold either way loses nothing: readers merge in exactly the blogs that were not fanned
-   * out. `becameBig`: this is the author's first blog that is not (see bigAuthorChange).
+   * publishing transaction and stored with it (tb_blog.pushed); an author with a blog that is not
+   * fanned out is marked (has_pulled_blogs), so readers of every model merge in exactly the blogs
+   * that were not. `becameBig`: this is the author's first such blog (see bigAuthorChange).
    */
   async decidePush(sql: Sql, authorId: number): Promise<{ pushed: boolean; becameBig: boolean }> {
-    if (this.settings.model !== 'hybrid') return { pushed: this.settings.model === 'push', becameBig: false };
-    if (await this.store.hasFewerFollowers(sql, authorId, this.settings.bigAuthorFollowers)) return { pushed: true, becameBig: false };
+    if (this.settings.model === 'push') return { pushed: true, becameBig: false };
+    if (this.settings.model === 'hybrid' && (await this.store.hasFewerFollowers(sql, authorId, this.settings.bigAuthorFollowers))) {
+      return { pushed: true, becameBig: false };
+    }
     return { pushed: false, becameBig: await this.store.markHasPulledBlogs(sql, authorId) };
   }
 
@@ -228,68 +384,32 @@ export class FeedService {
    * retried every second until it is done (pages are served from MySQL meanwhile).
    */
   async bigAuthorChange(step: 'changing' | 'changed'): Promise<void> {
-    const { inbox } = this;
-    if (!inbox) return;
-    await inbox.renewBigAuthors(step).catch((error: unknown) => {
+    const { inbox, generation } = this;
+    if (!inbox || !generation) return;
+    const renew = async () => inbox.renewBigAuthors(step, await generation.confirmed());
+    await renew().catch((error: unknown) => {
       this.bigFollowees.clear();
       this.warn(`replacing the big-author generation (${step}) failed; retrying every second`, error);
       this.repairWhenPossible(
-        () => inbox.renewBigAuthors('changed'),
+        async () => inbox.renewBigAuthors('changed', await generation.confirmed()),
         'gave up replacing the big-author generation: kept lists of big followees may miss an author until their readers follow or unfollow',
       );
     });
   }
 
-  /**
-   * Whether inboxes hold this blog: in the hybrid model only the fanned-out ones (readers pull
-   * the others, and a delete of those walks no followers); in the push model every one, also
-   * those published under another model; in the pull model none.
-   */
+  /** Whether inboxes hold this blog: the fanned-out ones, whichever model published them. */
   inInboxes(blog: { pushed: boolean }): boolean {
-    return this.settings.model === 'push' || (this.settings.model === 'hybrid' && blog.pushed);
+    return blog.pushed;
   }
 
-  /**
-   * A deliver task is about to commit: readers stop trusting inboxes at its score until it is
-   * delivered. Never fails the publish: with Redis away, the watermark is rebuilt from the
-   * outbox when Redis is back (and until then pages come from MySQL).
-   */
-  async deliveryStarted(taskId: number, score: number): Promise<void> {
-    if (!this.inbox) return;
-    if (!this.inbox.available()) {
-      this.watermarkMissedTask = true;
-      this.warn(`fan-out task ${taskId} is not in the fan-out watermark: Redis is away; the watermark is rebuilt when it is back`);
-      return;
-    }
-    await this.inbox.markInFlight(taskId, score).catch((error: unknown) => {
-      this.watermarkMissedTask = true;
-      this.warn(`fan-out task ${taskId} is not in the fan-out watermark; it is rebuilt`, error);
-      this.repairWatermark();
-    });
-  }
-
-  /**
-   * After a publish left its task out of the watermark: mark the watermark incomplete (every
-   * process then reads pages from MySQL) and rebuild it from the outbox. Runs when Redis is
-   * reachable again.
-   */
-  private repairWatermark(): void {
-    const { inbox } = this;
-    if (!inbox || !this.watermarkMissedTask) return;
-    inbox
-      .unsyncWatermark()
-      .then(() => {
-        this.watermarkMissedTask = false;
-        this.syncInBackground();
-      })
-      .catch(() => {
-        // Still unreachable: the next reconnect tries again.
-      });
+  /** A deliver task is about to commit (see watermark.ts). */
+  async deliveryStarted(task: TaskInFlight): Promise<void> {
+    await this.watermark?.started(task);
   }
 
   /** Every chunk of these deliver tasks is written. */
-  async deliveryFinished(taskIds: readonly number[]): Promise<void> {
-    await this.inbox?.clearInFlight(taskIds);
+  async deliveryFinished(tasks: ReadonlyArray<Pick<TaskInFlight, 'taskId' | 'authorId'>>): Promise<void> {
+    await this.watermark?.finished(tasks);
   }
 
   /**
@@ -311,9 +431,7 @@ export class FeedService {
     // One script call per reader, sent together (the client pipelines them), not awaited in turn.
     const unfollowed = (await this.store.followStates(delivery.authorId, gone)).filter((state) => !state.follows);
     await Promise.all(
-      unfollowed.map((state) =>
-        inbox.retractUnfollowed(state.readerId, delivery.entry.id, { version: state.version, authorId: delivery.authorId }, delivery.readAt),
-      ),
+      unfollowed.map((state) => inbox.retractUnfollowed(state.readerId, delivery.entry.id, { version: state.version, authorId: delivery.authorId })),
     );
   }
 
@@ -322,99 +440,141 @@ export class FeedService {
     await this.requireInbox().retract(readerIds, blogId);
   }
 
-  /** The database's clock (ms): a fan-out chunk records it right after reading its followers. */
-  databaseNow(): Promise<number> {
-    return this.store.now();
+  /** The relay's pass over the watermark (watermark.ts). */
+  async maintainWatermark(): Promise<void> {
+    const epoch = this.generation?.current();
+    if (this.watermark && epoch) await this.watermark.maintain(epoch);
+  }
+
+  /** Rebuilds a lost watermark now (seed script, benchmarks, tests). */
+  async syncWatermark(): Promise<void> {
+    if (this.watermark && this.generation) await this.watermark.sync(await this.generation.confirmed());
   }
 
   // ---------------------------------------------------------------------------------------
   // Follows
 
   /**
-   * A follow or unfollow of `authorId` by `readerId`: `commit` commits it in MySQL and returns
-   * its version (null when it changed nothing). The inbox is marked pending before the commit
-   * and cleared after the change is applied, so that no reader trusts an inbox that misses a
-   * committed change (see inbox.ts).
+   * A follow or unfollow of `authorId` by `readerId`, committed by `transact` (see
+   * FollowTransaction). Inside the transaction the change is written to the outbox and the inbox
+   * is marked pending; after the commit the change is applied and the mark cleared. If this
+   * process dies or Redis is away at any point after the commit, the relay applies it from the
+   * outbox (see inbox.ts).
    */
-  async changeFollow(readerId: number, authorId: number, follow: boolean, commit: () => Promise<number | null>): Promise<void> {
+  async changeFollow(readerId: number, authorId: number, follow: boolean, transact: FollowTransaction): Promise<void> {
     const { inbox } = this;
-    if (!inbox) {
-      await commit();
-      return;
-    }
-    if (!inbox.available()) {
-      // Redis is down or hangs: the inbox cannot follow the change, so it goes (when Redis is
-      // back) and is rebuilt from MySQL; the follow itself does not wait on Redis.
-      if ((await commit()) !== null) this.dropWhenPossible(inbox, readerId);
-      return;
-    }
-    const marked = await inbox.markPending(readerId, Date.now()).then(
-      () => true,
-      (error: unknown) => {
-        this.warn(`marking a follow change of user ${readerId} failed; the inbox follows it as usual`, error);
-        return false;
-      },
-    );
-    try {
-      const version = await commit();
-      if (version === null) return;
-      const change = { version, authorId };
-      await (follow ? this.followed(readerId, change) : this.unfollowed(readerId, change));
-    } finally {
-      if (marked) await this.updateInbox(inbox, readerId, () => inbox.clearPending(readerId));
-    }
-  }
-
-  /** A follow (committed with `change.version`): the followee's newest blogs enter the inbox at once. */
-  async followed(readerId: number, change: FollowChange): Promise<void> {
-    const { inbox } = this;
-    if (!inbox) return;
-    await this.updateInbox(inbox, readerId, async () => {
-      // Entries of the followee the inbox still holds (an unfollow overtaken by this follow left
-      // them, deleted ones included) are replaced by what MySQL says is newest now.
-      const held = await inbox.blogIds(readerId);
-      if (held === null) return; // no inbox: its rebuild reads the follow from MySQL
-      const [newest, stale] = await Promise.all([
-        this.store.newestOfAuthor(change.authorId, this.settings.backfillItems + 1),
-        this.store.idsOfAuthorAmong(change.authorId, held),
-      ]);
-      const copied = newest.slice(0, this.settings.backfillItems).filter((blog) => this.inInboxes(blog));
-      // If the followee has a blog older than those copied, the inbox is complete only above it:
-      // the floor rises to just above that blog, and the cold path serves what lies below.
-      const firstLeft = newest[this.settings.backfillItems];
-      const applied = await inbox.applyFollow(readerId, change, copied, firstLeft === undefined ? null : firstLeft.score + 1, stale);
-      // A blog deleted since it was read may have had its retract pass this inbox before the
-      // copy landed: asked after the write, MySQL says which to take back (a later delete's
-      // retract comes after this write anyway).
-      if (!applied || copied.length === 0) return;
-      const deleted = await this.store.deletedAmong(copied.map((blog) => blog.id));
-      if (deleted.length > 0) await Promise.all(deleted.map((id) => inbox.retract([readerId], id)));
+    const change = await transact(async (sql, version) => {
+      const row = { readerId, authorId, follow, version };
+      if (!inbox) return { id: 0, ...row };
+      const id = await this.store.recordFollowChange(sql, row, this.now());
+      await this.markPendingBeforeCommit(inbox, readerId, id);
+      return { id, ...row };
     });
+    if (change && inbox) await this.applyFollowChange(change);
   }
 
-  /** An unfollow (committed with `change.version`): the followee's blogs leave the inbox at once. */
-  async unfollowed(readerId: number, change: FollowChange): Promise<void> {
-    const { inbox } = this;
-    if (!inbox) return;
-    await this.updateInbox(inbox, readerId, async () => {
-      const inInbox = await inbox.markUnfollow(readerId, change);
-      if (inInbox === null) return; // stale (a newer change of the pair came first), or no inbox
-      await inbox.removeUnfollowed(readerId, change, await this.store.idsOfAuthorAmong(change.authorId, inInbox));
+  /** Marks the inbox pending just before a follow change commits; without Redis the outbox row alone carries it. */
+  private async markPendingBeforeCommit(inbox: Inbox, readerId: number, changeId: number): Promise<void> {
+    if (!inbox.available()) return;
+    await inbox.markPending(readerId, changeId).catch((error: unknown) => {
+      this.warn(`marking follow change ${changeId} of user ${readerId} failed; it is applied from the outbox`, error);
     });
   }
 
   /**
-   * Applies a follow's change to an inbox. The follow itself is committed in MySQL; if the inbox
-   * cannot follow (Redis down), it would be valid but wrong, so it is dropped instead, now or,
-   * while Redis is away, as soon as it is back; the next read rebuilds it from MySQL.
+   * Applies a committed follow change to its reader's inbox, clears its mark and forgets its
+   * outbox row. Safe to run twice or late (versions, inbox.ts). When it cannot run now (Redis away)
+   * the row stays for the relay.
    */
-  private async updateInbox(inbox: Inbox, readerId: number, change: () => Promise<void>): Promise<void> {
+  async applyFollowChange(change: PendingFollowChange): Promise<void> {
+    const inbox = this.requireInbox();
+    if (!inbox.available()) return;
     try {
-      await change();
+      await (change.follow ? this.followed(change.readerId, change) : this.unfollowed(change.readerId, change));
+      await inbox.clearPending(change.readerId, change.id);
+      await this.store.forgetFollowChange(change.id);
     } catch (error) {
-      this.warn(`updating the inbox of user ${readerId} failed; it will be dropped and rebuilt`, error);
-      this.dropWhenPossible(inbox, readerId);
+      this.warn(`applying follow change ${change.id} of user ${change.readerId} failed; the relay applies it`, error);
     }
+  }
+
+  /**
+   * Applies the follow changes of the outbox written before `before` (the relay's pass, with a
+   * grace for the processes that made them; catching up, all of them). Returns how many.
+   */
+  async applyFollowChanges(before: Date): Promise<number> {
+    if (!this.inbox?.available()) return 0;
+    let applied = 0;
+    for (;;) {
+      const changes = await this.store.followChangesToApply(before, FOLLOW_CHANGE_BATCH);
+      // One reader's changes in order; different readers at once.
+      const byReader = new Map<number, PendingFollowChange[]>();
+      for (const change of changes) byReader.set(change.readerId, [...(byReader.get(change.readerId) ?? []), change]);
+      await Promise.all(
+        [...byReader.values()].map(async (ofReader) => {
+          for (const change of ofReader) await this.applyFollowChange(change);
+        }),
+      );
+      applied += changes.length;
+      if (changes.length < FOLLOW_CHANGE_BATCH) return applied;
+    }
+  }
+
+  /** The relay's pass over the follow outbox: changes their own process has not applied within the grace. */
+  relayFollowChanges(): Promise<number> {
+    return this.applyFollowChanges(new Date(this.now().getTime() - FOLLOW_CHANGE_GRACE_MS));
+  }
+
+  /**
+   * An inbox has been pending longer than PENDING_STALE_MS: a change whose transaction never
+   * committed (its process died between the mark and the commit) left its mark. Marks of
+   * changes still in the outbox are applied; the others are cleared.
+   */
+  private settleStaleChanges(readerId: number): void {
+    const inbox = this.requireInbox();
+    const settle = async () => {
+      const marked = await inbox.pendingChanges(readerId);
+      const waiting = await this.store.followChangesAmong(marked);
+      const committed = new Set(waiting.map((change) => change.id));
+      for (const id of marked) if (!committed.has(id)) await inbox.clearPending(readerId, id);
+      for (const change of waiting) await this.applyFollowChange(change);
+    };
+    const chore = settle().catch((error: unknown) => this.warn(`settling stale follow changes of user ${readerId} failed`, error));
+    this.chores.add(chore);
+    void chore.finally(() => this.chores.delete(chore));
+  }
+
+  /** A follow (committed with `change.version`): the followee's newest blogs enter the inbox at once. */
+  async followed(readerId: number, change: FollowChange): Promise<void> {
+    const inbox = this.requireInbox();
+    // Entries of the followee the inbox still holds (an unfollow overtaken by this follow left
+    // them, deleted ones included) are replaced by what MySQL says is newest now.
+    const held = await inbox.blogIds(readerId);
+    if (held === null) return; // no inbox: its rebuild reads the follow from MySQL
+    const [newest, stale] = await Promise.all([
+      this.store.newestOfAuthor(change.authorId, this.settings.backfillItems + 1),
+      this.store.idsOfAuthorAmong(change.authorId, held),
+    ]);
+    const copied = newest.slice(0, this.settings.backfillItems).filter((blog) => this.inInboxes(blog));
+    // If the followee has a blog older than those copied, the inbox is complete only above it:
+    // the floor rises to just above that blog, and the cold path serves what lies below.
+    const firstLeft = newest[this.settings.backfillItems];
+    const outcome = await inbox.applyFollow(readerId, change, copied, firstLeft === undefined ? null : firstLeft.score + 1, stale);
+    // A blog deleted since it was read may have had its retract pass this inbox before the
+    // copy landed: asked after the write, MySQL says which to take back (a later delete's
+    // retract comes after this write anyway). Also when this change was applied before (a
+    // retry after a failure that may have come between the copy and this check).
+    if (outcome === 'stale' || copied.length === 0) return;
+    const deleted = await this.store.deletedAmong(copied.map((blog) => blog.id));
+    if (deleted.length > 0) await Promise.all(deleted.map((id) => inbox.retract([readerId], id)));
+  }
+
+  /** An unfollow (committed with `change.version`): the followee's blogs leave the inbox at once. */
+  async unfollowed(readerId: number, change: FollowChange): Promise<void> {
+    const inbox = this.requireInbox();
+    const inInbox = await inbox.markUnfollow(readerId, change);
+    if (inInbox === null) return; // stale (a newer change of the pair came first), or no inbox
+    await inbox.removeUnfollowed(readerId, change, await this.store.idsOfAuthorAmong(change.authorId, inInbox));
   }
 
   private dropWhenPossible(inbox: Inbox, readerId: number): void {
@@ -424,6 +584,7 @@ export class FeedService {
   /** Runs a Redis write now, and again every second while it fails (REPAIR_ATTEMPTS times). */
   private repairWhenPossible(write: () => Promise<void>, gaveUp: string, attempt = 0): void {
     write().catch(() => {
+      if (this.stopped) return;
       if (attempt < REPAIR_ATTEMPTS) setTimeout(() => this.repairWhenPossible(write, gaveUp, attempt + 1), 1000).unref();
       else this.warn(gaveUp);
     });
@@ -433,17 +594,19 @@ export class FeedService {
   // Inbox lifecycle
 
   /**
-   * A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. With Redis
-   * down or hanging it is skipped: like any missing inbox, it is built on the first feed read.
+   * A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. Skipped
+   * where pages do not read inboxes (the pull model), and with Redis down or not yet trusted:
+   * like any missing inbox, it is built on the first feed read.
    */
   async openInbox(userId: number): Promise<void> {
     const { inbox } = this;
-    if (!inbox) return;
-    if (!inbox.available()) {
+    const epoch = this.trustedEpoch();
+    if (!inbox || !this.readsInboxes) return;
+    if (epoch === null || !inbox.available()) {
       this.warn(`Redis is unavailable: the inbox of new user ${userId} is built on their first feed read`);
       return;
     }
-    await inbox.create(userId, 0);
+    await inbox.create(userId, 0, epoch);
   }
 
   /**
@@ -457,16 +620,16 @@ export class FeedService {
     if (!inbox?.available()) return;
     const now = Date.now();
     const last = this.activityWrittenAt.get(userId);
-    if (last !== undefined && now - last < ACTIVITY_WRITE_INTERVAL_MS) return;
+    if (last !== undefined && Math.abs(now - last) < ACTIVITY_WRITE_INTERVAL_MS) return;
     if (this.activityWrittenAt.size > 100_000) this.activityWrittenAt.clear();
     this.activityWrittenAt.set(userId, now);
     await inbox.touch(userId);
   }
 
   /** Rebuilds a missing inbox from MySQL, once at a time per reader, without blocking the request. */
-  private rebuildInBackground(inbox: Inbox, readerId: number): void {
+  private rebuildInBackground(readerId: number): void {
     if (this.rebuilding.has(readerId)) return;
-    const work = this.rebuild(inbox, readerId)
+    const work = this.rebuild(readerId)
       .catch((error: unknown) => this.warn(`rebuilding the inbox of user ${readerId} failed`, error))
       .finally(() => this.rebuilding.delete(readerId));
     this.rebuilding.set(readerId, work);
@@ -474,22 +637,22 @@ export class FeedService {
 
   /** Builds a reader's inbox now, if it is missing (seed script, benchmarks, tests). */
   async rebuildInbox(readerId: number): Promise<void> {
-    await this.rebuild(this.requireInbox(), readerId);
+    await this.rebuild(readerId);
   }
 
-  /** Resolves when the rebuilds and syncs started so far are done (tests). */
+  /** Resolves when the rebuilds, syncs and catch-ups started so far are done (tests). */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.rebuilding.values(), this.syncing]);
+    await Promise.allSettled([...this.rebuilding.values(), ...this.chores, this.watermark?.idle(), this.catchingUp]);
   }
 
   /** begin -> snapshot -> finish (see Rebuild in inbox.ts), again when a follow change raced it. */
-  private async rebuild(inbox: Inbox, readerId: number): Promise<void> {
+  private async rebuild(readerId: number): Promise<void> {
+    const inbox = this.requireInbox();
+    const epoch = await this.generation!.confirmed();
     for (let attempt = 0; attempt < REBUILD_ATTEMPTS; attempt += 1) {
       buildCounter += 1;
-      const token = buildToken(`${this.owner}:${buildCounter}`, Date.now());
-      // MySQL's time before the snapshot: chunks made before it are in the snapshot already.
-      const since = await this.store.now();
-      if (!(await inbox.beginBuild(readerId, token, since))) return; // valid, or another rebuild runs
+      const token = `${this.owner}:${buildCounter}`;
+      if (!(await inbox.beginBuild(readerId, token, epoch))) return; // valid, or another rebuild runs
       try {
         const snapshot = await this.store.snapshot(readerId, this.settings.maxItems);
         const lowest = snapshot.entries[snapshot.entries.length - 1];
@@ -501,60 +664,15 @@ export class FeedService {
         };
         if ((await inbox.finishBuild(readerId, token, installed)) !== 'raced') return;
       } catch (error) {
-        await inbox.drop(readerId).catch(() => {});
+        this.dropWhenPossible(inbox, readerId);
         throw error;
       }
     }
     this.warn(`the inbox of user ${readerId} was not rebuilt: follow changes kept racing it; pages come from MySQL`);
   }
 
-  // ---------------------------------------------------------------------------------------
-  // The fan-out watermark
-
-  /** Syncs the watermark in the background if Redis lost it (at start, and when a read finds it so). */
-  syncInBackground(): void {
-    if (this.syncing || !this.inFlight) return;
-    this.syncing = this.syncWatermark()
-      .catch((error: unknown) => this.warn('rebuilding the fan-out watermark failed', error))
-      .finally(() => {
-        this.syncing = null;
-      });
-  }
-
-  /** Rebuilds a lost watermark from the unfinished tasks in MySQL, then says it is complete. */
-  async syncWatermark(): Promise<void> {
-    const { inbox, inFlight } = this;
-    if (!inbox || !inFlight || (await inbox.inFlight()).synced) return;
-    await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), false);
-    if (this.settings.watermarkSettleMs > 0) await new Promise((resolve) => setTimeout(resolve, this.settings.watermarkSettleMs));
-    await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), true);
-  }
-
-  /**
-   * The relay's pass over the watermark: sync it if it was lost, and drop tasks that finished
-   * without clearing themselves (a Redis error at that moment) or whose publish rolled back.
-   */
-  async maintainWatermark(): Promise<void> {
-    const { inbox, inFlight } = this;
-    if (!inbox || !inFlight) return;
-    const { synced, tasks } = await inbox.inFlight();
-    if (!synced) return this.syncWatermark();
-    // A publish that could not add its task (a Redis error at that moment) is added now.
-    await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), false);
-    if (tasks.length === 0) return;
-    const { done, missing } = await inFlight.finishedAmong(tasks.map((task) => task.taskId));
-    const now = Date.now();
-    const orphans = missing.filter((id) => {
-      const seen = this.orphansSeenAt.get(id) ?? now;
-      this.orphansSeenAt.set(id, seen);
-      return now - seen >= WATERMARK_ORPHAN_MS;
-    });
-    for (const id of [...done, ...orphans]) this.orphansSeenAt.delete(id);
-    await inbox.clearInFlight([...done, ...orphans]);
-  }
-
   private requireInbox(): Inbox {
-    if (!this.inbox) throw new Error(`FEED_MODEL=${this.settings.model} keeps no inboxes`);
+    if (!this.inbox) throw new Error('this process keeps no inboxes (no Redis)');
     return this.inbox;
   }
 }

@@ -6,6 +6,7 @@
  */
 import type { Database, Sql } from '../db/database';
 import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
+import type { AuthorInFlight } from './inbox';
 
 type Row = { id: string; created_at: Date };
 const entryOf = (row: Row): ScoredId => ({ id: Number(row.id), score: row.created_at.getTime() });
@@ -91,13 +92,50 @@ function rangeSql(from: FeedPosition, minScore: number | null, floor: ScoredId |
   return { where: where.join(' '), params };
 }
 
+/** The Redis generation's row in MySQL (feed/generation.ts). */
+export interface GenerationRecord {
+  generation(): Promise<{ epoch: number; identity: string }>;
+  /** Raises the generation by one and records `to`, if the row still says `from`; false when another process came first. */
+  advanceGeneration(from: string, to: string): Promise<boolean>;
+}
+
+/** A follow change in the outbox (tb_feed_change), waiting to be applied to its reader's inbox. */
+export interface FollowChangeRow {
+  id: number;
+  readerId: number;
+  authorId: number;
+  follow: boolean;
+  version: number;
+}
+
+type ChangeRow = { id: string; reader_id: string; author_id: string; follow: number | boolean; version: string };
+const changeOf = (row: ChangeRow): FollowChangeRow => ({
+  id: Number(row.id),
+  readerId: Number(row.reader_id),
+  authorId: Number(row.author_id),
+  follow: Boolean(Number(row.follow)),
+  version: Number(row.version),
+});
+
+/** One author's range in a union of ranges: their blogs at or above `minScore` (all when null). */
+interface AuthorRange {
+  authorId: number | string;
+  minScore: number | null;
+}
+
 /**
- * Page reads (feedPage, pulledFolloweeIds, pulledBlogs) may lag and take `db.lagging()`; what
- * rebuilds and fan-out read (snapshot, feedVersion, the follow checks) and the live feed's check
- * are the primary's.
+ * Where a read may run. Page reads may lag (`db.lagging()`: a replica when one is configured)
+ * unless they are `fresh`: a read that stands in for blogs not yet in an inbox (the span above
+ * the watermark, recent blogs of big authors, a rebuild's snapshot) must not miss a committed
+ * blog, so it goes to the primary. What rebuilds and fan-out read, the follow checks and the live
+ * feed's check are the primary's too.
  */
-export class FeedStore {
+export class FeedStore implements GenerationRecord {
   constructor(private readonly db: Database) {}
+
+  private reads(fresh: boolean): Sql {
+    return fresh ? this.db : this.db.lagging();
+  }
 
   /**
    * The pull model, the cold path and the span above the fan-out watermark: the first `limit`
@@ -130,30 +168,32 @@ export class FeedStore {
    * floor: then fewer than `limit` rows come back although there were k heads, and the page is
    * read again with the join, which is correct at any moment.
    */
-  async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null): Promise<ScoredId[]> {
+  async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null, fresh = false): Promise<ScoredId[]> {
     if (limit === 0) return [];
+    const sql = this.reads(fresh);
     const { skip } = positionSql(from);
     const wanted = skip + limit;
-    const followees = await this.db
-      .lagging()
-      .select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? LIMIT ?', [readerId, MANY_FOLLOWEES + 1]);
+    const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? LIMIT ?', [
+      readerId,
+      MANY_FOLLOWEES + 1,
+    ]);
     if (followees.length === 0) return [];
     if (followees.length <= MANY_FOLLOWEES) {
       return this.mergedRanges(
-        followees.map((row) => row.follow_user_id),
+        sql,
+        followees.map((row) => ({ authorId: row.follow_user_id, minScore })),
         from,
         limit,
-        minScore,
         null,
       );
     }
-    if (wanted > MOST_BRANCHES) return this.joinedPage(readerId, from, limit, minScore);
+    if (wanted > MOST_BRANCHES) return this.joinedPage(sql, readerId, from, limit, minScore);
     // minScore applies to the heads, not inside the dives: a dive that looked for a blog at or
     // above it would step through the whole history of a followee who has none. The LIMIT of h
     // only keeps MariaDB from merging h into the join, where it would run each dive twice (once
     // for the primary key lookup, once to check it).
     const after = rangeSql(from, null, null, 'x');
-    const heads = await this.db.lagging().select<Row & { user_id: string }>(
+    const heads = await sql.select<Row & { user_id: string }>(
       `SELECT h.user_id, b.id, b.created_at FROM (
          SELECT f.follow_user_id AS user_id,
            (SELECT x.id FROM tb_blog x WHERE x.user_id = f.follow_user_id AND x.deleted_at IS NULL ${after.where}
@@ -166,45 +206,62 @@ export class FeedStore {
     if (heads.length === 0) return [];
     const floor = heads.length === wanted ? entryOf(heads[heads.length - 1]) : null;
     const page = await this.mergedRanges(
-      heads.map((head) => head.user_id),
+      sql,
+      heads.map((head) => ({ authorId: head.user_id, minScore })),
       from,
       limit,
-      minScore,
       floor,
     );
-    if (floor !== null && page.length < limit) return this.joinedPage(readerId, from, limit, minScore);
+    if (floor !== null && page.length < limit) return this.joinedPage(sql, readerId, from, limit, minScore);
     return page;
   }
 
   /**
-   * The first `limit` blogs after `from` (skipping its legacy offset) among these authors'
-   * ranges, each range stopping after skip + limit rows and at `floor`. One statement.
+   * The span above the watermark, scoped: the first `limit` live blogs after `from` of the
+   * reader's followees whose fan-out is in flight, each at or above its lowest score in flight.
+   * On the primary: these are the blogs that may be committed and not yet in the inbox.
    */
-  private async mergedRanges(
-    authorIds: readonly string[],
-    from: FeedPosition,
-    limit: number,
-    minScore: number | null,
-    floor: ScoredId | null,
-  ): Promise<ScoredId[]> {
+  async inFlightBlogs(authors: readonly AuthorInFlight[], from: FeedPosition, limit: number): Promise<ScoredId[]> {
+    if (authors.length === 0 || limit === 0) return [];
+    return this.mergedRanges(
+      this.db,
+      authors.map((author) => ({ authorId: author.authorId, minScore: author.score })),
+      from,
+      limit,
+      null,
+    );
+  }
+
+  /**
+   * The first `limit` blogs after `from` (skipping its legacy offset) among these authors'
+   * ranges, each range stopping after skip + limit rows, at its author's `minScore` and at
+   * `floor`. One statement.
+   */
+  private async mergedRanges(sql: Sql, ranges: readonly AuthorRange[], from: FeedPosition, limit: number, floor: ScoredId | null): Promise<ScoredId[]> {
     const { skip } = positionSql(from);
-    const range = rangeSql(from, minScore, floor);
-    const branch = `SELECT id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ${range.where}
-       ORDER BY created_at DESC, id DESC LIMIT ?`;
+    const branches = ranges.map((range) => {
+      const where = rangeSql(from, range.minScore, floor);
+      return { where: where.where, params: [range.authorId, ...where.params, skip + limit] };
+    });
     // Each term in the form its dialect accepts with an ORDER BY and LIMIT of its own (database.ts).
-    const term = (i: number) => this.db.unionTerm(branch, 'id, created_at', `b${i}`);
-    const rows = await this.db.lagging().select<Row>(
-      `SELECT id, created_at FROM (${authorIds.map((_, i) => term(i)).join(' UNION ALL ')}) AS page
+    const term = (where: string, i: number) =>
+      this.db.unionTerm(
+        `SELECT id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ${where} ORDER BY created_at DESC, id DESC LIMIT ?`,
+        'id, created_at',
+        `b${i}`,
+      );
+    const rows = await sql.select<Row>(
+      `SELECT id, created_at FROM (${branches.map((branch, i) => term(branch.where, i)).join(' UNION ALL ')}) AS page
        ORDER BY created_at DESC, id DESC LIMIT ?, ?`,
-      [...authorIds.flatMap((authorId) => [authorId, ...range.params, skip + limit]), skip, limit],
+      [...branches.flatMap((branch) => branch.params), skip, limit],
     );
     return rows.map(entryOf);
   }
 
   /** feedPage as one join of tb_follow to tb_blog: correct at any moment, but it reads every live blog of every followee. */
-  private async joinedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null): Promise<ScoredId[]> {
+  private async joinedPage(sql: Sql, readerId: number, from: FeedPosition, limit: number, minScore: number | null): Promise<ScoredId[]> {
     const position = positionSql(from, 'b');
-    const rows = await this.db.lagging().select<Row>(
+    const rows = await sql.select<Row>(
       `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
        WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
        ORDER BY b.created_at DESC, b.id DESC LIMIT ?, ?`,
@@ -240,12 +297,6 @@ export class FeedStore {
     return this.db.now();
   }
 
-  /** A user's feed_version (the version of their newest follow change). */
-  async feedVersion(userId: number): Promise<number> {
-    const [row] = await this.db.select<{ feed_version: string }>('SELECT feed_version FROM tb_user WHERE id = ?', [userId]);
-    return Number(row?.feed_version ?? 0);
-  }
-
   /**
    * The reader's big followees (hybrid: authors with blogs that were not fanned out), with the
    * reader's follow version, in one statement: one consistent read, so the list is the list of
@@ -272,16 +323,17 @@ export class FeedStore {
   /**
    * The first `limit` not-fanned-out blogs of these authors after `from`. One statement: a
    * UNION ALL of one index range scan per author, each stopping after `limit` rows, instead of
-   * sorting every blog of every big author.
+   * sorting every blog of every big author. `fresh`: on the primary (the page is near the top of
+   * the feed, where a blog may be younger than a replica's lag).
    */
-  async pulledBlogs(authorIds: readonly number[], from: FeedPosition, limit: number): Promise<ScoredId[]> {
+  async pulledBlogs(authorIds: readonly number[], from: FeedPosition, limit: number, fresh = true): Promise<ScoredId[]> {
     if (authorIds.length === 0 || limit === 0) return [];
     const position = positionSql({ ...from, offset: 0 });
     const branch = `(SELECT id, created_at FROM tb_blog
        WHERE user_id = ? AND NOT pushed AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?)`;
     const params = authorIds.flatMap((id) => [id, ...position.params, limit]);
-    const rows = await this.db.lagging().select<Row>(authorIds.map(() => branch).join(' UNION ALL '), params);
+    const rows = await this.reads(fresh).select<Row>(authorIds.map(() => branch).join(' UNION ALL '), params);
     return rows.map(entryOf);
   }
 
@@ -363,5 +415,53 @@ export class FeedStore {
   async followeeIds(readerId: number): Promise<number[]> {
     const rows = await this.db.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
     return rows.map((row) => Number(row.follow_user_id));
+  }
+
+  /** The Redis generation's row (feed/generation.ts). */
+  async generation(): Promise<{ epoch: number; identity: string }> {
+    const [row] = await this.db.select<{ epoch: string; redis_identity: string }>('SELECT epoch, redis_identity FROM tb_feed_generation WHERE id = 1');
+    if (!row) throw new Error('tb_feed_generation has no row: run the migrations');
+    return { epoch: Number(row.epoch), identity: row.redis_identity };
+  }
+
+  async advanceGeneration(from: string, to: string): Promise<boolean> {
+    const { affectedRows } = await this.db.write('UPDATE tb_feed_generation SET epoch = epoch + 1, redis_identity = ? WHERE id = 1 AND redis_identity = ?', [
+      to,
+      from,
+    ]);
+    return affectedRows > 0;
+  }
+
+  /** Writes a follow change to the outbox, inside the transaction that commits it; its id. */
+  async recordFollowChange(sql: Sql, change: Omit<FollowChangeRow, 'id'>, at: Date): Promise<number> {
+    const { insertId } = await sql.write('INSERT INTO tb_feed_change (reader_id, author_id, follow, version, created_at) VALUES (?, ?, ?, ?, ?)', [
+      change.readerId,
+      change.authorId,
+      change.follow,
+      change.version,
+      at,
+    ]);
+    return insertId;
+  }
+
+  /** Follow changes not applied yet, written before `before`, oldest first. */
+  async followChangesToApply(before: Date, limit: number): Promise<FollowChangeRow[]> {
+    const rows = await this.db.select<ChangeRow>(
+      'SELECT id, reader_id, author_id, follow, version FROM tb_feed_change WHERE created_at <= ? ORDER BY id LIMIT ?',
+      [before, limit],
+    );
+    return rows.map(changeOf);
+  }
+
+  /** Of these change ids, those still waiting in the outbox. */
+  async followChangesAmong(ids: readonly number[]): Promise<FollowChangeRow[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.select<ChangeRow>('SELECT id, reader_id, author_id, follow, version FROM tb_feed_change WHERE id IN (?)', [ids]);
+    return rows.map(changeOf);
+  }
+
+  /** The change is applied: its row goes. */
+  async forgetFollowChange(id: number): Promise<void> {
+    await this.db.write('DELETE FROM tb_feed_change WHERE id = ?', [id]);
   }
 }

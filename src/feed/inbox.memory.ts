@@ -1,41 +1,74 @@
 /**
- * The inbox in process memory: the specification of the Redis scripts (inbox.redis.ts), with
- * exactly their semantics, written to be read. test/integration/inbox-conformance.test.ts runs random
- * operation sequences against both and compares every answer and every state; the model test of
- * the feed rules (test/unit/feed-model.test.ts) runs FeedService on it.
+ * The inbox in process memory: the specification of the Redis scripts (inbox.redis.ts,
+ * scripts/*.lua), with exactly their semantics, written to be read.
+ * test/integration/inbox-conformance.test.ts runs random operation sequences against both and
+ * compares every answer and every state; the model test of the feed rules
+ * (test/unit/feed-model.test.ts) runs FeedService on it.
  *
- * Expiry is not timed here: `expire` forgets an inbox as Redis would when its TTL runs out, and
- * `lose` forgets everything, as a Redis restart without persistence does.
+ * Expiry is not timed here: `expire` forgets an inbox as Redis would when its TTL runs out,
+ * `evict` drops one of its keys as an evicting maxmemory-policy would, `lose` forgets
+ * everything (a restart without persistence), and `snapshot`/`restore` bring back an older copy
+ * (a restart from an older dump). Its clock (`clockMs`, Redis's TIME) only moves when told.
  */
 import { compareCanonical, FeedPosition, isAfter, ScoredId } from '../kernel/pagination/cursor';
-import { BUILD_STALE_MS, BuildOutcome, buildStartedAt, Delivery, FeedSnapshot, FollowChange, Inbox, InboxRead, InboxView, UNSETTLED, Watermark } from './inbox';
+import {
+  AuthorInFlight,
+  BUILD_STALE_MS,
+  BuildOutcome,
+  Delivery,
+  FeedSnapshot,
+  FollowChange,
+  FollowOutcome,
+  Inbox,
+  InboxRead,
+  InboxView,
+  TaskInFlight,
+  UNSETTLED,
+  Watermark,
+} from './inbox';
 
-/** One reader's inbox: the sorted set and the hash of the Redis version. */
+/** One reader's keys: the sorted set, the hash and the followee set of the Redis version. */
 export interface MemoryInboxState {
+  /** The hash's `floor` field: null in a hash that only holds pending marks (no inbox). */
+  floor: number | null;
   entries: Map<number, number>;
-  floor: number;
+  /** Whether the sorted set's sentinel is there (false: Redis evicted the set). */
+  entriesIntact: boolean;
+  followees: Set<number>;
+  /** Whether the followee set's sentinel is there. */
+  followeesIntact: boolean;
+  epoch: number;
   base: number;
   maxver: number;
-  since: number;
   building: string | null;
+  buildAt: number;
   /** Signed version of the last change applied per followee. */
   follows: Map<number, number>;
   /** Blogs delivered while building, with their author. */
   delivered: Map<number, number>;
   /** Blogs retracted while building. */
   retracted: Set<number>;
-  /** Follow changes marked and not yet applied, and when the last was marked. */
-  pending: number;
+  /** Ids of the follow changes marked and not yet applied, and when the oldest run began. */
+  marks: Set<number>;
   pendingAt: number;
 }
 
+interface MemoryWatermark {
+  /** task id -> its author and score */
+  tasks: Map<number, { authorId: number; score: number }>;
+  /** Generations whose "synced" marker the set holds. */
+  markers: Set<number>;
+}
+
 export class MemoryInbox implements Inbox {
-  readonly states = new Map<number, MemoryInboxState>();
-  /** The watermark: null when the set does not exist (lost, or never written). */
-  watermark: { tasks: Map<number, number>; synced: boolean } | null = null;
+  states = new Map<number, MemoryInboxState>();
+  /** The watermark: null when the keys do not exist (lost, or never written). */
+  watermark: MemoryWatermark | null = null;
   /** The big-author generation; null when none is set (never, or lost). */
   bigAuthors: string | null = null;
-  private generations = 0;
+  /** Redis's clock (TIME), in ms. */
+  clockMs = 0;
+  private tokens = 0;
 
   constructor(private readonly maxItems: number) {}
 
@@ -44,11 +77,36 @@ export class MemoryInbox implements Inbox {
     this.states.delete(readerId);
   }
 
+  /** An evicting maxmemory-policy took one of the inbox's keys. */
+  evict(readerId: number, key: 'entries' | 'followees'): void {
+    const state = this.states.get(readerId);
+    if (!state) return;
+    if (key === 'entries') {
+      state.entries.clear();
+      state.entriesIntact = false;
+    } else {
+      state.followees.clear();
+      state.followeesIntact = false;
+    }
+  }
+
   /** Redis lost everything. */
   lose(): void {
-    this.states.clear();
+    this.states = new Map();
     this.watermark = null;
     this.bigAuthors = null;
+  }
+
+  /** A copy of everything, as a dump would hold it. */
+  snapshot(): { states: Map<number, MemoryInboxState>; watermark: MemoryWatermark | null; bigAuthors: string | null } {
+    return { states: cloneStates(this.states), watermark: cloneWatermark(this.watermark), bigAuthors: this.bigAuthors };
+  }
+
+  /** Redis restarted from that dump: everything written since is gone. */
+  restore(dump: ReturnType<MemoryInbox['snapshot']>): void {
+    this.states = cloneStates(dump.states);
+    this.watermark = cloneWatermark(dump.watermark);
+    this.bigAuthors = dump.bigAuthors;
   }
 
   /** Entries in canonical order. */
@@ -58,22 +116,45 @@ export class MemoryInbox implements Inbox {
     return [...state.entries].map(([id, score]) => ({ id, score })).sort(compareCanonical);
   }
 
-  async read(readerId: number, from: FeedPosition, limit: number): Promise<InboxRead> {
-    return { view: this.view(readerId, from, limit), watermark: this.readWatermark(), bigAuthors: this.bigAuthors };
+  async read(readerId: number, from: FeedPosition, limit: number, epoch: number): Promise<InboxRead> {
+    const view = this.view(readerId, from, limit, epoch);
+    return { view, watermark: this.readWatermark(readerId, view, epoch), bigAuthors: this.bigAuthorsOf(epoch) };
   }
 
-  async renewBigAuthors(reason: 'changing' | 'changed' | 'missing'): Promise<void> {
-    if (reason === 'missing' && this.bigAuthors !== null) return;
-    this.generations += 1; // never repeats, like Redis's random tokens
-    this.bigAuthors = `${reason === 'changing' ? UNSETTLED : ''}${this.generations}`;
+  private bigAuthorsOf(epoch: number): string | null {
+    return this.bigAuthors !== null && this.bigAuthors.startsWith(`${epoch}:`) ? this.bigAuthors : null;
   }
 
-  private view(readerId: number, from: FeedPosition, limit: number): InboxView {
+  async renewBigAuthors(reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void> {
+    this.tokens += 1; // never repeats, like Redis's random tokens
+    if (reason === 'missing') {
+      const current = /^~?(\d+):/.exec(this.bigAuthors ?? '');
+      if (current && Number(current[1]) === epoch) return;
+    }
+    this.bigAuthors = `${reason === 'changing' ? UNSETTLED : ''}${epoch}:${this.tokens}`;
+  }
+
+  private present(readerId: number): MemoryInboxState | null {
     const state = this.states.get(readerId);
-    if (!state) return { state: 'missing' };
-    if (state.building !== null) return { state: 'building' };
-    if (state.pending > 0) return { state: 'pending', since: state.pendingAt };
-    let items = this.sorted(readerId).filter((item) => item.score >= state.floor);
+    return state && state.floor !== null ? state : null;
+  }
+
+  /** An inbox that exists and is intact; one Redis evicted a key of is dropped (its marks kept), and is not. */
+  private intact(readerId: number): MemoryInboxState | null {
+    const state = this.present(readerId);
+    if (!state || (state.entriesIntact && state.followeesIntact)) return state;
+    this.dropKeepingMarks(readerId);
+    return null;
+  }
+
+  private view(readerId: number, from: FeedPosition, limit: number, epoch: number): InboxView {
+    const state = this.present(readerId);
+    if (!state || state.epoch !== epoch) return { state: 'missing' };
+    if (state.building !== null) return { state: 'building', ageMs: this.clockMs - state.buildAt };
+    if (state.marks.size > 0) return { state: 'pending', ageMs: this.clockMs - state.pendingAt };
+    if (!state.entriesIntact || !state.followeesIntact) return { state: 'missing' };
+    const floor = state.floor!;
+    let items = this.sorted(readerId).filter((item) => item.score >= floor);
     if (from.afterId !== null) {
       items = items.filter((item) => isAfter(item, from));
     } else if (from.maxScore !== null) {
@@ -82,29 +163,44 @@ export class MemoryInbox implements Inbox {
     } else {
       items = items.slice(from.offset);
     }
-    return { state: 'valid', floor: state.floor, entries: items.slice(0, limit), version: Math.max(state.base, state.maxver) };
+    return { state: 'valid', floor, entries: items.slice(0, limit), version: Math.max(state.base, state.maxver) };
   }
 
-  private readWatermark(): Watermark {
-    if (!this.watermark || !this.watermark.synced) return { synced: false, oldest: null };
-    const scores = [...this.watermark.tasks.values()];
-    return { synced: true, oldest: scores.length === 0 ? null : Math.min(...scores) };
+  private readWatermark(readerId: number, view: InboxView, epoch: number): Watermark {
+    if (!this.watermark || !this.watermark.markers.has(epoch)) return { synced: false };
+    if (view.state !== 'valid') return { synced: true, followees: [] };
+    const followees = this.states.get(readerId)!.followees;
+    return { synced: true, followees: this.authorsInFlight().filter((author) => followees.has(author.authorId)) };
+  }
+
+  /** Each author with a task in flight and the lowest score in flight, by author id. */
+  private authorsInFlight(): AuthorInFlight[] {
+    const lowest = new Map<number, number>();
+    for (const { authorId, score } of this.watermark?.tasks.values() ?? []) lowest.set(authorId, Math.min(score, lowest.get(authorId) ?? Infinity));
+    return [...lowest].map(([authorId, score]) => ({ authorId, score })).sort((a, b) => a.score - b.score || a.authorId - b.authorId);
   }
 
   async deliver(readerIds: readonly number[], delivery: Delivery): Promise<void> {
-    const { entry, authorId, readAt } = delivery;
+    const { entry, authorId } = delivery;
     for (const readerId of readerIds) {
-      const state = this.states.get(readerId);
-      if (!state || entry.score < state.floor || state.since > readAt) continue;
+      const state = this.present(readerId);
+      if (!state || entry.score < state.floor!) continue;
+      const added = !state.entries.has(entry.id);
       state.entries.set(entry.id, entry.score);
       if (state.building !== null) state.delivered.set(entry.id, authorId);
-      this.trim(state);
+      if (!added) continue;
+      if (!state.entriesIntact) {
+        // The sorted set was evicted: the inbox is gone, its pending marks stay.
+        this.dropKeepingMarks(readerId);
+      } else {
+        this.trim(state);
+      }
     }
   }
 
-  async retractUnfollowed(readerId: number, blogId: number, change: FollowChange, readAt: number): Promise<void> {
-    const state = this.states.get(readerId);
-    if (!state || state.since > readAt) return;
+  async retractUnfollowed(readerId: number, blogId: number, change: FollowChange): Promise<void> {
+    const state = this.present(readerId);
+    if (!state || state.base > change.version) return;
     if ((state.follows.get(change.authorId) ?? 0) > change.version) return;
     state.entries.delete(blogId);
     state.delivered.delete(blogId);
@@ -133,7 +229,7 @@ export class MemoryInbox implements Inbox {
   }
 
   async blogIds(readerId: number): Promise<number[] | null> {
-    const state = this.states.get(readerId);
+    const state = this.present(readerId);
     return state ? [...state.entries.keys()] : null;
   }
 
@@ -143,21 +239,26 @@ export class MemoryInbox implements Inbox {
     entries: readonly ScoredId[],
     floor: number | null,
     stale: readonly number[] = [],
-  ): Promise<boolean> {
-    const state = this.states.get(readerId);
-    if (!state || !this.admit(state, change, 1)) return false;
+  ): Promise<FollowOutcome> {
+    const state = this.intact(readerId);
+    if (!state) return 'stale';
+    if (state.follows.get(change.authorId) === change.version) return 'reapplied';
+    if (!this.admit(state, change, 1)) return 'stale';
+    state.followees.add(change.authorId);
     // While building, the snapshot brings the followee's blogs (or the finish gives up).
-    if (state.building !== null) return true;
+    if (state.building !== null) return 'applied';
     for (const id of stale) state.entries.delete(id);
-    for (const entry of entries) if (entry.score >= state.floor) state.entries.set(entry.id, entry.score);
+    for (const entry of entries) if (entry.score >= state.floor!) state.entries.set(entry.id, entry.score);
     if (floor !== null) this.raiseFloor(state, floor);
     this.trim(state);
-    return true;
+    return 'applied';
   }
 
   async markUnfollow(readerId: number, change: FollowChange): Promise<number[] | null> {
-    const state = this.states.get(readerId);
-    if (!state || !this.admit(state, change, -1)) return null;
+    const state = this.intact(readerId);
+    if (!state) return null;
+    if (state.follows.get(change.authorId) !== -change.version && !this.admit(state, change, -1)) return null;
+    state.followees.delete(change.authorId);
     return [...state.entries.keys()];
   }
 
@@ -170,31 +271,41 @@ export class MemoryInbox implements Inbox {
     }
   }
 
-  async markPending(readerId: number, atMs: number): Promise<void> {
-    const state = this.states.get(readerId);
-    if (!state) return;
-    state.pending += 1;
-    state.pendingAt = atMs;
+  async markPending(readerId: number, changeId: number): Promise<void> {
+    const state = this.states.get(readerId) ?? this.marksOnly();
+    this.states.set(readerId, state);
+    if (state.marks.has(changeId)) return;
+    if (state.marks.size === 0) state.pendingAt = this.clockMs;
+    state.marks.add(changeId);
   }
 
-  async clearPending(readerId: number): Promise<void> {
+  async clearPending(readerId: number, changeId: number): Promise<void> {
     const state = this.states.get(readerId);
-    if (state && state.pending > 0) state.pending -= 1;
+    if (!state || !state.marks.delete(changeId)) return;
+    if (state.marks.size === 0) state.pendingAt = 0;
+    this.forgetIfEmpty(readerId, state);
   }
 
-  async create(readerId: number, version: number): Promise<void> {
-    if (this.states.has(readerId)) return;
-    this.states.set(readerId, this.fresh(version, 0, null));
+  async pendingChanges(readerId: number): Promise<number[]> {
+    return [...(this.states.get(readerId)?.marks ?? [])];
   }
 
-  async beginBuild(readerId: number, token: string, since: number): Promise<boolean> {
+  async create(readerId: number, version: number, epoch: number): Promise<void> {
     const state = this.states.get(readerId);
-    if (state && state.building === null) return false;
-    if (state && state.building !== null && buildStartedAt(token) - buildStartedAt(state.building) < BUILD_STALE_MS) return false;
-    const fresh = this.fresh(0, since, token);
-    // Changes still pending stay so: the rebuild does not apply them.
-    if (state && state.pending > 0) [fresh.pending, fresh.pendingAt] = [state.pending, state.pendingAt];
-    this.states.set(readerId, fresh);
+    if (state && state.epoch === epoch && (state.building !== null || (state.floor !== null && state.entriesIntact && state.followeesIntact))) return;
+    this.install(readerId, { base: version, maxver: version, epoch, building: null, buildAt: 0 });
+  }
+
+  async beginBuild(readerId: number, token: string, epoch: number): Promise<boolean> {
+    const state = this.states.get(readerId);
+    if (state && state.epoch === epoch) {
+      if (state.building !== null) {
+        if (this.clockMs - state.buildAt < BUILD_STALE_MS) return false;
+      } else if (state.floor !== null && state.entriesIntact && state.followeesIntact) {
+        return false;
+      }
+    }
+    this.install(readerId, { base: 0, maxver: 0, epoch, building: token, buildAt: this.clockMs });
     return true;
   }
 
@@ -202,26 +313,29 @@ export class MemoryInbox implements Inbox {
     const state = this.states.get(readerId);
     if (!state || state.building !== token) return 'lost';
     if (state.maxver > snapshot.version) {
-      this.states.delete(readerId);
+      this.dropKeepingMarks(readerId);
       return 'raced';
     }
     const followed = new Set(snapshot.followeeIds);
+    state.followees = new Set(followed);
+    state.followeesIntact = true;
     for (const [id, authorId] of state.delivered) if (!followed.has(authorId)) state.entries.delete(id);
     for (const entry of snapshot.entries) {
-      if (!state.retracted.has(entry.id) && entry.score >= state.floor) state.entries.set(entry.id, entry.score);
+      if (!state.retracted.has(entry.id) && entry.score >= state.floor!) state.entries.set(entry.id, entry.score);
     }
     state.delivered.clear();
     state.retracted.clear();
     state.follows.clear();
     state.base = snapshot.version;
     state.building = null;
+    state.buildAt = 0;
     this.raiseFloor(state, snapshot.floor);
     this.trim(state);
     return 'done';
   }
 
   async drop(readerId: number): Promise<void> {
-    this.states.delete(readerId);
+    this.dropKeepingMarks(readerId);
   }
 
   async touch(): Promise<void> {}
@@ -230,50 +344,81 @@ export class MemoryInbox implements Inbox {
     return true;
   }
 
-  async markInFlight(taskId: number, score: number): Promise<void> {
-    this.watermark ??= { tasks: new Map(), synced: false };
-    this.watermark.tasks.set(taskId, score);
+  async markInFlight(task: TaskInFlight): Promise<void> {
+    this.watermark ??= { tasks: new Map(), markers: new Set() };
+    this.watermark.tasks.set(task.taskId, { authorId: task.authorId, score: task.score });
   }
 
-  async clearInFlight(taskIds: readonly number[]): Promise<void> {
-    for (const id of taskIds) this.watermark?.tasks.delete(id);
+  async clearInFlight(tasks: ReadonlyArray<Pick<TaskInFlight, 'taskId' | 'authorId'>>): Promise<void> {
+    for (const { taskId, authorId } of tasks) {
+      if (this.watermark?.tasks.get(taskId)?.authorId === authorId) this.watermark.tasks.delete(taskId);
+    }
   }
 
-  async inFlight(): Promise<{ synced: boolean; tasks: Array<{ taskId: number; score: number }> }> {
+  async inFlight(epoch: number): Promise<{ synced: boolean; tasks: TaskInFlight[] }> {
     return {
-      synced: this.watermark?.synced ?? false,
-      tasks: [...(this.watermark?.tasks ?? [])].map(([taskId, score]) => ({ taskId, score })),
+      synced: this.watermark?.markers.has(epoch) ?? false,
+      tasks: [...(this.watermark?.tasks ?? [])].map(([taskId, { authorId, score }]) => ({ taskId, authorId, score })),
     };
   }
 
-  async syncInFlight(tasks: ReadonlyArray<{ taskId: number; score: number }>, complete: boolean): Promise<void> {
-    this.watermark ??= { tasks: new Map(), synced: false };
-    for (const task of tasks) this.watermark.tasks.set(task.taskId, task.score);
-    if (complete) this.watermark.synced = true;
+  async syncInFlight(tasks: readonly TaskInFlight[], complete: boolean, epoch: number): Promise<void> {
+    for (const task of tasks) await this.markInFlight(task);
+    if (!complete) return;
+    this.watermark ??= { tasks: new Map(), markers: new Set() };
+    this.watermark.markers = new Set([epoch]);
   }
 
   async unsyncWatermark(): Promise<void> {
-    if (this.watermark) this.watermark.synced = false;
+    this.watermark?.markers.clear();
   }
 
-  private fresh(version: number, since: number, building: string | null): MemoryInboxState {
+  private marksOnly(): MemoryInboxState {
     return {
+      floor: null,
       entries: new Map(),
-      floor: 0,
-      base: version,
-      maxver: version,
-      since,
-      building,
+      entriesIntact: false,
+      followees: new Set(),
+      followeesIntact: false,
+      epoch: 0,
+      base: 0,
+      maxver: 0,
+      building: null,
+      buildAt: 0,
       follows: new Map(),
       delivered: new Map(),
       retracted: new Set(),
-      pending: 0,
+      marks: new Set(),
       pendingAt: 0,
     };
   }
 
+  /** A fresh inbox (as the scripts' install): every key anew, the pending marks kept. */
+  private install(readerId: number, fields: Pick<MemoryInboxState, 'base' | 'maxver' | 'epoch' | 'building' | 'buildAt'>): void {
+    const old = this.states.get(readerId);
+    const fresh: MemoryInboxState = { ...this.marksOnly(), ...fields, floor: 0, entriesIntact: true, followeesIntact: true };
+    if (old) [fresh.marks, fresh.pendingAt] = [old.marks, old.pendingAt];
+    this.states.set(readerId, fresh);
+  }
+
+  private dropKeepingMarks(readerId: number): void {
+    const old = this.states.get(readerId);
+    if (!old || old.marks.size === 0) {
+      this.states.delete(readerId);
+      return;
+    }
+    const marks = this.marksOnly();
+    [marks.marks, marks.pendingAt] = [old.marks, old.pendingAt];
+    this.states.set(readerId, marks);
+  }
+
+  /** A hash with neither an inbox nor marks no longer exists (Redis deletes empty hashes). */
+  private forgetIfEmpty(readerId: number, state: MemoryInboxState): void {
+    if (state.floor === null && state.marks.size === 0) this.states.delete(readerId);
+  }
+
   private raiseFloor(state: MemoryInboxState, floor: number): void {
-    if (floor <= state.floor) return;
+    if (floor <= state.floor!) return;
     state.floor = floor;
     for (const [id, score] of state.entries) if (score < floor) state.entries.delete(id);
   }
@@ -285,4 +430,25 @@ export class MemoryInbox implements Inbox {
     const ascending = [...state.entries].map(([id, score]) => ({ id, score })).sort((a, b) => compareCanonical(b, a));
     this.raiseFloor(state, ascending[extra - 1].score + 1);
   }
+}
+
+function cloneStates(states: Map<number, MemoryInboxState>): Map<number, MemoryInboxState> {
+  return new Map(
+    [...states].map(([id, state]) => [
+      id,
+      {
+        ...state,
+        entries: new Map(state.entries),
+        followees: new Set(state.followees),
+        follows: new Map(state.follows),
+        delivered: new Map(state.delivered),
+        retracted: new Set(state.retracted),
+        marks: new Set(state.marks),
+      },
+    ]),
+  );
+}
+
+function cloneWatermark(watermark: MemoryWatermark | null): MemoryWatermark | null {
+  return watermark && { tasks: new Map(watermark.tasks), markers: new Set(watermark.markers) };
 }

@@ -30,7 +30,12 @@ export class FollowService {
   async setFollowing(viewerId: number, targetId: number, follow: boolean): Promise<User> {
     if (viewerId === targetId) throw badUserInput('you cannot follow yourself', 'userId');
     if (!(await this.users.findById(targetId))) throw notFound(`user ${targetId} does not exist`);
-    await this.feed.changeFollow(viewerId, targetId, follow, () => this.db.transaction((sql) => this.commitChange(sql, viewerId, targetId, follow)));
+    await this.feed.changeFollow(viewerId, targetId, follow, (record) =>
+      this.db.transaction(async (sql) => {
+        const version = await this.commitChange(sql, viewerId, targetId, follow);
+        return version === null ? null : record(sql, version);
+      }),
+    );
     await this.live.followsChanged(viewerId);
     const target = await this.users.findById(targetId);
     if (!target) throw notFound(`user ${targetId} does not exist`);

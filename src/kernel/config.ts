@@ -88,6 +88,8 @@ export interface Config {
   /** How many of a followee's newest blogs a new follow copies into the follower's inbox. */
   followBackfillItems: number;
   watermarkSettleMs: number;
+  /** BUILD_STALE_MS: a rebuild of an inbox unfinished this long after it began (its process died) is taken over by the next read. */
+  buildStaleMs: number;
   /** Fan-out workers started inside this process (`npm start`); 0 makes an API-only process. */
   fanoutWorkers: number;
   /** Jobs each fan-out worker runs at once. */
@@ -175,6 +177,9 @@ export function loadConfig(env: Env = process.env): Config {
     // How long a publish may take between adding its task to the fan-out watermark and its
     // commit; a watermark rebuilt after Redis lost it waits this long before it is trusted.
     watermarkSettleMs: parseIntVar(env, 'WATERMARK_SETTLE_MS', 1000, 0, 60_000),
+    // Longer than the slowest rebuild (a snapshot of FEED_MAX_ITEMS entries takes milliseconds);
+    // a build taken over too early only makes the first one's finish a no-op.
+    buildStaleMs: parseIntVar(env, 'BUILD_STALE_MS', 30_000, 1000, 3_600_000),
     fanoutWorkers: parseIntVar(env, 'FANOUT_WORKERS', 1, 0, 64),
     fanoutConcurrency: parseIntVar(env, 'FANOUT_CONCURRENCY', 16, 1, 256),
     fanoutChunkSize: parseIntVar(env, 'FANOUT_CHUNK_SIZE', 1000, 1, 100_000),

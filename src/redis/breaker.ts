@@ -38,6 +38,7 @@ export class RedisBreaker {
   private current: BreakerState = 'closed';
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private readonly closeListeners: Array<() => void> = [];
 
   constructor(
     private readonly redis: RedisClient,
@@ -63,6 +64,11 @@ export class RedisBreaker {
     this.probe();
   }
 
+  /** Calls `listener` each time the breaker closes again (Redis answers after a hang or an outage). */
+  onClose(listener: () => void): void {
+    this.closeListeners.push(listener);
+  }
+
   /** No more probes (the client is being closed). */
   stop(): void {
     this.stopped = true;
@@ -85,6 +91,7 @@ export class RedisBreaker {
         if (this.current !== 'half-open') return;
         this.current = 'closed';
         this.onChange('closed');
+        for (const listener of this.closeListeners) listener();
       },
       (error: unknown) => {
         if (!this.stopped) this.open(error);

@@ -10,12 +10,17 @@
  * |---------------------|------------|------------------------------------------------------------|
  * | feed:{userId}       | sorted set | the user's inbox: member = blog id (inboxMember), score = |
  * |                     |            | the blog's created_at in epoch ms; newest FEED_MAX_ITEMS   |
- * | feedmeta:{userId}   | hash       | the inbox's floor, versions and build state; its          |
- * |                     |            | existence makes the inbox exist (feed/inbox.redis.ts)     |
- * | fanout:inflight     | sorted set | deliver tasks in flight (member = task id, score = the    |
- * |                     |            | blog's created_at) and "~synced": the fan-out watermark   |
- * | bigauthors          | string     | the big-author generation: a random token replaced when an |
- * |                     |            | author's first not-fanned-out blog commits (feed/inbox.ts) |
+ * |                     |            | and the sentinel "~" at +inf (the set exists with the inbox)|
+ * | feedmeta:{userId}   | hash       | the inbox's floor, generation, versions, build state and   |
+ * |                     |            | pending follow changes (feed/inbox.redis.ts)               |
+ * | feedfol:{userId}    | set        | whom the inbox's reader follows, and the sentinel "~"      |
+ * | {wm}:tasks          | hash       | the fan-out watermark: deliver tasks in flight, task id -> |
+ * |                     |            | author id                                                  |
+ * | {wm}:authors        | sorted set | authors with a deliver task in flight, score = the lowest  |
+ * |                     |            | blog score in flight; "~synced:<generation>" at -inf       |
+ * | {wm}:author:<id>    | sorted set | one author's tasks in flight (member = task id, score)     |
+ * | {wm}:bigauthors     | string     | the big-author generation: "<generation>:<random>",        |
+ * |                     |            | replaced when an author's first not-fanned-out blog commits |
  * | rl:{limit}:{key}    | string     | a rate-limit counter (graphql/rate-limits.ts)              |
  * | live:{userId}       | hash       | the user has a live-feed subscription open: field = a      |
  * |                     |            | process holding one, value = its last refresh (Redis ms);  |
@@ -56,14 +61,32 @@ export class RedisKeys {
     return `${this.prefix}feedmeta:{${userId}}`;
   }
 
-  /** The fan-out watermark: deliver tasks in flight. */
-  fanoutInFlight(): string {
-    return `${this.prefix}fanout:inflight`;
+  /** Whom the inbox's reader follows (feed/inbox.ts): how a page finds its followees among the authors in flight. */
+  feedFollowees(userId: number): string {
+    return `${this.prefix}feedfol:{${userId}}`;
+  }
+
+  /**
+   * The fan-out watermark's keys share the hash tag {wm}: one cluster slot, so that its scripts
+   * update them together (and apart from the queue's {fanout} slot, which the workers keep busy).
+   */
+  watermarkTasks(): string {
+    return `${this.prefix}{wm}:tasks`;
+  }
+
+  /** Authors with a deliver task in flight, scored by the lowest blog score in flight. */
+  watermarkAuthors(): string {
+    return `${this.prefix}{wm}:authors`;
+  }
+
+  /** One author's deliver tasks in flight. */
+  watermarkAuthor(authorId: number): string {
+    return `${this.prefix}{wm}:author:${authorId}`;
   }
 
   /** The big-author generation (hybrid): a token that changes when someone becomes a big author. */
   bigAuthors(): string {
-    return `${this.prefix}bigauthors`;
+    return `${this.prefix}{wm}:bigauthors`;
   }
 
   /** The counters of one rate limit (rate-limiter-flexible appends the limited key). */

@@ -8,7 +8,7 @@
  * cluster (see feed/inbox.ts), and ioredis pipelines those calls per node.
  */
 import { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
-import type { Config } from '../kernel/config';
+import { Config, ConfigError } from '../kernel/config';
 import { BREAKER_COOL_DOWN_MS, watchRedis } from './breaker';
 
 /** A client of either kind; both offer the same commands. */
@@ -76,6 +76,35 @@ export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes
     down = false;
   });
   return redis;
+}
+
+/**
+ * Checks Redis's maxmemory-policy before the service uses it. Under `noeviction` Redis refuses
+ * writes when full and keeps everything: the only policy the service is exact under without
+ * help. An `allkeys-*` policy may evict any key, the fan-out queue's and the watermark's included
+ * (a task evicted from the watermark is a blog a page misses): refused. A `volatile-*` policy
+ * evicts only keys with a time to live: inboxes (their sentinels show it, and they are rebuilt),
+ * live marks, rate-limit counters and read-your-writes marks: accepted with a warning. Managed
+ * Redis services often disable CONFIG: then there is nothing to check, and the warning says so.
+ */
+export async function checkMemoryPolicy(redis: RedisClient, warn: (message: string) => void): Promise<void> {
+  let policy: string;
+  try {
+    const reply = await redis.config('GET', 'maxmemory-policy');
+    policy = reply[1] ?? '';
+  } catch (error) {
+    warn(`cannot read Redis maxmemory-policy (${(error as Error).message}): make sure it is noeviction (or volatile-*), never allkeys-*`);
+    return;
+  }
+  if (policy.startsWith('allkeys-')) {
+    throw new ConfigError(
+      `Redis maxmemory-policy is ${policy}: it may evict the fan-out queue and watermark, and feeds would miss blogs. ` +
+        'Set maxmemory-policy noeviction (redis.conf or CONFIG SET), or volatile-lru if Redis is shared with caches.',
+    );
+  }
+  if (policy.startsWith('volatile-')) {
+    warn(`Redis maxmemory-policy is ${policy}: inboxes Redis evicts are rebuilt from MySQL as their readers come back (noeviction keeps them)`);
+  }
 }
 
 /**

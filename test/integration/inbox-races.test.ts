@@ -6,12 +6,25 @@
  */
 import { randomUUID } from 'node:crypto';
 import { FeedStore } from '../../src/feed/feed.store';
-import { buildToken } from '../../src/feed/inbox';
 import { RedisInbox } from '../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../src/kernel/global-id';
 import { blogIdOfMember } from '../../src/redis/keys';
 import { TestClock } from '../support/clock';
-import { dropInbox, FEED_PAGE, feedTruth, follow, ok, postGraphQL, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import {
+  currentGeneration,
+  dropInbox,
+  FEED_PAGE,
+  feedTruth,
+  follow,
+  ok,
+  postGraphQL,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../support/harness';
 import { freePort, startNodeProcess, startWorkerProcess, waitFor, WorkerProcess } from '../support/processes';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
@@ -21,7 +34,7 @@ const globalBlogId = (id: number) => Buffer.from(`Blog:${id}`).toString('base64'
 async function trustedInbox(app: TestApp, reader: TestUser): Promise<{ floor: number; ids: string[] } | null> {
   const floor = await app.redis.hget(app.keys.feedMeta(dbId(reader)), 'floor');
   if (floor === null) return null;
-  const members = await app.redis.zrevrangebyscore(app.keys.feed(dbId(reader)), '+inf', floor);
+  const members = await app.redis.zrevrangebyscore(app.keys.feed(dbId(reader)), '(+inf', floor); // the sentinel at +inf left out
   return { floor: Number(floor), ids: members.map((member) => globalBlogId(blogIdOfMember(member))) };
 }
 
@@ -220,8 +233,8 @@ describe('a rebuild racing a follow', () => {
     // The inbox expired; a read starts a rebuild: begin, then the snapshot...
     await dropInbox(app, dbId(reader));
     const inbox = new RedisInbox(app.redis, app.keys, app.config.feedMaxItems, 3600);
-    const token = buildToken(randomUUID(), Date.now());
-    expect(await inbox.beginBuild(dbId(reader), token, await app.services.feed.databaseNow())).toBe(true);
+    const token = randomUUID();
+    expect(await inbox.beginBuild(dbId(reader), token, await currentGeneration(app))).toBe(true);
     const snapshot = await new FeedStore(app.db).snapshot(dbId(reader), app.config.feedMaxItems);
     // ...the reader follows someone meanwhile...
     await follow(app, reader, followedLater);

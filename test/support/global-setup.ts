@@ -24,6 +24,7 @@ export default async function globalSetup(): Promise<void> {
     cwd: root,
     stdio: 'inherit',
   });
+  execFileSync(process.execPath, [join(root, 'scripts', 'copy-lua.mjs')], { cwd: root, stdio: 'inherit' });
   execFileSync(process.execPath, [join(root, 'scripts', 'build-graphiql.mjs')], { cwd: root, stdio: 'ignore' });
   if (process.env.TEST_REDIS_CLUSTER === 'on') await startCluster();
 }

@@ -154,7 +154,7 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     if (!options.shareWith) await deleteKeys(redis, keys.all());
   }
   const app = await startApp({ config, db, redis, now: options.now });
-  await app.services.feed.idle(); // the fan-out watermark of a fresh key prefix
+  await app.services.feed.ready(); // the Redis generation confirmed, the fan-out watermark of a fresh key prefix synced
 
   const gql = <T>(query: string, variables?: Record<string, unknown>, token?: string) => postGraphQL<T>(app.url, query, variables, token);
 
@@ -270,7 +270,13 @@ export async function openInbox(app: TestApp, readerDbId: number): Promise<void>
 
 /** Forgets a reader's inbox, as Redis does when it expires: the next read rebuilds it. */
 export async function dropInbox(app: TestApp, readerDbId: number): Promise<void> {
-  await app.redis.del(app.keys.feed(readerDbId), app.keys.feedMeta(readerDbId));
+  await app.redis.del(app.keys.feed(readerDbId), app.keys.feedMeta(readerDbId), app.keys.feedFollowees(readerDbId));
+}
+
+/** The Redis generation the app's inboxes are written in (feed/generation.ts). */
+export async function currentGeneration(app: TestApp): Promise<number> {
+  const [row] = await app.query<{ epoch: string }>('SELECT epoch FROM tb_feed_generation WHERE id = 1');
+  return Number(row.epoch);
 }
 
 /** Which of `readerIds` have `blogId` (a global id) in their inbox, with which score. */

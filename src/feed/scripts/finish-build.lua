@@ -1,0 +1,49 @@
+--[[
+  Installs a rebuild's snapshot. KEYS = inbox, meta, followees; ARGV = token, version, floor,
+  maxItems, ttlMs, followee count, followee ids, then score/member pairs.
+  Replies 1 done, 0 lost (another build took over), -1 raced: a follow change newer than the
+  snapshot came meanwhile, and the inbox is dropped (its pending marks kept).
+  Deliveries recorded during the build stay only if the snapshot has their reader follow the
+  author; retracted blogs stay out.
+]]
+--- @include "includes/inbox"
+local inbox, meta, followees = KEYS[1], KEYS[2], KEYS[3]
+local ttl = tonumber(ARGV[5])
+if redis.call('HGET', meta, 'building') ~= ARGV[1] then return 0 end
+if tonumber(redis.call('HGET', meta, 'maxver')) > tonumber(ARGV[2]) then
+  dropKeepingMarks(inbox, meta, followees, ttl)
+  return -1
+end
+local count = tonumber(ARGV[6])
+local followed = {}
+redis.call('DEL', followees)
+redis.call('SADD', followees, SENTINEL)
+for i = 7, 6 + count do
+  followed[ARGV[i]] = true
+  redis.call('SADD', followees, ARGV[i])
+end
+local retracted = {}
+local fields = redis.call('HGETALL', meta)
+for i = 1, #fields, 2 do
+  local field, value = fields[i], fields[i + 1]
+  local kind, rest = string.sub(field, 1, 2), string.sub(field, 3)
+  if kind == 'd:' then
+    if not followed[value] then redis.call('ZREM', inbox, rest) end
+    redis.call('HDEL', meta, field)
+  elseif kind == 'r:' then
+    retracted[rest] = true
+    redis.call('HDEL', meta, field)
+  elseif kind == 'a:' then
+    redis.call('HDEL', meta, field)
+  end
+end
+local floor = tonumber(redis.call('HGET', meta, 'floor'))
+for i = 7 + count, #ARGV, 2 do
+  if not retracted[ARGV[i + 1]] and tonumber(ARGV[i]) >= floor then redis.call('ZADD', inbox, ARGV[i], ARGV[i + 1]) end
+end
+redis.call('HSET', meta, 'base', ARGV[2])
+redis.call('HDEL', meta, 'building', 'buildAt')
+raiseFloor(inbox, meta, tonumber(ARGV[3]))
+expireAll(inbox, meta, followees, ttl)
+trim(inbox, meta, tonumber(ARGV[4]))
+return 1
