@@ -103,7 +103,7 @@ export function createInbox(config: FeedConfig, redis: RedisClient | null): Inbo
     if (config.feedModel !== 'pull') throw new Error(`FEED_MODEL=${config.feedModel} needs Redis`);
     return null;
   }
-  return new RedisInbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, config.activeDays * 24 * 3600);
+  return new RedisInbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, config.activeDays * 24 * 3600, config.buildStaleMs);
 }
 
 export interface FeedDeps {

@@ -64,15 +64,20 @@ export class BlogStore {
    */
   async forViewer(viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
     if (ids.length === 0) return { blogs: [], authors: [], liked: new Set(), followed: new Set() };
-    const rows = await this.db.lagging().select<BlogForViewerRow>(
-      `SELECT b.id, b.user_id, b.title, b.content, b.images, b.liked, b.created_at, b.pushed,
-         u.nick_name, u.icon, u.follower_count, u.following_count,
-         EXISTS(SELECT 1 FROM tb_blog_like l WHERE l.blog_id = b.id AND l.user_id = ?) AS viewer_likes,
-         EXISTS(SELECT 1 FROM tb_follow f WHERE f.user_id = ? AND f.follow_user_id = b.user_id) AS viewer_follows
-       FROM tb_blog b JOIN tb_user u ON u.id = b.user_id
-       WHERE b.id IN (?) AND b.deleted_at IS NULL`,
-      [viewerId, viewerId, ids],
-    );
+    const lagging = this.db.lagging();
+    let rows = await this.viewerRows(lagging, viewerId, ids);
+    if (lagging !== this.db && rows.length < ids.length) {
+      // A replica lags behind the newest blogs, which the page found on the primary (a blog whose
+      // fan-out is in flight): those it lacks are read from the primary.
+      const found = new Set(rows.map((row) => Number(row.id)));
+      rows = rows.concat(
+        await this.viewerRows(
+          this.db,
+          viewerId,
+          ids.filter((id) => !found.has(id)),
+        ),
+      );
+    }
     const authors = new Map<number, User>();
     const result: BlogsForViewer = { blogs: [], authors: [], liked: new Set(), followed: new Set() };
     for (const row of rows) {
@@ -91,6 +96,18 @@ export class BlogStore {
     }
     result.authors = [...authors.values()];
     return result;
+  }
+
+  private viewerRows(sql: Sql, viewerId: number, ids: readonly number[]): Promise<BlogForViewerRow[]> {
+    return sql.select<BlogForViewerRow>(
+      `SELECT b.id, b.user_id, b.title, b.content, b.images, b.liked, b.created_at, b.pushed,
+         u.nick_name, u.icon, u.follower_count, u.following_count,
+         EXISTS(SELECT 1 FROM tb_blog_like l WHERE l.blog_id = b.id AND l.user_id = ?) AS viewer_likes,
+         EXISTS(SELECT 1 FROM tb_follow f WHERE f.user_id = ? AND f.follow_user_id = b.user_id) AS viewer_follows
+       FROM tb_blog b JOIN tb_user u ON u.id = b.user_id
+       WHERE b.id IN (?) AND b.deleted_at IS NULL`,
+      [viewerId, viewerId, ids],
+    );
   }
 
   /**

@@ -70,7 +70,10 @@ export class MemoryInbox implements Inbox {
   clockMs = 0;
   private tokens = 0;
 
-  constructor(private readonly maxItems: number) {}
+  constructor(
+    private readonly maxItems: number,
+    private readonly buildStaleMs = BUILD_STALE_MS,
+  ) {}
 
   /** Redis's TTL ran out for this inbox. */
   expire(readerId: number): void {
@@ -300,7 +303,7 @@ export class MemoryInbox implements Inbox {
     const state = this.states.get(readerId);
     if (state && state.epoch === epoch) {
       if (state.building !== null) {
-        if (this.clockMs - state.buildAt < BUILD_STALE_MS) return false;
+        if (this.clockMs - state.buildAt < this.buildStaleMs) return false;
       } else if (state.floor !== null && state.entriesIntact && state.followeesIntact) {
         return false;
       }

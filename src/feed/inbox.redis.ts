@@ -133,6 +133,8 @@ export class RedisInbox implements Inbox {
     private readonly maxItems: number,
     /** ACTIVE_DAYS in seconds: an inbox outlives its reader's last activity by this long. */
     ttlSeconds: number,
+    /** BUILD_STALE_MS: a rebuild older than this (by Redis's clock) is taken over by the next one. */
+    private readonly buildStaleMs = BUILD_STALE_MS,
   ) {
     this.perInbox = isCluster(redis);
     this.ttlMs = ttlSeconds * 1000;
@@ -287,7 +289,7 @@ export class RedisInbox implements Inbox {
   }
 
   async beginBuild(readerId: number, token: string, epoch: number): Promise<boolean> {
-    return (await SCRIPTS['begin-build'].run<number>(this.redis, this.inboxKeys(readerId), [token, String(epoch), BUILD_STALE_MS, this.ttlMs])) === 1;
+    return (await SCRIPTS['begin-build'].run<number>(this.redis, this.inboxKeys(readerId), [token, String(epoch), this.buildStaleMs, this.ttlMs])) === 1;
   }
 
   async finishBuild(readerId: number, token: string, snapshot: FeedSnapshot): Promise<BuildOutcome> {

@@ -253,7 +253,7 @@ export interface Inbox {
   onAvailable?(listener: () => void): void;
 }
 
-/** A rebuild that has not finished after this long (by Redis's clock) is taken over by the next reader. */
+/** BUILD_STALE_MS's default: a rebuild that has not finished after this long (by Redis's clock) is taken over by the next reader. */
 export const BUILD_STALE_MS = 30_000;
 
 /**

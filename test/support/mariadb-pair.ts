@@ -40,6 +40,8 @@ export interface MariaDbPair {
   stopReplication(): Promise<void>;
   /** START SLAVE; resolves once both replication threads run. */
   startReplication(): Promise<void>;
+  /** The replica applies each transaction `seconds` after the primary committed it (MASTER_DELAY): a steady lag. */
+  delayReplication(seconds: number): Promise<void>;
   /** Freezes the replica (SIGSTOP): connections stay open, nothing answers. */
   pauseReplica(): void;
   /** Lets a paused replica run again (SIGCONT). */
@@ -120,6 +122,15 @@ export async function startMariaDbPair(): Promise<MariaDbPair> {
 
     async startReplication() {
       await replica.admin('START SLAVE', START_TIMEOUT_MS, (c) => c.query('START SLAVE'));
+      await replicationRunning(replica);
+    },
+
+    async delayReplication(seconds: number) {
+      await replica.admin('MASTER_DELAY', START_TIMEOUT_MS, async (c) => {
+        await c.query('STOP SLAVE');
+        await c.query('CHANGE MASTER TO MASTER_DELAY = ?', [seconds]);
+        await c.query('START SLAVE');
+      });
       await replicationRunning(replica);
     },
 

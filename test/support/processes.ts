@@ -32,7 +32,9 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
 
 /**
  * A redis-server of the test's own, on its own port. By default it keeps nothing on disk; a
- * persistent one keeps an append-only file in a temporary folder, so its data outlives a restart.
+ * persistent one keeps an append-only file in a temporary folder, so its data outlives a restart;
+ * an 'rdb' one keeps only what a SAVE wrote (docker's redis:7 default): killed and started again
+ * on the same folder, it comes back with the data of its last SAVE.
  */
 export class PrivateRedis {
   private process: ChildProcess | undefined;
@@ -40,9 +42,11 @@ export class PrivateRedis {
 
   constructor(
     readonly port: number,
-    persistent = false,
+    private readonly persistence: boolean | 'rdb' = false,
+    /** More redis-server arguments, e.g. ['--maxmemory-policy', 'allkeys-lru']. */
+    private readonly extraArgs: string[] = [],
   ) {
-    this.dir = persistent ? mkdtempSync(join(tmpdir(), 'feed-redis-')) : undefined;
+    this.dir = persistence ? mkdtempSync(join(tmpdir(), 'feed-redis-')) : undefined;
   }
 
   private connection: Redis | undefined;
@@ -58,8 +62,13 @@ export class PrivateRedis {
   }
 
   async start(): Promise<void> {
-    const storage = this.dir ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir] : ['--appendonly', 'no'];
-    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...storage], {
+    const storage =
+      this.persistence === 'rdb'
+        ? ['--appendonly', 'no', '--dir', this.dir!, '--dbfilename', 'dump.rdb']
+        : this.dir
+          ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir]
+          : ['--appendonly', 'no'];
+    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...storage, ...this.extraArgs], {
       stdio: 'ignore',
     });
     await waitFor(`redis-server on ${this.port}`, async () => {
@@ -93,8 +102,9 @@ export class PrivateRedis {
     if (!child || child.exitCode !== null) return;
     child.kill('SIGCONT'); // a paused server would not act on SIGTERM
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    // A persistent server is shut down cleanly (it has synced its file); the other is killed.
-    child.kill(this.dir ? 'SIGTERM' : 'SIGKILL');
+    // An append-only server is shut down cleanly (it has synced its file); the others are
+    // killed (an 'rdb' one keeps the dump of its last SAVE, not what it held at the end).
+    child.kill(this.dir && this.persistence !== 'rdb' ? 'SIGTERM' : 'SIGKILL');
     await exited;
   }
 }

@@ -1,0 +1,266 @@
+/**
+ * The feed stays exact through what operators do, on real servers: a Redis of the test's own
+ * restarted from an older dump, frozen (SIGSTOP) while people publish and follow, its keys
+ * evicted, or run with a policy that evicts; API processes of different feed models serving
+ * the same data in a rolling deploy; a process that stops before it could apply a follow.
+ * After each, every feed equals MySQL, with no error shown to a reader.
+ */
+import { randomUUID } from 'node:crypto';
+import { RedisInbox } from '../../src/feed/inbox.redis';
+import { fromGlobalId } from '../../src/kernel/global-id';
+import { TestClock } from '../support/clock';
+import { currentGeneration, feedTruth, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import { freePort, PrivateRedis, waitFor } from '../support/processes';
+
+const dbId = (user: TestUser) => fromGlobalId(user.id).id;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Every reader's feed, read through `app`, equals MySQL. */
+async function expectFeedsExact(app: TestApp, readers: readonly TestUser[], via = app): Promise<void> {
+  for (const reader of readers) {
+    const truth = await feedTruth(app, dbId(reader));
+    expect({ reader: reader.nickName, feed: await scrollFeed(via, reader, 3) }).toEqual({ reader: reader.nickName, feed: truth });
+  }
+}
+
+/** The inbox's entries, newest first, as global ids (the sentinel left out). */
+async function inboxIds(app: TestApp, reader: TestUser): Promise<string[]> {
+  const members = await app.redis.zrevrangebyscore(app.keys.feed(dbId(reader)), '(+inf', '-inf');
+  return members.map((member) => Buffer.from(`Blog:${Number(member)}`).toString('base64'));
+}
+
+const readyz = async (app: TestApp) => (await (await fetch(app.url.replace('/graphql', '/readyz'))).json()) as Record<string, unknown>;
+
+describe('Redis restarted from an older dump', () => {
+  const clock = new TestClock();
+  let redis: PrivateRedis;
+  let app: TestApp;
+  beforeAll(async () => {
+    redis = new PrivateRedis(await freePort(), 'rdb');
+    await redis.start();
+    app = await startTestApp('ops_dump', { now: clock.now, env: { REDIS_URL: redis.url, FEED_MODEL: 'push', NODE_ENV: 'production' } });
+  });
+  afterAll(async () => {
+    await app.close();
+    await redis.stop();
+  });
+
+  it('trusts nothing the dump brought back: every feed equals MySQL at once and after, and the inboxes are rebuilt', async () => {
+    const a = await signUp(app, 'a');
+    const c = await signUp(app, 'c');
+    const readers: TestUser[] = [];
+    for (let i = 0; i < 12; i += 1) readers.push(await signUp(app, `reader${i}`));
+    for (const reader of readers) await follow(app, reader, a);
+    const b1 = await publish(app, a, 'b1');
+    clock.tick();
+    const c1 = await publish(app, c, 'c1');
+    await app.services.fanout?.idle();
+    await redis.client().save();
+    clock.tick();
+    const b2 = await publish(app, a, 'b2');
+    clock.tick();
+    const b3 = await publish(app, a, 'b3');
+    for (const reader of readers) await follow(app, reader, c);
+    await app.services.fanout?.idle();
+    for (const reader of readers) expect(await scrollFeed(app, reader, 3)).toEqual([b3, b2, c1, b1]);
+
+    // Killed, and started again on its folder: it loads the dump of the SAVE.
+    const before = await currentGeneration(app);
+    await redis.stop();
+    await redis.start();
+    expect(await redis.client().zcard(app.keys.feed(dbId(readers[0])))).toBeGreaterThan(0); // the old inboxes are back
+    await expectFeedsExact(app, readers);
+    await waitFor('the new generation', async () => (await currentGeneration(app)) > before);
+    // Pages go on being exact while the inboxes are rebuilt, and after.
+    for (let round = 0; round < 3; round += 1) {
+      await expectFeedsExact(app, readers);
+      await app.services.feed.idle();
+      await sleep(200);
+    }
+    for (const reader of readers) expect(await inboxIds(app, reader)).toEqual([b3, b2, c1, b1]);
+  });
+});
+
+describe('the feed model switched in a rolling deploy', () => {
+  const clock = new TestClock();
+  const env = { BIG_V_FOLLOWERS: '3' };
+  let apps: TestApp[] = [];
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+  });
+
+  it('pull, then pull and hybrid at once, then hybrid and push at once, then push and pull: every feed exact through every process', async () => {
+    const pull = await startTestApp('ops_models', { now: clock.now, env: { ...env, FEED_MODEL: 'pull' } });
+    apps = [pull];
+    const small = await signUp(pull, 'small');
+    const big = await signUp(pull, 'big');
+    const readers: TestUser[] = [];
+    for (let i = 0; i < 6; i += 1) readers.push(await signUp(pull, `reader${i}`));
+    for (const reader of readers) await follow(pull, reader, big);
+    for (const reader of readers.slice(0, 2)) await follow(pull, reader, small);
+    const published = async (app: TestApp, author: TestUser, title: string) => {
+      clock.tick();
+      return publish(app, author, title);
+    };
+    await published(pull, small, 's1');
+    await published(pull, big, 'g1');
+    await expectFeedsExact(pull, readers);
+
+    // A hybrid process joins: both serve, and both publish and follow.
+    const hybrid = await startTestApp('ops_models', { shareWith: pull, now: clock.now, env: { ...env, FEED_MODEL: 'hybrid' } });
+    apps.push(hybrid);
+    for (const app of [pull, hybrid]) await expectFeedsExact(pull, readers, app);
+    await published(hybrid, small, 's2');
+    await published(pull, big, 'g2');
+    await published(hybrid, big, 'g3');
+    await follow(pull, readers[2], small);
+    await follow(hybrid, readers[0], big, false);
+    for (const app of [pull, hybrid]) await expectFeedsExact(pull, readers, app);
+    await hybrid.services.fanout?.idle();
+    for (const app of [pull, hybrid]) await expectFeedsExact(pull, readers, app);
+
+    // The pull process goes, a push process comes.
+    await pull.close();
+    apps = [hybrid];
+    const push = await startTestApp('ops_models', { shareWith: hybrid, now: clock.now, env: { ...env, FEED_MODEL: 'push' } });
+    apps.push(push);
+    for (const app of [hybrid, push]) await expectFeedsExact(hybrid, readers, app);
+    await published(push, big, 'g4');
+    await published(hybrid, big, 'g5');
+    await published(push, small, 's3');
+    await follow(push, readers[3], small);
+    for (const app of [hybrid, push]) await expectFeedsExact(hybrid, readers, app);
+    await push.services.fanout?.idle();
+    await hybrid.services.fanout?.idle();
+    for (const app of [hybrid, push]) await expectFeedsExact(hybrid, readers, app);
+
+    // And back: the hybrid process goes, a pull process joins the push one.
+    await hybrid.close();
+    apps = [push];
+    const pullAgain = await startTestApp('ops_models', { shareWith: push, now: clock.now, env: { ...env, FEED_MODEL: 'pull' } });
+    apps.push(pullAgain);
+    await published(pullAgain, small, 's4');
+    await follow(pullAgain, readers[1], small, false);
+    await published(push, big, 'g6');
+    for (const app of [push, pullAgain]) await expectFeedsExact(push, readers, app);
+    await push.services.fanout?.idle();
+    for (const app of [push, pullAgain]) await expectFeedsExact(push, readers, app);
+  });
+});
+
+describe('Redis that hangs while people publish and follow', () => {
+  let redis: PrivateRedis;
+  let quiet: TestApp;
+  let relaying: TestApp;
+  let author: TestUser;
+  let reader: TestUser;
+  beforeAll(async () => {
+    redis = new PrivateRedis(await freePort());
+    await redis.start();
+    // No fan-out worker and so no relay in the first process: nothing delivers behind the pages' backs.
+    quiet = await startTestApp('ops_hang', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push', FANOUT_WORKERS: '0', REDIS_COMMAND_TIMEOUT_MS: '300' } });
+    author = await signUp(quiet, 'author');
+    reader = await signUp(quiet, 'reader');
+    await follow(quiet, reader, author);
+    await publish(quiet, author, 'before');
+  });
+  afterAll(async () => {
+    redis.resume();
+    await relaying?.close();
+    await quiet.close();
+    await redis.stop();
+  });
+
+  it('shows a blog published while the breaker was open on every page once Redis answers again', async () => {
+    redis.pause();
+    const during = await publish(quiet, author, 'during');
+    expect((await scrollFeed(quiet, reader, 10))[0]).toBe(during); // from MySQL meanwhile
+    redis.resume();
+    await waitFor('Redis answering again', async () => (await readyz(quiet)).redis === 'ok');
+    // Its fan-out has not run (no worker): only the watermark can make a page read it.
+    for (let round = 0; round < 5; round += 1) {
+      expect((await scrollFeed(quiet, reader, 10))[0]).toBe(during);
+      await sleep(100);
+    }
+  });
+
+  it('applies a follow made while Redis hung, after the process that made it stopped, before any inbox is trusted again', async () => {
+    relaying = await startTestApp('ops_hang', { shareWith: quiet, env: { FEED_MODEL: 'push', REDIS_COMMAND_TIMEOUT_MS: '300' } });
+    const other = await signUp(relaying, 'other');
+    await publish(relaying, other, "other's");
+    await relaying.services.fanout?.idle();
+    expect(await scrollFeed(relaying, reader, 10)).toEqual(await feedTruth(relaying, dbId(reader)));
+    redis.pause();
+    await follow(quiet, reader, other);
+    // The process that committed the follow stops while Redis still hangs.
+    await quiet.close();
+    redis.resume();
+    await waitFor('Redis answering again', async () => (await readyz(relaying)).redis === 'ok');
+    for (let round = 0; round < 5; round += 1) {
+      expect(await scrollFeed(relaying, reader, 10)).toEqual(await feedTruth(relaying, dbId(reader)));
+      await sleep(100);
+    }
+    await relaying.services.feed.idle();
+    await waitFor('the follow in the inbox', async () => (await inboxIds(relaying, reader)).length === 3);
+    quiet = await startTestApp('ops_hang', { shareWith: relaying, env: { FEED_MODEL: 'push', FANOUT_WORKERS: '0' } });
+  });
+});
+
+describe('inboxes Redis evicts, builds a dead process left', () => {
+  let app: TestApp;
+  let reader: TestUser;
+  beforeAll(async () => {
+    app = await startTestApp('ops_evict', { env: { FEED_MODEL: 'push', BUILD_STALE_MS: '1000' } });
+    const author = await signUp(app, 'author');
+    reader = await signUp(app, 'reader');
+    await follow(app, reader, author);
+    for (let i = 0; i < 3; i += 1) await publish(app, author, `post ${i}`);
+    await app.services.fanout?.idle();
+  });
+  afterAll(() => app.close());
+
+  it('does not trust an inbox whose entries Redis evicted while its hash stayed: the page is exact, the inbox rebuilt', async () => {
+    expect(await inboxIds(app, reader)).toHaveLength(3);
+    await app.redis.del(app.keys.feed(dbId(reader)));
+    expect(await scrollFeed(app, reader, 10)).toEqual(await feedTruth(app, dbId(reader)));
+    await app.services.feed.idle();
+    expect(await inboxIds(app, reader)).toEqual(await feedTruth(app, dbId(reader)));
+  });
+
+  it('takes over a rebuild its process left unfinished, after BUILD_STALE_MS, on the next read', async () => {
+    await app.redis.del(app.keys.feed(dbId(reader)), app.keys.feedMeta(dbId(reader)), app.keys.feedFollowees(dbId(reader)));
+    const dead = new RedisInbox(app.redis, app.keys, app.config.feedMaxItems, 3600);
+    expect(await dead.beginBuild(dbId(reader), `dead:${randomUUID()}`, await currentGeneration(app))).toBe(true);
+    expect(await scrollFeed(app, reader, 10)).toEqual(await feedTruth(app, dbId(reader)));
+    await app.services.feed.idle();
+    expect(await app.redis.hexists(app.keys.feedMeta(dbId(reader)), 'building')).toBe(1); // not stale yet
+    await sleep(1100);
+    expect(await scrollFeed(app, reader, 10)).toEqual(await feedTruth(app, dbId(reader)));
+    await app.services.feed.idle();
+    expect(await app.redis.hexists(app.keys.feedMeta(dbId(reader)), 'building')).toBe(0);
+    expect(await inboxIds(app, reader)).toEqual(await feedTruth(app, dbId(reader)));
+  });
+});
+
+describe("Redis's maxmemory-policy", () => {
+  it('refuses a policy that may evict any key, naming it; warns of one that evicts only keys with a time to live', async () => {
+    const allKeys = new PrivateRedis(await freePort(), false, ['--maxmemory-policy', 'allkeys-lru']);
+    const volatile = new PrivateRedis(await freePort(), false, ['--maxmemory-policy', 'volatile-lru']);
+    await Promise.all([allKeys.start(), volatile.start()]);
+    try {
+      await expect(startTestApp('ops_policy', { env: { REDIS_URL: allKeys.url } })).rejects.toThrow(/maxmemory-policy is allkeys-lru/);
+      const warnings: string[] = [];
+      const warn = jest.spyOn(console, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+      const app = await startTestApp('ops_policy', { env: { REDIS_URL: volatile.url } }).finally(() => warn.mockRestore());
+      try {
+        expect(warnings.some((message) => message.includes('maxmemory-policy is volatile-lru'))).toBe(true);
+        const user = await signUp(app, 'someone');
+        expect(ok(await app.gql('{ viewer { nickName } }', {}, user.token)).viewer.nickName).toBe('someone');
+      } finally {
+        await app.close();
+      }
+    } finally {
+      await Promise.all([allKeys.stop(), volatile.stop()]);
+    }
+  });
+});
