@@ -119,9 +119,12 @@ export class InboxGeneration {
       const row = await this.record.generation();
       if (row.identity === identity) return row.epoch;
       if (await this.record.advanceGeneration(row.identity, identity)) {
-        this.warn(
-          `Redis ${row.identity === '' ? 'generation started' : 'restarted, failed over or was restored'}: inboxes of generation ${row.epoch} and older are rebuilt as their readers come back (generation ${row.epoch + 1})`,
-        );
+        // The first server a database meets is no news; any other one is.
+        if (row.identity !== '') {
+          this.warn(
+            `Redis restarted, failed over or was restored: inboxes of generation ${row.epoch} and older are rebuilt as their readers come back (generation ${row.epoch + 1})`,
+          );
+        }
         return row.epoch + 1;
       }
     }
