@@ -137,6 +137,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed') : undefined);
   const replicas = replicasOf(db);
   if (replicas) metrics.watchReplicas(replicas);
+  if (config.jwtSecret === null) throw new Error('no secret to sign tokens with: set JWT_SECRET (server.ts keeps a generated one in JWT_SECRET_FILE)');
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(new UserStore(db), now);
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
