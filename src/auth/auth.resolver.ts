@@ -1,5 +1,7 @@
+import { GraphQLError } from 'graphql';
 import { Arg, Ctx, Mutation, Resolver } from 'type-graphql';
 import type { Context } from '../graphql/context';
+import { ErrorCode } from '../kernel/errors';
 import { AuthPayload } from './auth.types';
 
 @Resolver()
@@ -24,6 +26,11 @@ export class AuthResolver {
     @Ctx() { services, ip }: Context,
   ): Promise<AuthPayload> {
     await services.rateLimits.login(ip, nickName);
-    return services.auth.login(nickName, password);
+    try {
+      return await services.auth.login(nickName, password);
+    } catch (error) {
+      if (error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED) await services.rateLimits.loginFailed(ip, nickName);
+      throw error;
+    }
   }
 }
