@@ -90,7 +90,7 @@ async function main(): Promise<void> {
   const embeddedConfig = benchConfig({ EMBEDDED_DB_FILE: embeddedFile }, {});
   apps.embedded = await startApp({ config: embeddedConfig, db: embeddedDb, redis: null });
   const plain = await startPlainHandler(apps.push);
-  const tokens = readerIds.map((id) => apps.push.services.tokens.issue(id));
+  const tokens = readerIds.map((id) => apps.push.services.tokens.issue(id, 0));
 
   // Inboxes: the newest FEED_MAX_ITEMS of each reader's feed (push and hybrid share them).
   const store = new FeedStore(db);
@@ -284,7 +284,7 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
     const respond = async (): Promise<void> => {
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { variables?: { after?: string | null } };
-        const auth = services.tokens.check(req.headers.authorization);
+        const auth = await services.tokens.check(req.headers.authorization);
         if (auth.kind !== 'viewer') throw new Error('no viewer');
         const loaders = createLoaders(loaderSources(services), auth.userId);
         const page = await blogConnection(await services.feed.page(auth.userId, readPageArgs({ first: 20, after: body.variables?.after ?? null })), loaders, {

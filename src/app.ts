@@ -36,7 +36,7 @@ export async function startApp(deps: CoreDeps): Promise<RunningApp> {
       await core.fanout?.flush();
       await workers?.stop();
       await core.fanoutQueue?.close();
-      await Promise.allSettled([core.liveBuses.readers.close(), core.liveBuses.authors.close()]);
+      await Promise.allSettled([core.liveBuses.readers.close(), core.liveBuses.authors.close(), core.sessions.close()]);
     },
   };
 }

@@ -10,8 +10,11 @@
  */
 // The domain's types carry type-graphql decorators, which need the metadata polyfill loaded first.
 import 'reflect-metadata';
+import { RedisSessionBus } from './auth/auth.bus';
 import { AuthService } from './auth/auth.service';
 import { PasswordHasher } from './auth/auth.passwords';
+import { Sessions } from './auth/auth.sessions';
+import { AuthStore } from './auth/auth.store';
 import { TokenService } from './auth/auth.tokens';
 import { BlogService } from './blog/blog.service';
 import { BlogStore } from './blog/blog.store';
@@ -69,6 +72,8 @@ export interface Core {
   liveBuses: LiveBuses;
   auth: AuthService;
   tokens: TokenService;
+  /** Ended sessions as this process knows them; closed with the process. */
+  sessions: Sessions;
   /** null in the embedded mode, where nothing is fanned out. */
   fanout: FanoutService | null;
   /** null without Redis (the embedded mode). */
@@ -138,7 +143,12 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const replicas = replicasOf(db);
   if (replicas) metrics.watchReplicas(replicas);
   if (config.jwtSecret === null) throw new Error('no secret to sign tokens with: set JWT_SECRET (server.ts keeps a generated one in JWT_SECRET_FILE)');
-  const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
+  const authStore = new AuthStore(db);
+  const sessions = new Sessions(authStore, redis ? new RedisSessionBus(redis, keys, warn) : null, {
+    recheckMs: config.sessionRecheckSeconds * 1000,
+    warn,
+  });
+  const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds, sessions);
   const users = new UserService(new UserStore(db), now);
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
@@ -154,8 +164,8 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
   const openInbox = (id: number): Promise<void> =>
     feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
-  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, openInbox);
-  return { config, db, redis, keys, users, blogs, follows, likes, feed, liveFeed, liveBuses, auth, tokens, fanout, fanoutQueue, metrics, warn };
+  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, authStore, sessions, openInbox, warn, now);
+  return { config, db, redis, keys, users, blogs, follows, likes, feed, liveFeed, liveBuses, auth, tokens, sessions, fanout, fanoutQueue, metrics, warn };
 }
 
 export interface RunningWorkers {
