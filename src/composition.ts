@@ -155,7 +155,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const liveBuses = createLiveBuses(config, redis, warn);
   const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
   const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed });
-  const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now);
+  const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now, config.maxFollowing);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
   const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now);
   const likes = new LikeService(db, new LikeStore(db), blogs, now);
