@@ -11,6 +11,7 @@ import { DropLastActiveAt1764921600000 } from './1764921600000-DropLastActiveAt'
 import { SocialGraphIndexes1765008000000 } from './1765008000000-SocialGraphIndexes';
 import { BlogLiveIndex1765094400000 } from './1765094400000-BlogLiveIndex';
 import { Sessions1765360000000 } from './1765360000000-Sessions';
+import { PublishIdempotencyKey1765370000000 } from './1765370000000-PublishIdempotencyKey';
 
 export const MIGRATIONS = [
   CreateFeedTables1764489600000,
@@ -22,4 +23,5 @@ export const MIGRATIONS = [
   SocialGraphIndexes1765008000000,
   BlogLiveIndex1765094400000,
   Sessions1765360000000,
+  PublishIdempotencyKey1765370000000,
 ];
