@@ -8,21 +8,26 @@
  * until the token expires. A token is accepted when its version is the user's current one and
  * its id is not revoked.
  *
- * Each process keeps what it read of a user (their version and revoked ids) in memory, and
- * answers from there; it reads the user again, in one statement, when:
- * - a request comes for a user it does not know (a new session in this process), or whose
- *   state it read more than SESSION_RECHECK_SECONDS ago (recheckMs);
- * - a process ended sessions of the user: it tells every process over Redis pub/sub
- *   (auth.bus.ts), and each forgets the user at once;
- * - the subscriber reconnected (messages may be lost): every process forgets everything.
- * So a logout holds in every process as soon as its message arrives (milliseconds), and, when
- * Redis cannot carry it (down, or a message lost), within SESSION_RECHECK_SECONDS: the bound.
+ * Each process keeps what it read of a user (their version and revoked ids) in memory and
+ * answers from there. A process that ends sessions tells every process over Redis pub/sub
+ * (auth.bus.ts), and each forgets the user at once; the bus also says when messages may have
+ * been lost, and then every process forgets everyone. So what a process read stays true as long
+ * as it is listening, and it reads a user again (one statement, at their next request) when:
+ * - it does not know the user (their first request in this process);
+ * - it heard that the user's sessions changed, or that it may have missed news;
+ * - it is not listening (Redis away, its subscription lost) and the read is older than
+ *   SESSION_RECHECK_SECONDS (recheckMs): the bound on a logout reaching a process that cannot
+ *   hear it;
+ * - the read is older than MAX_TRUST_MS, whatever the bus says: the bound on the one loss the
+ *   bus cannot reveal (a process whose message failed, and which died before sending again).
  * A read that began before the news came is never kept (a ticket marks it stale), so an answer
- * that predates a logout cannot outlive the recheck of the next request.
+ * that predates a logout cannot outlive the request that waited for it.
  *
  * Live subscriptions hold a token for hours: the process watches the sessions of its open
- * sockets, checks them again when their user's news comes, and every recheckMs (one statement
- * per LOAD_BATCH users), and closes those that ended.
+ * sockets, checks them again when news of their user comes or news may have been missed, and
+ * when their state could be stale by the rules above (a sweep every recheckMs, one statement per
+ * LOAD_BATCH users), and closes those that ended. The embedded mode has no bus and one process,
+ * whose own changes are the only ones: it trusts its reads for MAX_TRUST_MS.
  */
 import type { AuthStore, SessionState } from './auth.store';
 import type { SessionBus } from './auth.bus';
@@ -46,6 +51,12 @@ export interface Session {
 
 /** Users' states kept per process; past it, those read longest ago leave first. */
 const MAX_KNOWN_USERS = 100_000;
+
+/**
+ * The longest a process trusts a read while listening: one statement per active user per
+ * process per this period, and the bound on a logout whose message was lost with its sender.
+ */
+export const MAX_TRUST_MS = 10 * 60_000;
 
 /** Users read in one statement by the periodic check of live sockets. */
 const LOAD_BATCH = 1000;
@@ -82,6 +93,8 @@ export class Sessions {
   private readonly recheckMs: number;
   private readonly now: () => number;
   private sweep: NodeJS.Timeout | undefined;
+  /** When the live sockets were last checked (epoch ms). */
+  private sweptAt = 0;
 
   constructor(
     private readonly store: AuthStore,
@@ -100,8 +113,13 @@ export class Sessions {
    */
   check(session: Session): SessionEnd | null | Promise<SessionEnd | null> {
     const known = this.known.get(session.userId);
-    if (known && this.now() - known.readAt < this.recheckMs) return verdict(known, session);
+    if (known && this.now() - known.readAt < this.trustMs()) return verdict(known, session);
     return this.read(session.userId).then((state) => (state ? verdict(state, session) : 'everywhere'));
+  }
+
+  /** How old a read may be and still be trusted now (see the rules above). */
+  private trustMs(): number {
+    return !this.bus || this.bus.listening() ? MAX_TRUST_MS : this.recheckMs;
   }
 
   /**
@@ -149,6 +167,7 @@ export class Sessions {
   private forgetAll(): void {
     this.known.clear();
     for (const ticket of this.reading.values()) ticket.stale = true;
+    this.sweptAt = this.now();
     void this.recheckWatchers([...this.watchers.keys()]);
   }
 
@@ -219,7 +238,11 @@ export class Sessions {
 
   private startSweep(): void {
     if (this.sweep) return;
-    this.sweep = setInterval(() => void this.recheckWatchers([...this.watchers.keys()]), this.recheckMs);
+    this.sweep = setInterval(() => {
+      if (this.now() - this.sweptAt < this.trustMs()) return;
+      this.sweptAt = this.now();
+      void this.recheckWatchers([...this.watchers.keys()]);
+    }, this.recheckMs);
     this.sweep.unref();
   }
 

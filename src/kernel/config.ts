@@ -89,9 +89,9 @@ export interface Config {
   jwtSecretFile: string;
   jwtExpiresInSeconds: number;
   /**
-   * SESSION_RECHECK_SECONDS: how old a process's knowledge of a user's ended sessions may grow
-   * before a request reads it again: the bound on a logout reaching a process that missed the
-   * news over Redis (auth/auth.sessions.ts).
+   * SESSION_RECHECK_SECONDS: while a process cannot hear session changes over Redis, how old its
+   * knowledge of a user's ended sessions may grow before a request reads it again: the bound on
+   * a logout reaching a process that cannot hear it (auth/auth.sessions.ts).
    */
   sessionRecheckSeconds: number;
   /** scrypt cost parameter N (a power of two). */

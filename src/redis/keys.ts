@@ -22,9 +22,9 @@
  * |                     |            | expires LIVE_TTL_MS after the last refresh (live/)         |
  * | livech:{userId}     | channel    | (pub/sub, not a key) the user's live-feed events; sharded  |
  * |                     |            | pub/sub on a cluster, in the slot of live:{userId}         |
- * | sessions            | channel    | (pub/sub, not a key) ids of users whose sessions ended    |
- * |                     |            | (logout): every API process forgets what it knew of them   |
- * |                     |            | (auth/auth.bus.ts)                                         |
+ * | sessions            | channel    | (pub/sub, not a key) "<process> <seq> <userId>": a user   |
+ * |                     |            | whose sessions ended (logout), or a heartbeat (userId 0);  |
+ * |                     |            | every API process forgets what it knew (auth/auth.bus.ts)  |
  * | rw:{userId}         | string     | "1" while the user's writes may not have reached the      |
  * |                     |            | replicas: their reads go to the primary (PX = REPLICA_MAX_ |
  * |                     |            | LAG_MS + the check interval; graphql/read-your-writes.ts) |

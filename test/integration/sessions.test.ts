@@ -2,8 +2,9 @@
  * Ending sessions across API processes: `logout` and `logoutEverywhere` taken by one process
  * hold in every other one, at once while Redis carries the news (pub/sub), and within
  * SESSION_RECHECK_SECONDS when it cannot; live subscriptions of an ended session are closed
- * with 4401; and a request with a known session costs no SQL statement and no Redis command.
- * (One process alone, in both modes: auth.test.ts.)
+ * with 4401; a request with a known session costs no SQL statement and no Redis command; and
+ * news that may have been lost makes a process read its users again. (One process alone, in
+ * both modes: auth.test.ts.)
  */
 import { errorCode, ok, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
 import { liveClient, LiveClient } from '../support/live-client';
@@ -115,31 +116,60 @@ describe('what checking a session costs', () => {
   beforeAll(async () => {
     redis = new PrivateRedis(await freePort());
     await redis.start();
-    app = await startTestApp('sessions_cost', { env: { REDIS_URL: redis.url } });
+    // No fan-out worker in this process: its queue's own polling would be counted.
+    app = await startTestApp('sessions_cost', { env: { REDIS_URL: redis.url, SESSION_RECHECK_SECONDS: '1', FANOUT_WORKERS: '0' } });
+    await waitFor('the app to listen for session changes', async () => Number((await redis.client().pubsub('NUMSUB', app.keys.sessions()))[1]) === 1, 10_000);
   });
   afterAll(async () => {
     await app?.close();
     await redis.stop();
   });
 
-  /** Commands the private Redis ran since its stats were reset, INFO itself left out. */
+  /** Commands the private Redis ran since its stats were reset; INFO and CONFIG (this test's) and PUBLISH (each process's heartbeat, every 5 s) left out. */
   async function redisCalls(): Promise<number> {
     const stats = await redis.client().info('commandstats');
     let calls = 0;
-    for (const [, command, count] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (command !== 'info' && command !== 'config') calls += Number(count);
+    for (const [, command, count] of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      if (!['info', 'config', 'publish'].includes(command)) calls += Number(count);
+    }
     return calls;
   }
 
-  it('a request whose session is known costs no SQL statement and no Redis command', async () => {
+  it('a request whose session is known costs no SQL statement and no Redis command, also past SESSION_RECHECK_SECONDS while the process listens', async () => {
     const user = await signUp(app, 'steady');
     const token = await login(app, user);
-    ok(await app.gql('{ __typename }', {}, token)); // the first request of the session learns its state
     const statements = app.sqlLog.statements;
+    ok(await app.gql('{ __typename }', {}, token)); // the first request of the user in this process reads their sessions
+    expect(app.sqlLog.statements - statements).toBe(1);
     await redis.client().config('RESETSTAT');
     const before = await redisCalls();
+    const known = app.sqlLog.statements;
     for (let i = 0; i < 20; i += 1) ok(await app.gql('{ __typename }', {}, token));
-    expect(app.sqlLog.statements - statements).toBe(0);
+    // Older than SESSION_RECHECK_SECONDS (1 s), still trusted: the process hears every change.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    ok(await app.gql('{ __typename }', {}, token));
+    expect(app.sqlLog.statements - known).toBe(0);
     expect((await redisCalls()) - before).toBe(0);
+  });
+
+  it('news that may have been lost (a skipped message number) makes the process read its users again', async () => {
+    const user = await signUp(app, 'gap');
+    const token = await login(app, user);
+    ok(await app.gql('{ __typename }', {}, token));
+    const channel = app.keys.sessions();
+    // Another "process" is heard, then heard again with a number skipped: one of its messages was lost.
+    await redis.client().publish(channel, 'elsewhere 1 0');
+    ok(await app.gql('{ __typename }', {}, token));
+    await redis.client().publish(channel, 'elsewhere 3 0');
+    const statements = app.sqlLog.statements;
+    await waitFor('the process to forget what it read', async () => {
+      ok(await app.gql('{ __typename }', {}, token));
+      return app.sqlLog.statements > statements;
+    });
+    // Read once again, then trusted again.
+    const after = app.sqlLog.statements;
+    ok(await app.gql('{ __typename }', {}, token));
+    expect(app.sqlLog.statements).toBe(after);
   });
 });
 
