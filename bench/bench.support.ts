@@ -77,7 +77,7 @@ export async function startProfiler(): Promise<{ stop(file: string): Promise<str
 }
 
 /** The JWT secret of the benchmarks' own servers. */
-const BENCH_JWT_SECRET = 'bench-secret-bench-secret';
+const BENCH_JWT_SECRET = 'bench-secret-of-the-benchmarks-own-servers-only';
 
 /**
  * A benchmark server's configuration: `settings` over `base` (by default the environment, for

@@ -288,7 +288,7 @@ async function startWorkerProcesses(config: Config, count: number, profile: bool
     DATABASE_URL: config.databaseUrl,
     REDIS_URL: config.redisUrl,
     REDIS_KEY_PREFIX: config.redisKeyPrefix,
-    JWT_SECRET: 'bench-worker-secret-unused',
+    JWT_SECRET: 'bench-worker-secret-unused-by-the-fan-out-worker',
     FANOUT_WORKERS: String(workersPerProcess()),
   };
   const started = Array.from({ length: count }, (_, i) => {

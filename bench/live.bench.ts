@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     }),
   );
   const connectStart = performance.now();
-  clients.send({ url: app.url, tokens: readerIds.map((id) => app.services.tokens.issue(id)) });
+  clients.send({ url: app.url, tokens: readerIds.map((id) => app.services.tokens.issue(id, 0)) });
   await ready;
   // Acknowledged sockets, then each subscription marks its reader live: wait for every mark.
   for (let waited = 0; ; waited += 1) {

@@ -65,7 +65,7 @@ async function main(): Promise<void> {
     file,
     JSON.stringify({
       url: app.url,
-      tokens: readers.map((id) => app.services.tokens.issue(id)),
+      tokens: readers.map((id) => app.services.tokens.issue(id, 0)),
       userIds: authors.map((id) => toGlobalId('User', id)),
       blogIds: blogIds.map((row) => toGlobalId('Blog', Number(row.id))),
       clients: CLIENTS,

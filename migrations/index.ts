@@ -10,6 +10,8 @@ import { FanoutRetention1764835200000 } from './1764835200000-FanoutRetention';
 import { DropLastActiveAt1764921600000 } from './1764921600000-DropLastActiveAt';
 import { SocialGraphIndexes1765008000000 } from './1765008000000-SocialGraphIndexes';
 import { BlogLiveIndex1765094400000 } from './1765094400000-BlogLiveIndex';
+import { Sessions1765360000000 } from './1765360000000-Sessions';
+import { PublishIdempotencyKey1765370000000 } from './1765370000000-PublishIdempotencyKey';
 import { FeedGenerations1765785600000 } from './1765785600000-FeedGenerations';
 
 export const MIGRATIONS = [
@@ -21,5 +23,7 @@ export const MIGRATIONS = [
   DropLastActiveAt1764921600000,
   SocialGraphIndexes1765008000000,
   BlogLiveIndex1765094400000,
+  Sessions1765360000000,
+  PublishIdempotencyKey1765370000000,
   FeedGenerations1765785600000,
 ];

@@ -37,7 +37,7 @@ export async function startApp(deps: CoreDeps): Promise<RunningApp> {
       await workers?.stop();
       core.feed.stop();
       await core.fanoutQueue?.close();
-      await Promise.allSettled([core.liveBuses.readers.close(), core.liveBuses.authors.close()]);
+      await Promise.allSettled([core.liveBuses.readers.close(), core.liveBuses.authors.close(), core.sessions.close()]);
     },
   };
 }

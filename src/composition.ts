@@ -10,8 +10,11 @@
  */
 // The domain's types carry type-graphql decorators, which need the metadata polyfill loaded first.
 import 'reflect-metadata';
+import { RedisSessionBus } from './auth/auth.bus';
 import { AuthService } from './auth/auth.service';
 import { PasswordHasher } from './auth/auth.passwords';
+import { Sessions } from './auth/auth.sessions';
+import { AuthStore } from './auth/auth.store';
 import { TokenService } from './auth/auth.tokens';
 import { BlogService } from './blog/blog.service';
 import { BlogStore } from './blog/blog.store';
@@ -71,6 +74,8 @@ export interface Core {
   liveBuses: LiveBuses;
   auth: AuthService;
   tokens: TokenService;
+  /** Ended sessions as this process knows them; closed with the process. */
+  sessions: Sessions;
   /** null in the embedded mode, where nothing is fanned out. */
   fanout: FanoutService | null;
   /** null without Redis (the embedded mode). */
@@ -168,14 +173,20 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed') : undefined);
   const replicas = replicasOf(db);
   if (replicas) metrics.watchReplicas(replicas);
-  const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
+  if (config.jwtSecret === null) throw new Error('no secret to sign tokens with: set JWT_SECRET (server.ts keeps a generated one in JWT_SECRET_FILE)');
+  const authStore = new AuthStore(db);
+  const sessions = new Sessions(authStore, redis ? new RedisSessionBus(redis, keys, warn) : null, {
+    recheckMs: config.sessionRecheckSeconds * 1000,
+    warn,
+  });
+  const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds, sessions);
   const users = new UserService(new UserStore(db), now);
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
   const liveBuses = createLiveBuses(config, redis, warn);
   const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
   const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed, now });
-  const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now);
+  const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now, config.maxFollowing);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
   const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now);
   const likes = new LikeService(db, new LikeStore(db), blogs, now);
@@ -184,8 +195,8 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
   const openInbox = (id: number): Promise<void> =>
     feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
-  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, openInbox);
-  return { config, db, redis, keys, users, blogs, follows, likes, feed, liveFeed, liveBuses, auth, tokens, fanout, fanoutQueue, metrics, warn };
+  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, authStore, sessions, openInbox, warn, now);
+  return { config, db, redis, keys, users, blogs, follows, likes, feed, liveFeed, liveBuses, auth, tokens, sessions, fanout, fanoutQueue, metrics, warn };
 }
 
 export interface RunningWorkers {

@@ -2,7 +2,12 @@
  * Password hashing with scrypt (memory-hard, in Node's standard library).
  *
  * Stored form: scrypt$<N>$<r>$<p>$<salt base64>$<hash base64>. The parameters travel with the
- * hash, so raising PASSWORD_HASH_COST later does not lock out existing users.
+ * hash, so raising PASSWORD_HASH_COST later does not lock out existing users; a hash made with
+ * weaker parameters than today's is reported by verify(), and login stores a new one.
+ *
+ * The defaults are OWASP's (Password Storage Cheat Sheet): N=2^17, r=8, p=1. A hash then needs
+ * 128 MiB for a few hundred milliseconds, on libuv's thread pool (4 threads by default): that
+ * cost is the point, and the login rate limits keep anyone from spending it at will.
  */
 import { randomBytes, scrypt, ScryptOptions, timingSafeEqual } from 'node:crypto';
 
@@ -27,13 +32,18 @@ export class PasswordHasher {
     return ['scrypt', this.cost, BLOCK_SIZE, PARALLELISM, salt.toString('base64'), key.toString('base64')].join('$');
   }
 
-  /** Constant-time comparison; false for a malformed stored hash. */
-  async verify(password: string, stored: string): Promise<boolean> {
+  /**
+   * Whether `password` matches the stored hash (compared in constant time; a malformed stored
+   * hash matches nothing), and whether that hash was made with weaker parameters than this
+   * hasher's (a lower N or r), so that it should be replaced.
+   */
+  async verify(password: string, stored: string): Promise<{ matches: boolean; outdated: boolean }> {
     const [scheme, n, r, p, salt, key] = stored.split('$');
-    if (scheme !== 'scrypt' || !salt || !key) return false;
+    if (scheme !== 'scrypt' || !salt || !key) return { matches: false, outdated: false };
     const expected = Buffer.from(key, 'base64');
     const actual = await scryptAsync(password, Buffer.from(salt, 'base64'), { N: Number(n), r: Number(r), p: Number(p) });
-    return actual.length === expected.length && timingSafeEqual(actual, expected);
+    const matches = actual.length === expected.length && timingSafeEqual(actual, expected);
+    return { matches, outdated: Number(n) < this.cost || Number(r) < BLOCK_SIZE };
   }
 
   /**

@@ -1,5 +1,8 @@
+import { GraphQLError } from 'graphql';
 import { Arg, Ctx, Mutation, Resolver } from 'type-graphql';
-import type { Context } from '../graphql/context';
+import { Context, requireViewerId } from '../graphql/context';
+import { ErrorCode } from '../kernel/errors';
+import type { TokenCheck, ViewerToken } from './auth.tokens';
 import { AuthPayload } from './auth.types';
 
 @Resolver()
@@ -17,13 +20,38 @@ export class AuthResolver {
     return payload;
   }
 
-  @Mutation(() => AuthPayload, { description: 'Signs in; the token expires (JWT_EXPIRES_IN_SECONDS)' })
+  @Mutation(() => AuthPayload, { description: 'Signs in: a new session, whose token expires (JWT_EXPIRES_IN_SECONDS)' })
   async login(
     @Arg('nickName', () => String) nickName: string,
     @Arg('password', () => String) password: string,
     @Ctx() { services, ip }: Context,
   ): Promise<AuthPayload> {
     await services.rateLimits.login(ip, nickName);
-    return services.auth.login(nickName, password);
+    try {
+      return await services.auth.login(nickName, password);
+    } catch (error) {
+      if (error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED) await services.rateLimits.loginFailed(ip, nickName);
+      throw error;
+    }
   }
+
+  @Mutation(() => Boolean, { description: "Ends this token's session: from then on the token is refused, in every API process. Always true." })
+  async logout(@Ctx() { auth, services }: Context): Promise<boolean> {
+    await services.auth.logout(viewerToken(auth));
+    return true;
+  }
+
+  @Mutation(() => Boolean, {
+    description: 'Ends every session of the viewer, this one included: every token issued to them so far is refused, in every API process. Always true.',
+  })
+  async logoutEverywhere(@Ctx() { auth, services }: Context): Promise<boolean> {
+    await services.auth.logoutEverywhere(viewerToken(auth).userId);
+    return true;
+  }
+}
+
+/** The viewer's token; UNAUTHENTICATED when there is none. */
+function viewerToken(auth: TokenCheck): ViewerToken {
+  requireViewerId(auth);
+  return auth as ViewerToken;
 }

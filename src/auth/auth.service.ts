@@ -1,10 +1,13 @@
-/** Sign-up and login: input rules, password hashing and token issue. */
+/** Sign-up, login and logout: input rules, password hashing, token issue and ending sessions. */
 import { badUserInput, unauthenticated } from '../kernel/errors';
 import { charLength, checkText } from '../kernel/validation';
 import { User } from '../user/user.types';
 import { nickNameKey, UserService } from '../user/user.service';
+import type { Credentials } from '../user/user.store';
 import { PasswordHasher } from './auth.passwords';
-import { TokenService } from './auth.tokens';
+import type { Sessions } from './auth.sessions';
+import type { AuthStore } from './auth.store';
+import { CLOCK_TOLERANCE_SECONDS, TokenService, ViewerToken } from './auth.tokens';
 
 /** nickName length in characters: short enough for a UI label, long enough for real names. */
 export const NICKNAME_MIN = 1;
@@ -51,8 +54,12 @@ export class AuthService {
     private readonly users: UserService,
     private readonly passwords: PasswordHasher,
     private readonly tokens: TokenService,
+    private readonly store: AuthStore,
+    private readonly sessions: Pick<Sessions, 'ended'>,
     /** Opens a new user's (empty, valid) inbox so that fan-out reaches it from the start. */
     private readonly openInbox: (userId: number) => Promise<void>,
+    private readonly warn: (message: string, error?: unknown) => void,
+    private readonly now: () => Date,
   ) {}
 
   async signUp(nickName: string, password: string): Promise<AuthPayloadData> {
@@ -60,7 +67,8 @@ export class AuthService {
     validatePassword(password);
     const user = await this.users.create(nickName, await this.passwords.hash(password));
     await this.openInbox(user.dbId);
-    return { token: this.tokens.issue(user.dbId), user };
+    // A new user's token version is the column's default.
+    return { token: this.tokens.issue(user.dbId, 0), user };
   }
 
   async login(nickName: string, password: string): Promise<AuthPayloadData> {
@@ -73,7 +81,35 @@ export class AuthService {
       await this.passwords.burn(password);
       throw wrong();
     }
-    if (!(await this.passwords.verify(password, found.passwordHash))) throw wrong();
-    return { token: this.tokens.issue(found.user.dbId), user: found.user };
+    const { matches, outdated } = await this.passwords.verify(password, found.passwordHash);
+    if (!matches) throw wrong();
+    if (outdated) await this.upgradeHash(found, password);
+    return { token: this.tokens.issue(found.user.dbId, found.tokenVersion), user: found.user };
+  }
+
+  /** Ends the session of this token in every API process: the token is refused from then on. */
+  async logout(viewer: ViewerToken): Promise<void> {
+    // Kept until the token could no longer pass verification anyway.
+    const until = new Date(viewer.expiresAt + CLOCK_TOLERANCE_SECONDS * 1000);
+    await this.store.revoke(viewer.sessionId, viewer.userId, until, this.now());
+    await this.sessions.ended(viewer.userId);
+  }
+
+  /** Ends every session of the user, in every API process: every token issued so far is refused. */
+  async logoutEverywhere(userId: number): Promise<void> {
+    await this.store.endAllSessions(userId);
+    await this.sessions.ended(userId);
+  }
+
+  /**
+   * Replaces a hash made with weaker parameters than today's by one made with today's, now that
+   * the password is known. A failure costs nothing but the upgrade (tried again next login).
+   */
+  private async upgradeHash(found: Credentials, password: string): Promise<void> {
+    try {
+      await this.store.replacePasswordHash(found.user.dbId, found.passwordHash, await this.passwords.hash(password));
+    } catch (error) {
+      this.warn(`upgrading the password hash of user ${found.user.dbId} failed; it is tried again at their next login`, error);
+    }
   }
 }

@@ -11,7 +11,9 @@ export class BlogResolver {
     return loaders.blog.load(idOfType(id, 'Blog', 'id'));
   }
 
-  @Mutation(() => Blog, { description: "Publishes a blog; it reaches the followers' feeds right after" })
+  @Mutation(() => Blog, {
+    description: "Publishes a blog; it reaches the followers' feeds right after. With input.idempotencyKey, a retry returns the blog instead of a second one.",
+  })
   async publishBlog(@Arg('input', () => PublishBlogInput) input: PublishBlogInput, @Ctx() { auth, services }: Context): Promise<Blog> {
     const viewerId = requireViewerId(auth);
     await services.rateLimits.publish(viewerId);

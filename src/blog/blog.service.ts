@@ -1,5 +1,5 @@
 /** Blogs: publishing, deleting, lookups and a user's own blogs page. */
-import type { Database, Sql } from '../db/database';
+import { Database, isDuplicateKey, Sql } from '../db/database';
 import type { FanoutService } from '../fanout/fanout.service';
 import type { LiveFeed } from '../feed/feed.live';
 import type { FeedService } from '../feed/feed.service';
@@ -8,7 +8,7 @@ import { ScoredId } from '../kernel/pagination/cursor';
 import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
 import { checkText } from '../kernel/validation';
 import { BlogsForViewer, BlogStore } from './blog.store';
-import { Blog, BlogRow, PublishBlogInput } from './blog.types';
+import { Blog, BlogRow, KeyedBlogRow, PublishBlogInput } from './blog.types';
 
 /** Title length in characters: one line in a list view; also the VARCHAR(255) column. */
 export const TITLE_MAX = 255;
@@ -18,6 +18,12 @@ export const CONTENT_MAX = 10_000;
 export const IMAGES_MAX = 9;
 /** Image URL length in characters. */
 export const IMAGE_URL_MAX = 512;
+
+/**
+ * An idempotency key: what a client generates anyway (a UUID, a ULID, base64url), short enough
+ * to index, ASCII so that it compares byte for byte.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** A blog item of a page: its position data plus the loaded blog. */
 export interface BlogItem extends ScoredId {
@@ -32,6 +38,15 @@ export function validatePublishInput(input: PublishBlogInput): void {
     throw badUserInput(`images must hold at most ${IMAGES_MAX} URLs (got ${images.length})`, 'images');
   }
   images.forEach((image, i) => checkText(`images[${i}]`, image, { min: 1, max: IMAGE_URL_MAX, notBlank: true }));
+}
+
+export function validateIdempotencyKey(key: string | null | undefined): void {
+  if (key === null || key === undefined || IDEMPOTENCY_KEY_PATTERN.test(key)) return;
+  const shown = key.length > 70 ? `${key.slice(0, 70)}...` : key;
+  throw badUserInput(
+    `idempotencyKey must be 1..64 characters of A-Z, a-z, 0-9, _ and - (got ${JSON.stringify(shown)}, ${key.length} characters)`,
+    'idempotencyKey',
+  );
 }
 
 export class BlogService {
@@ -52,9 +67,31 @@ export class BlogService {
    * Saves the blog and its fan-out event in one transaction and returns. Delivery to the
    * followers' inboxes happens in the fan-out workers, so publishing costs the same at any
    * follower count, and the event survives a crash or a Redis outage (the outbox).
+   *
+   * With an idempotency key, a publish that finds the author's key already used returns that
+   * blog and creates nothing (no blog, no fan-out, no live event): a retry after a timeout, or
+   * after a COMMIT whose answer was lost. Concurrent attempts with one key are decided by the
+   * unique index: one commits, the others find its blog.
    */
   async publish(authorId: number, input: PublishBlogInput): Promise<Blog> {
     validatePublishInput(input);
+    const key = input.idempotencyKey ?? null;
+    validateIdempotencyKey(key);
+    if (key !== null) {
+      const earlier = await this.store.findByIdempotencyKey(authorId, key);
+      if (earlier) return retriedBlog(earlier, input, key);
+    }
+    try {
+      return await this.publishNew(authorId, input, key);
+    } catch (error) {
+      if (key === null || !isDuplicateKey(error)) throw error;
+      const earlier = await this.store.findByIdempotencyKey(authorId, key);
+      if (!earlier) throw error;
+      return retriedBlog(earlier, input, key);
+    }
+  }
+
+  private async publishNew(authorId: number, input: PublishBlogInput, idempotencyKey: string | null): Promise<Blog> {
     let becameBig = false;
     const { blog, taskId } = await this.db
       .transaction(async (sql) => {
@@ -71,7 +108,8 @@ export class BlogService {
           created_at: this.now(),
           pushed,
         };
-        const blog = Blog.fromRow({ ...row, id: await this.store.insert(sql, row) });
+        // First of the writes that reach beyond MySQL: a duplicate key rolls back before them.
+        const blog = Blog.fromRow({ ...row, id: await this.store.insert(sql, row, idempotencyKey) });
         // Readers stop trusting their kept lists of big followees until this one is committed.
         if (becameBig) await this.feed.bigAuthorChange('changing');
         if (!pushed) return { blog, taskId: null };
@@ -131,4 +169,21 @@ export class BlogService {
     if (!this.fanout) throw new Error('this blog is to be fanned out, but the embedded mode has no fan-out (FEED_MODEL=pull only)');
     return this.fanout;
   }
+}
+
+/**
+ * The answer to a publish whose key the author used before: the first blog, when the input is
+ * the same; a key reused for another blog is the client's mistake, and a deleted blog stays
+ * deleted (publishing it again would undo the delete).
+ */
+function retriedBlog(earlier: KeyedBlogRow, input: PublishBlogInput, key: string): Blog {
+  const same = earlier.title === input.title && earlier.content === input.content && earlier.images === JSON.stringify(input.images ?? []);
+  if (!same) {
+    throw badUserInput(
+      `idempotencyKey "${key}" was used for another blog of yours (blog ${earlier.id}, with other title, content or images): use a new key for a new blog`,
+      'idempotencyKey',
+    );
+  }
+  if (earlier.deleted_at !== null) throw notFound(`the blog published with idempotencyKey "${key}" (blog ${earlier.id}) was deleted`);
+  return Blog.fromRow(earlier);
 }

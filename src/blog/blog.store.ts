@@ -3,7 +3,7 @@ import type { Database, Sql } from '../db/database';
 import { positionSql } from '../feed/feed.store';
 import type { FeedPosition } from '../kernel/pagination/cursor';
 import { User, UserRow } from '../user/user.types';
-import { Blog, BlogRow } from './blog.types';
+import { Blog, BlogRow, KeyedBlogRow } from './blog.types';
 
 /** What a viewer sees of a page of blogs: the live blogs, their authors, and the viewer's likes and follows among them. */
 export interface BlogsForViewer {
@@ -30,18 +30,26 @@ const BLOG_COLUMNS = 'id, user_id, title, content, images, liked, created_at, pu
 export class BlogStore {
   constructor(private readonly db: Database) {}
 
-  /** Inserts a blog row; its new id. */
-  async insert(sql: Sql, row: Omit<BlogRow, 'id'>): Promise<number> {
-    const result = await sql.write('INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-      row.user_id,
-      row.title,
-      row.content,
-      row.images,
-      row.liked,
-      row.created_at,
-      row.pushed,
-    ]);
+  /**
+   * Inserts a blog row; its new id. With an idempotency key, a second row of the same author and
+   * key fails with a duplicate-key error (uq_blog_user_idempotency): after the first commits,
+   * or at once when it has.
+   */
+  async insert(sql: Sql, row: Omit<BlogRow, 'id'>, idempotencyKey: string | null = null): Promise<number> {
+    const result = await sql.write(
+      'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed, idempotency_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      [row.user_id, row.title, row.content, row.images, row.liked, row.created_at, row.pushed, idempotencyKey],
+    );
     return Number(result.insertId);
+  }
+
+  /** The author's blog published with this idempotency key, deleted or not; from the primary, which has every commit. */
+  async findByIdempotencyKey(authorId: number, idempotencyKey: string): Promise<KeyedBlogRow | null> {
+    const [row] = await this.db.select<KeyedBlogRow>(`SELECT ${BLOG_COLUMNS}, deleted_at FROM tb_blog WHERE user_id = ? AND idempotency_key = ?`, [
+      authorId,
+      idempotencyKey,
+    ]);
+    return row ?? null;
   }
 
   /** Marks a live blog deleted; false when it was not live. */

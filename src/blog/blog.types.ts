@@ -66,6 +66,11 @@ export interface BlogRow {
   pushed: number | boolean;
 }
 
+/** The row of a blog published with an idempotency key, deleted or not: what a retry is compared with. */
+export interface KeyedBlogRow extends BlogRow {
+  deleted_at: Date | null;
+}
+
 @ObjectType()
 export class BlogEdge {
   @Field(() => String, { description: 'Pass as `after` to continue after this blog' })
@@ -94,4 +99,14 @@ export class PublishBlogInput {
 
   @Field(() => [String], { nullable: true })
   images?: string[] | null;
+
+  @Field(() => String, {
+    nullable: true,
+    description:
+      'Optional, chosen by the client to make a retry safe: 1..64 characters of A-Z a-z 0-9 _ - (a UUID fits). A publishBlog with ' +
+      'a key the viewer used before creates nothing and returns the blog the first one created (a retry after a timeout or ' +
+      'a lost answer), or BAD_USER_INPUT if title, content or images differ. Keys are per author and remembered as long as ' +
+      'the blog exists (a deleted blog keeps its key: its retry is NOT_FOUND).',
+  })
+  idempotencyKey?: string | null;
 }

@@ -8,13 +8,18 @@ import { User, UserConnection } from '../user/user.types';
 
 @Resolver(() => User)
 export class FollowResolver {
-  @Mutation(() => User, { description: 'Idempotent: sets whether the viewer follows userId; returns that user.' })
+  @Mutation(() => User, {
+    description:
+      'Idempotent: sets whether the viewer follows userId; returns that user. A new follow past MAX_FOLLOWING is FORBIDDEN ' +
+      '(extensions.limit "maxFollowing", extensions.max); follows and unfollows count toward RATE_LIMIT_FOLLOW_PER_USER.',
+  })
   async follow(
     @Arg('userId', () => ID) userId: string,
     @Arg('follow', () => Boolean, { defaultValue: true }) follow: boolean,
     @Ctx() { auth, services, loaders }: Context,
   ): Promise<User> {
     const viewerId = requireViewerId(auth);
+    await services.rateLimits.follow(viewerId);
     const target = await services.follows.setFollowing(viewerId, idOfType(userId, 'User', 'userId'), follow);
     // The request's caches may hold the state from before the change (an earlier field of the
     // same document): the follow itself, both users' counters, and the pages of users.

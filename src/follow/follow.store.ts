@@ -41,9 +41,11 @@ export class FollowStore {
    * Both counters in one statement: it locks the two user rows in index order, so two users
    * following each other at the same moment cannot deadlock (two UPDATEs in call order could).
    * The same statement counts the follower's feed_version up: under the follower's row lock, so
-   * one reader's follow changes get versions in commit order (see feed/inbox.ts). Returns it.
+   * one reader's follow changes get versions in commit order (see feed/inbox.ts). Returns it,
+   * with the follower's following_count as this transaction leaves it: read under the same
+   * lock, so two concurrent follows of one user see each other's count.
    */
-  async adjustCounts(sql: Sql, followerId: number, followeeId: number, delta: 1 | -1): Promise<number> {
+  async adjustCounts(sql: Sql, followerId: number, followeeId: number, delta: 1 | -1): Promise<{ feedVersion: number; followingCount: number }> {
     await sql.write(
       `UPDATE tb_user SET
          following_count = following_count + CASE WHEN id = ? THEN ? ELSE 0 END,
@@ -52,8 +54,11 @@ export class FollowStore {
        WHERE id IN (?, ?)`,
       [followerId, delta, followeeId, delta, followerId, followerId, followeeId],
     );
-    const [row] = await sql.select<{ feed_version: string }>('SELECT feed_version FROM tb_user WHERE id = ?', [followerId]);
-    return Number(row.feed_version);
+    const [row] = await sql.select<{ feed_version: string; following_count: number | string }>(
+      'SELECT feed_version, following_count FROM tb_user WHERE id = ?',
+      [followerId],
+    );
+    return { feedVersion: Number(row.feed_version), followingCount: Number(row.following_count) };
   }
 
   /** Which of `userIds` the viewer follows, in one statement. */

@@ -62,6 +62,7 @@ export async function startApi(core: Core): Promise<RunningApi> {
     schema,
     services,
     checkToken: (authorization) => core.tokens.check(authorization),
+    watchSession: (viewer, ended) => core.sessions.watch(viewer, ended),
     clientAddress,
     contextOf: contextFor,
     maxSubscriptionsPerUser: config.maxSubscriptionsPerUser,
@@ -79,7 +80,7 @@ export async function startApi(core: Core): Promise<RunningApi> {
     readScopes: config.databaseReplicaUrls.length > 0,
     requestIdOf,
     contextOf: async (req, requestId) => {
-      const context = contextFor(core.tokens.check(req.headers.authorization), clientAddress(req), requestId);
+      const context = contextFor(await core.tokens.check(req.headers.authorization), clientAddress(req), requestId);
       // A recent writer's request reads the primary, which has their write (the request runs in
       // a read scope of its own: http.ts).
       if (context.auth.kind === 'viewer' && (await recentWriters?.isRecent(context.auth.userId))) readPrimaryInScope();

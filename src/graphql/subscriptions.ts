@@ -7,8 +7,9 @@
  * - connection_init carries `{ "authorization": "Bearer <token>" }`. Without a token, or with one
  *   that is forged or expired, the socket is closed with 4401 and the reason
  *   `UNAUTHENTICATED: <why>`: there is nothing an anonymous viewer can subscribe to.
- * - The token's expiry ends the socket the same way (4401, "the token has expired"): a token
- *   that is no longer valid must not keep a feed flowing. The client logs in again and
+ * - The token's expiry ends the socket the same way (4401, "the token has expired"), and so does
+ *   the end of its session (`logout`, `logoutEverywhere`, in any API process; auth.sessions.ts):
+ *   a token that is no longer valid must not keep a feed flowing. The client logs in again and
  *   reconnects.
  * - Each subscribe message is parsed and validated as an HTTP request is, then checked against
  *   the query limits (limits.ts), the subscribe rate limit (RATE_LIMIT_SUBSCRIBE_PER_USER) and the
@@ -24,7 +25,8 @@ import { GraphQLError, GraphQLSchema, Kind, OperationDefinitionNode, OperationTy
 import { CloseCode } from 'graphql-ws';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
-import type { TokenCheck } from '../auth/auth.tokens';
+import { SESSION_END_REASON, type SessionEnd } from '../auth/auth.sessions';
+import type { TokenCheck, ViewerToken } from '../auth/auth.tokens';
 import { badUserInput, ErrorCode, rateLimited } from '../kernel/errors';
 import { formatError } from './apollo';
 import type { Context, Services } from './context';
@@ -42,7 +44,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export interface SubscriptionDeps {
   schema: GraphQLSchema;
   services: Services;
-  checkToken(authorization: string | undefined): TokenCheck;
+  checkToken(authorization: string | undefined): Promise<TokenCheck>;
+  /** Calls `ended` when the viewer's session ends (a logout) while the socket is open; returns the function that stops watching. */
+  watchSession(viewer: ViewerToken, ended: (why: SessionEnd) => void): () => void;
   /** The client's address of the upgrade request (TRUSTED_PROXIES apply). */
   clientAddress(req: http.IncomingMessage): string;
   /** Builds a request's context the way HTTP requests get theirs. */
@@ -56,6 +60,8 @@ interface SocketState {
   viewerId: number;
   ip: string;
   expiry: NodeJS.Timeout | null;
+  /** Stops watching the session (auth/auth.sessions.ts). */
+  unwatch: () => void;
   /** Ids of this socket's running subscription operations. */
   subscriptions: Set<string>;
 }
@@ -75,17 +81,29 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
   const cleanup = useServer<Record<string, unknown>>(
     {
       schema: deps.schema,
-      onConnect(ctx) {
+      async onConnect(ctx) {
         // `authorization` as the protocol's clients send it, or `Authorization` as GraphiQL sends its Headers tab.
         const header = Object.entries(ctx.connectionParams ?? {}).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
-        const auth = deps.checkToken(typeof header === 'string' ? header : undefined);
+        const auth = await deps.checkToken(typeof header === 'string' ? header : undefined);
         const socket = ctx.extra.socket;
+        // Closed while its token was checked: onClose has run already, nothing to set up.
+        if (socket.readyState !== socket.OPEN) return false;
         if (auth.kind !== 'viewer') {
           const why = auth.kind === 'rejected' ? auth.reason : 'send { "authorization": "Bearer <token>" } in connection_init';
           socket.close(CLOSE_UNAUTHENTICATED, `${ErrorCode.UNAUTHENTICATED}: ${why}`.slice(0, 120));
           return false;
         }
-        const state: SocketState = { auth, viewerId: auth.userId, ip: deps.clientAddress(ctx.extra.request), expiry: null, subscriptions: new Set() };
+        const state: SocketState = {
+          auth,
+          viewerId: auth.userId,
+          ip: deps.clientAddress(ctx.extra.request),
+          expiry: null,
+          subscriptions: new Set(),
+          // A logout ends the socket as an expiry does.
+          unwatch: deps.watchSession(auth, (why) =>
+            socket.close(CLOSE_UNAUTHENTICATED, `${ErrorCode.UNAUTHENTICATED}: ${SESSION_END_REASON[why]}`.slice(0, 120)),
+          ),
+        };
         sockets.set(socket, state);
         const arm = () => {
           const left = auth.expiresAt - Date.now();
@@ -148,6 +166,7 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
         const state = sockets.get(ctx.extra.socket);
         if (!state) return;
         if (state.expiry) clearTimeout(state.expiry);
+        state.unwatch();
         for (const id of [...state.subscriptions]) release(state, id);
       },
     },

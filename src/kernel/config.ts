@@ -30,9 +30,17 @@ export interface RateLimitSettings {
   enabled: boolean;
   signUpPerIp: RateLimitRule;
   loginPerIp: RateLimitRule;
+  /** Login attempts (right or wrong) per (nickName, client address) pair: stops one address guessing. */
+  loginPerNickNameIp: RateLimitRule;
+  /**
+   * Failed logins per nickName from all addresses. Past it, only addresses that failed for this
+   * nickName in the window are refused: a stranger's failures never lock the user out.
+   */
   loginPerNickName: RateLimitRule;
   publishPerUser: RateLimitRule;
   likePerUser: RateLimitRule;
+  /** follow and unfollow per user: each locks two user rows and may copy a followee's blogs. */
+  followPerUser: RateLimitRule;
   /** Subscriptions started over WebSocket, per user: a client that resubscribes in a loop. */
   subscribePerUser: RateLimitRule;
 }
@@ -72,12 +80,24 @@ export interface Config {
   databaseReplicaUrls: string[];
   /** REPLICA_MAX_LAG_MS: a replica further behind than this is skipped (and a writer reads the primary this long). */
   replicaMaxLagMs: number;
-  jwtSecret: string;
-  /** True when JWT_SECRET was not given and the development default is in use. */
-  jwtSecretIsDefault: boolean;
+  /**
+   * JWT_SECRET. null outside production when it is not set: the entry point then signs with a
+   * random secret kept in jwtSecretFile (auth/auth.secret.ts), never with one known to others.
+   */
+  jwtSecret: string | null;
+  /** JWT_SECRET_FILE: where a process without JWT_SECRET keeps its generated secret. */
+  jwtSecretFile: string;
   jwtExpiresInSeconds: number;
+  /**
+   * SESSION_RECHECK_SECONDS: while a process cannot hear session changes over Redis, how old its
+   * knowledge of a user's ended sessions may grow before a request reads it again: the bound on
+   * a logout reaching a process that cannot hear it (auth/auth.sessions.ts).
+   */
+  sessionRecheckSeconds: number;
   /** scrypt cost parameter N (a power of two). */
   passwordHashCost: number;
+  /** MAX_FOLLOWING: how many users one user may follow. */
+  maxFollowing: number;
   feedModel: FeedModel;
   /** Each inbox keeps at most this many newest entries. */
   feedMaxItems: number;
@@ -128,7 +148,7 @@ export interface Config {
   maxSubscriptionsPerUser: number;
 }
 
-/** Shortest METRICS_TOKEN: as for JWT_SECRET, a short one could be guessed. */
+/** Shortest METRICS_TOKEN: a short one could be guessed. */
 const MIN_METRICS_TOKEN_LENGTH = 16;
 
 export class ConfigError extends Error {
@@ -137,21 +157,80 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-const DEV_JWT_SECRET = 'dev-only-insecure-secret-change-me';
+/**
+ * Shortest JWT_SECRET, in bytes: HS256 signs with a 256-bit key (RFC 7518, 3.2); a shorter
+ * secret, or a word, can be found by trying candidates against any one token.
+ */
+export const MIN_JWT_SECRET_BYTES = 32;
+
+/**
+ * Secrets that have been published (this project's old defaults, common placeholders, jwt.io's
+ * example), compared in lower case: with one of them anyone can sign tokens for any user.
+ */
+const KNOWN_PLACEHOLDER_SECRETS = new Set([
+  'change-me-to-a-long-random-secret',
+  'dev-only-insecure-secret-change-me',
+  'secret',
+  'changeme',
+  'change-me',
+  'change_me',
+  'jwt-secret',
+  'jwt_secret',
+  'jwtsecret',
+  'your-256-bit-secret',
+  'your-secret',
+  'your-secret-key',
+  'your_jwt_secret',
+  'mysecret',
+  'supersecret',
+  'secretkey',
+  'secret-key',
+  'password',
+  'test-secret',
+]);
+
+/** Placeholders by their form: "change me", "replace me", "insecure", "example" anywhere in the text. */
+const PLACEHOLDER_PATTERN = /change[-_ ]?me|replace[-_ ]?me|insecure|example|placeholder/i;
+
+/** What is wrong with a secret for signing tokens, or null when nothing is. */
+export function secretProblem(secret: string): { kind: 'placeholder' } | { kind: 'short'; bytes: number } | null {
+  if (KNOWN_PLACEHOLDER_SECRETS.has(secret.toLowerCase()) || PLACEHOLDER_PATTERN.test(secret)) return { kind: 'placeholder' };
+  const bytes = Buffer.byteLength(secret, 'utf8');
+  return bytes < MIN_JWT_SECRET_BYTES ? { kind: 'short', bytes } : null;
+}
+
+/**
+ * JWT_SECRET: required in production; a placeholder or one under MIN_JWT_SECRET_BYTES is
+ * refused in every mode but NODE_ENV=test (whose fixed test secrets sign nothing real).
+ * null: not set outside production (see Config.jwtSecret).
+ */
+function parseJwtSecret(raw: string | undefined, nodeEnv: NodeEnv): string | null {
+  if (raw === undefined || raw === '') {
+    if (nodeEnv === 'production') {
+      throw new ConfigError('JWT_SECRET is required when NODE_ENV=production (got nothing); generate one with: openssl rand -base64 48');
+    }
+    return null;
+  }
+  if (nodeEnv === 'test') return raw;
+  const problem = secretProblem(raw);
+  if (problem?.kind === 'placeholder') {
+    throw new ConfigError('JWT_SECRET is a known placeholder, so anyone could sign tokens with it; generate one with: openssl rand -base64 48');
+  }
+  if (problem?.kind === 'short') {
+    throw new ConfigError(`JWT_SECRET must be at least ${MIN_JWT_SECRET_BYTES} bytes (got ${problem.bytes}); generate one with: openssl rand -base64 48`);
+  }
+  return raw;
+}
 
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = parseNodeEnv(env.NODE_ENV);
-  const jwtSecret = env.JWT_SECRET;
-  if (nodeEnv === 'production' && !jwtSecret) {
-    throw new ConfigError('JWT_SECRET is required when NODE_ENV=production (got nothing)');
-  }
-  if (jwtSecret !== undefined && jwtSecret.length < 16) {
-    throw new ConfigError(`JWT_SECRET must be at least 16 characters (got ${jwtSecret.length})`);
-  }
+  const jwtSecret = parseJwtSecret(env.JWT_SECRET, nodeEnv);
   const embedded = [env.DATABASE_URL, env.REDIS_URL, env.REDIS_CLUSTER_NODES].every((value) => value === undefined || value === '');
   return {
     nodeEnv,
-    host: env.HOST ?? '0.0.0.0',
+    // Outside production only this machine can reach the service unless HOST says otherwise
+    // (a laptop on a café's network); the Docker image sets HOST=0.0.0.0.
+    host: env.HOST || (nodeEnv === 'production' ? '0.0.0.0' : '127.0.0.1'),
     port: parseIntVar(env, 'PORT', 4000, 0, 65535),
     embedded,
     embeddedDbFile: env.EMBEDDED_DB_FILE || 'data/feed.sqlite',
@@ -165,10 +244,15 @@ export function loadConfig(env: Env = process.env): Config {
     databaseReplicaUrls: parseReplicaUrls(env.DATABASE_REPLICA_URLS),
     // 100 ms at least: the health check measures lag in steps of REPLICA_CHECK_INTERVAL_MS (250 ms).
     replicaMaxLagMs: parseIntVar(env, 'REPLICA_MAX_LAG_MS', 1000, 100, 3_600_000),
-    jwtSecret: jwtSecret ?? DEV_JWT_SECRET,
-    jwtSecretIsDefault: jwtSecret === undefined,
+    jwtSecret,
+    jwtSecretFile: env.JWT_SECRET_FILE || 'data/jwt-secret',
     jwtExpiresInSeconds: parseIntVar(env, 'JWT_EXPIRES_IN_SECONDS', 7 * 24 * 3600, 60, 365 * 24 * 3600),
-    passwordHashCost: parsePowerOfTwo(env, 'PASSWORD_HASH_COST', 16384, 1024, 1 << 20),
+    sessionRecheckSeconds: parseIntVar(env, 'SESSION_RECHECK_SECONDS', 30, 1, 3600),
+    // OWASP's scrypt parameters (Password Storage Cheat Sheet): N=2^17, r=8, p=1, 128 MiB per hash.
+    passwordHashCost: parsePowerOfTwo(env, 'PASSWORD_HASH_COST', 1 << 17, 1024, 1 << 20),
+    // What large platforms allow (X: 5,000 before its ratio rules), far above any real reader's
+    // needs, and a bound on what one account's follows can cost a feed page or a fan-out.
+    maxFollowing: parseIntVar(env, 'MAX_FOLLOWING', 5000, 1, 1_000_000),
     feedModel: parseFeedModel(env.FEED_MODEL, embedded),
     feedMaxItems: parseIntVar(env, 'FEED_MAX_ITEMS', 800, 10, 100_000),
     bigAuthorFollowers: parseIntVar(env, 'BIG_V_FOLLOWERS', 10_000, 1, 1_000_000_000),
@@ -194,9 +278,12 @@ export function loadConfig(env: Env = process.env): Config {
       enabled: parseOnOff(env, 'RATE_LIMITS', true),
       signUpPerIp: parseRule(env, 'RATE_LIMIT_SIGNUP_PER_IP', '10/3600'),
       loginPerIp: parseRule(env, 'RATE_LIMIT_LOGIN_PER_IP', '30/900'),
-      loginPerNickName: parseRule(env, 'RATE_LIMIT_LOGIN_PER_NICKNAME', '10/900'),
+      loginPerNickNameIp: parseRule(env, 'RATE_LIMIT_LOGIN_PER_NICKNAME_IP', '10/900'),
+      // Slower than the pair's: an hour's window, shared by every address that guesses.
+      loginPerNickName: parseRule(env, 'RATE_LIMIT_LOGIN_PER_NICKNAME', '20/3600'),
       publishPerUser: parseRule(env, 'RATE_LIMIT_PUBLISH_PER_USER', '30/3600'),
       likePerUser: parseRule(env, 'RATE_LIMIT_LIKE_PER_USER', '300/600'),
+      followPerUser: parseRule(env, 'RATE_LIMIT_FOLLOW_PER_USER', '200/3600'),
       subscribePerUser: parseRule(env, 'RATE_LIMIT_SUBSCRIBE_PER_USER', '60/600'),
     },
     corsOrigins: (env.CORS_ORIGINS ?? '')

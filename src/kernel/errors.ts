@@ -50,6 +50,14 @@ export function forbidden(message: string): GraphQLError {
   return typedError(ErrorCode.FORBIDDEN, message);
 }
 
+/**
+ * A viewer at a limit of what one account may have (not a rate: waiting does not help), e.g.
+ * MAX_FOLLOWING: FORBIDDEN with extensions.limit naming it and extensions.max its value.
+ */
+export function limitReached(message: string, limit: string, max: number, field?: string): GraphQLError {
+  return typedError(ErrorCode.FORBIDDEN, message, { limit, max, ...(field ? { field } : {}) });
+}
+
 /** A well-formed id that names nothing (or something deleted). */
 export function notFound(message: string): GraphQLError {
   return typedError(ErrorCode.NOT_FOUND, message);

@@ -27,6 +27,9 @@
  * |                     |            | expires LIVE_TTL_MS after the last refresh (live/)         |
  * | livech:{userId}     | channel    | (pub/sub, not a key) the user's live-feed events; sharded  |
  * |                     |            | pub/sub on a cluster, in the slot of live:{userId}         |
+ * | sessions            | channel    | (pub/sub, not a key) "<process> <seq> <userId>": a user   |
+ * |                     |            | whose sessions ended (logout), or a heartbeat (userId 0);  |
+ * |                     |            | every API process forgets what it knew (auth/auth.bus.ts)  |
  * | rw:{userId}         | string     | "1" while the user's writes may not have reached the      |
  * |                     |            | replicas: their reads go to the primary (PX = REPLICA_MAX_ |
  * |                     |            | LAG_MS + the check interval; graphql/read-your-writes.ts) |
@@ -106,6 +109,15 @@ export class RedisKeys {
    */
   liveChannel(readerId: number): string {
     return `${this.prefix}livech:{${readerId}}`;
+  }
+
+  /**
+   * The pub/sub channel of ended sessions (auth/auth.bus.ts). Channels ignore SELECT, so the
+   * prefix keeps deployments sharing a server apart; a classic PUBLISH reaches every node of a
+   * cluster, so it needs no hash tag.
+   */
+  sessions(): string {
+    return `${this.prefix}sessions`;
   }
 
   /** Marks a recent writer, whose reads go to the primary (read-your-writes with replicas). */

@@ -1,7 +1,7 @@
 /** Users: lookups by id (batched for the loader) and by nickName, and creation. */
 import { isDuplicateKey, Sql } from '../db/database';
 import { badUserInput } from '../kernel/errors';
-import { UserStore } from './user.store';
+import { Credentials, UserStore } from './user.store';
 import { User } from './user.types';
 
 /**
@@ -28,8 +28,8 @@ export class UserService {
     return (await this.findByIds([id], sql)).get(id) ?? null;
   }
 
-  /** The user and stored password hash for a login. */
-  findCredentials(nickName: string): Promise<{ user: User; passwordHash: string } | null> {
+  /** The user, stored password hash and token version for a login. */
+  findCredentials(nickName: string): Promise<Credentials | null> {
     return this.store.findCredentials(nickNameKey(nickName));
   }
 

@@ -2,6 +2,13 @@
 import type { Database, Sql } from '../db/database';
 import { User, UserRow } from './user.types';
 
+/** What a login checks: the user, their password hash, and their token version (auth/auth.sessions.ts). */
+export interface Credentials {
+  user: User;
+  passwordHash: string;
+  tokenVersion: number;
+}
+
 /** The columns of UserRow, for SELECTs. */
 const USER_COLUMNS = 'id, nick_name, icon, follower_count, following_count';
 
@@ -15,10 +22,13 @@ export class UserStore {
     return new Map(rows.map((row) => [Number(row.id), User.fromRow(row)]));
   }
 
-  /** The user with this nickName key, and their stored password hash. */
-  async findCredentials(nickKey: string): Promise<{ user: User; passwordHash: string } | null> {
-    const [row] = await this.db.select<UserRow & { password: string }>(`SELECT ${USER_COLUMNS}, password FROM tb_user WHERE nick_key = ?`, [nickKey]);
-    return row ? { user: User.fromRow(row), passwordHash: row.password } : null;
+  /** The user with this nickName key, their stored password hash, and the version their new tokens carry. */
+  async findCredentials(nickKey: string): Promise<Credentials | null> {
+    const [row] = await this.db.select<UserRow & { password: string; token_version: number | string }>(
+      `SELECT ${USER_COLUMNS}, password, token_version FROM tb_user WHERE nick_key = ?`,
+      [nickKey],
+    );
+    return row ? { user: User.fromRow(row), passwordHash: row.password, tokenVersion: Number(row.token_version) } : null;
   }
 
   /** Inserts a user; the new id. A taken nick_key fails with a duplicate-key error. */

@@ -7,6 +7,7 @@
  * server serving: `expectServing()` runs a normal query after each group of bad inputs.
  */
 import jwt from 'jsonwebtoken';
+import { randomBytes, scryptSync } from 'node:crypto';
 import { errorCode, GqlResponse, ok, signUp, startTestApp, TEST_JWT_SECRET, TestApp, TestUser } from '../support/harness';
 
 const SIGN_UP = 'mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }';
@@ -14,6 +15,8 @@ const LOGIN = 'mutation($n: String!, $p: String!) { login(nickName: $n, password
 const VIEWER = '{ viewer { id nickName } }';
 const FEED = 'query($first: Int, $after: String) { followFeed(first: $first, after: $after) { edges { cursor } } }';
 const PUBLISH = 'mutation($i: PublishBlogInput!) { publishBlog(input: $i) { id } }';
+const LOGOUT = 'mutation { logout }';
+const LOGOUT_EVERYWHERE = 'mutation { logoutEverywhere }';
 
 let app: TestApp;
 /** A user whose token must keep working after every bad input. */
@@ -142,6 +145,98 @@ describe('login', () => {
     expectError(tooLong, 'UNAUTHENTICATED');
     expect(tooLong.errors![0].message).toBe(wrongPassword.errors![0].message);
 
+    await expectServing();
+  });
+});
+
+describe('password hashes', () => {
+  /** A scrypt hash in the stored form, made with the given parameters. */
+  function scryptHash(password: string, n: number, r: number): string {
+    const salt = randomBytes(16);
+    const key = scryptSync(password, salt, 64, { N: n, r, p: 1, maxmem: 256 * n * r + 1024 * 1024 });
+    return ['scrypt', n, r, 1, salt.toString('base64'), key.toString('base64')].join('$');
+  }
+  const storedHash = async (user: TestUser): Promise<string> => (await app.query('SELECT password FROM tb_user WHERE id = ?', [dbIdOf(user.id)]))[0].password;
+
+  it('are made with the configured cost (PASSWORD_HASH_COST), r = 8, p = 1', async () => {
+    const user = await signUp(app, 'cost-check', 'cost-check-password');
+    expect((await storedHash(user)).split('$').slice(0, 4)).toEqual(['scrypt', String(app.config.passwordHashCost), '8', '1']);
+  });
+
+  it.each([
+    ['a lower N', 512, 8],
+    ['a smaller block size r', 1024, 4],
+  ])('made with weaker parameters (%s) are upgraded at the next login, which keeps working', async (_label, n, r) => {
+    const password = 'upgrade-me-please';
+    const user = await signUp(app, `weak-${n}-${r}`, password);
+    const weak = scryptHash(password, n, r);
+    await app.db.write('UPDATE tb_user SET password = ? WHERE id = ?', [weak, dbIdOf(user.id)]);
+    // A wrong password changes nothing.
+    expectError(await app.gql(LOGIN, { n: user.nickName, p: 'not-the-password' }), 'UNAUTHENTICATED');
+    expect(await storedHash(user)).toBe(weak);
+
+    const { login } = ok(await app.gql(LOGIN, { n: user.nickName, p: password }));
+    expect(login.user.id).toBe(user.id);
+    const upgraded = await storedHash(user);
+    expect(upgraded.split('$').slice(0, 4)).toEqual(['scrypt', String(app.config.passwordHashCost), '8', '1']);
+    expect(upgraded).not.toContain(password);
+    // The new hash verifies the same password, and only it.
+    ok(await app.gql(LOGIN, { n: user.nickName, p: password }));
+    expect(await storedHash(user)).toBe(upgraded);
+    expectError(await app.gql(LOGIN, { n: user.nickName, p: `${password}!` }), 'UNAUTHENTICATED');
+  });
+});
+
+describe('sessions', () => {
+  const sessionOf = async (nickName: string, password: string): Promise<string> => ok(await app.gql(LOGIN, { n: nickName, p: password })).login.token;
+
+  it('every login is a session of its own: two logins in the same second get different tokens', async () => {
+    const user = await signUp(app, 'twice', 'twice-password');
+    const [a, b] = await Promise.all([sessionOf('twice', 'twice-password'), sessionOf('twice', 'twice-password')]);
+    expect(new Set([user.token, a, b]).size).toBe(3);
+  });
+
+  it("logout ends this token's session only: it is UNAUTHENTICATED from then on, the user's other sessions keep working", async () => {
+    const user = await signUp(app, 'leaver', 'leaver-password');
+    const other = await sessionOf('leaver', 'leaver-password');
+    expect(ok(await app.gql(LOGOUT, {}, user.token))).toEqual({ logout: true });
+
+    const ended = await app.gql(VIEWER, {}, user.token);
+    expectError(ended, 'UNAUTHENTICATED');
+    expect(ended.errors![0].message).toContain('logged out');
+    expectError(await app.gql(PUBLISH, { i: { title: 'after logout', content: 'c' } }, user.token), 'UNAUTHENTICATED');
+    expectError(await app.gql(LOGOUT, {}, user.token), 'UNAUTHENTICATED');
+    expect(ok(await app.gql(VIEWER, {}, other)).viewer).toEqual({ id: user.id, nickName: 'leaver' });
+    // A new login is a new session.
+    expect(ok(await app.gql(VIEWER, {}, await sessionOf('leaver', 'leaver-password'))).viewer.id).toBe(user.id);
+  });
+
+  it('logoutEverywhere ends every session of the viewer, this one included; a later login works', async () => {
+    const user = await signUp(app, 'everywhere', 'everywhere-password');
+    const phone = await sessionOf('everywhere', 'everywhere-password');
+    const laptop = await sessionOf('everywhere', 'everywhere-password');
+    const bystander = await signUp(app, 'bystander');
+    for (const token of [user.token, phone, laptop]) ok(await app.gql(VIEWER, {}, token));
+
+    expect(ok(await app.gql(LOGOUT_EVERYWHERE, {}, laptop))).toEqual({ logoutEverywhere: true });
+    for (const token of [user.token, phone, laptop]) {
+      const ended = await app.gql(VIEWER, {}, token);
+      expectError(ended, 'UNAUTHENTICATED');
+      expect(ended.errors![0].message).toContain('logged out');
+    }
+    // Other users are not touched, and the user signs in again.
+    expect(ok(await app.gql(VIEWER, {}, bystander.token)).viewer.id).toBe(bystander.id);
+    const fresh = await sessionOf('everywhere', 'everywhere-password');
+    expect(ok(await app.gql(VIEWER, {}, fresh)).viewer.id).toBe(user.id);
+    // A token signed for the user's old sessions (the test signs it as the server did before) stays ended.
+    const legacy = jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: dbIdOf(user.id), expiresIn: 3600 });
+    expectError(await app.gql(VIEWER, {}, legacy), 'UNAUTHENTICATED');
+  });
+
+  it('logout and logoutEverywhere need a viewer', async () => {
+    expectError(await app.gql(LOGOUT), 'UNAUTHENTICATED');
+    expectError(await app.gql(LOGOUT_EVERYWHERE), 'UNAUTHENTICATED');
+    expectError(await app.gql(LOGOUT, {}, 'not-a-token'), 'UNAUTHENTICATED');
     await expectServing();
   });
 });

@@ -363,3 +363,97 @@ describe('ids', () => {
     await expectServing();
   });
 });
+
+describe('publishBlog with an idempotencyKey', () => {
+  const dbIdOf = (globalId: string) => Number(Buffer.from(globalId, 'base64').toString('utf8').split(':')[1]);
+  const blogsOf = (user: TestUser) => blogCount(`user_id = ${dbIdOf(user.id)}`);
+  /** Fan-out events of a blog (the embedded mode fans nothing out: none there, ever). */
+  async function fanoutEvents(blogId: string): Promise<number> {
+    if (app.db.dialect !== 'mysql') return 0;
+    const [row] = await app.query('SELECT COUNT(*) AS n FROM tb_fanout_task WHERE blog_id = ?', [dbIdOf(blogId)]);
+    return Number(row.n);
+  }
+
+  it('a retry with the same key returns the first blog and creates none, with no second fan-out', async () => {
+    const input = { title: 'once', content: 'only once', images: ['https://img.example/once.png'], idempotencyKey: 'retry-1' };
+    const before = await blogsOf(author);
+    const first = await publishInput(input);
+    const events = await fanoutEvents(first.id);
+    const again = await publishInput(input);
+    expect(again).toEqual(first);
+    expect(await blogsOf(author)).toBe(before + 1);
+    expect(await fanoutEvents(first.id)).toBe(events);
+  });
+
+  it('a retry after the first answer was lost (committed, never received) returns the committed blog', async () => {
+    // The service is the whole publish: its transaction committed, and the answer is "lost"
+    // when the client calls again with the same key.
+    const authorId = dbIdOf(author.id);
+    const input = { title: 'lost answer', content: 'committed, then retried', images: null, idempotencyKey: 'lost-commit-7' };
+    const committed = await app.services.blogs.publish(authorId, input);
+    const before = await blogsOf(author);
+    const retried = await app.services.blogs.publish(authorId, input);
+    expect(retried.dbId).toBe(committed.dbId);
+    expect(await blogsOf(author)).toBe(before);
+    // The GraphQL retry gets the same blog too.
+    expect((await publishInput(input)).id).toBe(committed.id);
+    expect(await fanoutEvents(committed.id)).toBe(app.db.dialect === 'mysql' ? 1 : 0);
+  });
+
+  it('concurrent retries with the same key create one blog, and each gets it', async () => {
+    const before = await blogsOf(author);
+    const input = { title: 'burst', content: 'sent five times at once', idempotencyKey: 'burst-0001' };
+    const responses = await Promise.all(Array.from({ length: 5 }, () => app.gql(PUBLISH, { i: input }, author.token)));
+    const ids = responses.map((response) => ok(response).publishBlog.id);
+    expect(new Set(ids).size).toBe(1);
+    expect(await blogsOf(author)).toBe(before + 1);
+    expect(await fanoutEvents(ids[0])).toBe(app.db.dialect === 'mysql' ? 1 : 0);
+  });
+
+  it('keys are per author: another author may use the same key for their own blog', async () => {
+    const mine = await publishInput({ title: 'shared key', content: 'mine', idempotencyKey: 'same-key' });
+    const theirs = await publishInput({ title: 'shared key', content: 'mine', idempotencyKey: 'same-key' }, other);
+    expect(theirs.id).not.toBe(mine.id);
+    expect(theirs.author.id).toBe(other.id);
+  });
+
+  it('a key reused with other content is BAD_USER_INPUT on idempotencyKey and creates nothing', async () => {
+    const first = await publishInput({ title: 'original', content: 'the first content', idempotencyKey: 'reused' });
+    const before = await blogsOf(author);
+    for (const changed of [
+      { title: 'original', content: 'other content' },
+      { title: 'other title', content: 'the first content' },
+      { title: 'original', content: 'the first content', images: ['https://img.example/new.png'] },
+    ]) {
+      const response = await app.gql(PUBLISH, { i: { ...changed, idempotencyKey: 'reused' } }, author.token);
+      expectError(response, 'BAD_USER_INPUT', 'idempotencyKey');
+      expect(response.errors![0].message).toContain('"reused"');
+    }
+    expect(await blogsOf(author)).toBe(before);
+    expect((await readBlog(first.id)).content).toBe('the first content');
+    await expectServing();
+  });
+
+  it.each([
+    ['empty', ''],
+    ['65 characters', 'k'.repeat(65)],
+    ['a space', 'has space'],
+    ['a slash', 'a/b'],
+    ['non-ASCII letters', 'ключ'],
+  ])('a key that is %s is BAD_USER_INPUT on idempotencyKey and creates nothing', async (_label, key) => {
+    const before = await blogCount();
+    expectError(await app.gql(PUBLISH, { i: { title: 't', content: 'c', idempotencyKey: key } }, author.token), 'BAD_USER_INPUT', 'idempotencyKey');
+    expect(await blogCount()).toBe(before);
+    await expectServing();
+  });
+
+  it('accepts a key of 64 characters (a UUID, a ULID, base64url), and without a key every publish is a new blog', async () => {
+    for (const key of ['k'.repeat(64), '0b8f3a4e-5a7d-4c3e-9d0e-7f1b2c3d4e5f', '01HZY3J5Q8K2M4N6P8R0S2T4V6', 'AbC_-123']) {
+      const blog = await publishInput({ title: 'keyed', content: key, idempotencyKey: key });
+      expect((await publishInput({ title: 'keyed', content: key, idempotencyKey: key })).id).toBe(blog.id);
+    }
+    const a = await publishInput({ title: 'plain', content: 'twice' });
+    const b = await publishInput({ title: 'plain', content: 'twice', idempotencyKey: null });
+    expect(b.id).not.toBe(a.id);
+  });
+});

@@ -23,6 +23,8 @@ function embeddedEnv(): Record<string, string> {
     PORT: String(port),
     HOST: '127.0.0.1',
     EMBEDDED_DB_FILE: file,
+    // No JWT_SECRET: the server keeps a generated one here (by default data/jwt-secret).
+    JWT_SECRET_FILE: join(dir, 'jwt-secret'),
     PASSWORD_HASH_COST: '1024',
     RATE_LIMIT_LOGIN_PER_NICKNAME: '3/900',
   };
@@ -97,7 +99,7 @@ it('keeps everything across a restart', async () => {
   const login = ok(await gql(LOGIN, { n: 'reader', p: 'password-123' })).login;
   const page: any = ok(await gql(FEED_PAGE, { first: 10 }, login.token)).followFeed;
   expect(page.edges.map((edge: any) => edge.node.id)).toEqual(feedIds);
-  // The token of the first run still holds (same default secret, not expired).
+  // The token of the first run still holds (the same generated secret, kept in JWT_SECRET_FILE).
   expect(ok(await gql('{ viewer { nickName } }', {}, readerToken)).viewer.nickName).toBe('reader');
 });
 

@@ -9,7 +9,20 @@ import { randomUUID } from 'node:crypto';
 import { RedisInbox } from '../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../src/kernel/global-id';
 import { TestClock } from '../support/clock';
-import { currentGeneration, FEED_PAGE, feedTruth, follow, ok, postGraphQL, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import {
+  currentGeneration,
+  FEED_PAGE,
+  feedTruth,
+  follow,
+  ok,
+  postGraphQL,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../support/harness';
 import { freePort, PrivateRedis, startNodeProcess, TcpProxy, waitFor, WorkerProcess } from '../support/processes';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
@@ -228,7 +241,11 @@ describe('a process killed after it committed a follow it could not apply', () =
     expect(followed.errors).toBeUndefined();
     await killed.kill('SIGKILL');
     proxy.unblock();
-    await waitFor('the feed to equal MySQL', async () => JSON.stringify(await scrollFeed(app, reader, 10)) === JSON.stringify(await feedTruth(app, dbId(reader))), 15_000);
+    await waitFor(
+      'the feed to equal MySQL',
+      async () => JSON.stringify(await scrollFeed(app, reader, 10)) === JSON.stringify(await feedTruth(app, dbId(reader))),
+      15_000,
+    );
     await waitFor('the follow in the inbox', async () => (await inboxIds(app, reader)).length === 2);
     // And it stays so.
     for (let round = 0; round < 3; round += 1) {

@@ -97,3 +97,74 @@ describe('bad input', () => {
     expect(errorCode(await app.gql(FOLLOW, { u: someone.id, f: true }))).toBe('UNAUTHENTICATED');
   });
 });
+
+describe('limits on following', () => {
+  const MAX_FOLLOWING = 3;
+  const FOLLOWS_PER_WINDOW = 8;
+  let limited: TestApp;
+  let stars: TestUser[];
+
+  beforeAll(async () => {
+    limited = await startTestApp('follow_limits', {
+      env: {
+        RATE_LIMITS: 'on',
+        RATE_LIMIT_SIGNUP_PER_IP: '1000/60',
+        MAX_FOLLOWING: String(MAX_FOLLOWING),
+        RATE_LIMIT_FOLLOW_PER_USER: `${FOLLOWS_PER_WINDOW}/600`,
+      },
+    });
+    stars = [];
+    for (let i = 0; i < MAX_FOLLOWING + 3; i += 1) stars.push(await signUp(limited, `star${i}`));
+  });
+  afterAll(() => limited.close());
+
+  const followingCount = async (user: TestUser) => ok(await limited.gql(VIEWER, {}, user.token)).viewer.followingCount;
+  const rows = async (user: TestUser) => {
+    const [{ n }] = await limited.query('SELECT COUNT(*) n FROM tb_follow WHERE user_id = ?', [fromGlobalId(user.id).id]);
+    return Number(n);
+  };
+
+  it('refuses a follow past MAX_FOLLOWING with FORBIDDEN naming the limit, changing nothing; unfollow stays allowed', async () => {
+    const fan = await signUp(limited, 'fan');
+    for (const star of stars.slice(0, MAX_FOLLOWING)) ok(await limited.gql(FOLLOW, { u: star.id, f: true }, fan.token));
+    const refused = await limited.gql(FOLLOW, { u: stars[MAX_FOLLOWING].id, f: true }, fan.token);
+    expect(refused.errors?.map((error) => error.extensions)).toEqual([
+      expect.objectContaining({ code: 'FORBIDDEN', limit: 'maxFollowing', max: MAX_FOLLOWING, field: 'userId' }),
+    ]);
+    expect(refused.errors![0].message).toContain(`at most ${MAX_FOLLOWING}`);
+    expect(await followingCount(fan)).toBe(MAX_FOLLOWING);
+    expect(await rows(fan)).toBe(MAX_FOLLOWING);
+    const [{ f }] = await limited.query('SELECT follower_count f FROM tb_user WHERE id = ?', [fromGlobalId(stars[MAX_FOLLOWING].id).id]);
+    expect(Number(f)).toBe(0);
+    // Following someone already followed changes nothing and is no new follow: still allowed.
+    ok(await limited.gql(FOLLOW, { u: stars[0].id, f: true }, fan.token));
+    // Unfollowing is always allowed, and makes room for one more.
+    ok(await limited.gql(FOLLOW, { u: stars[0].id, f: false }, fan.token));
+    ok(await limited.gql(FOLLOW, { u: stars[MAX_FOLLOWING].id, f: true }, fan.token));
+    expect(await followingCount(fan)).toBe(MAX_FOLLOWING);
+  });
+
+  it('lets no two concurrent follows pass the cap together', async () => {
+    const eager = await signUp(limited, 'eager');
+    ok(await limited.gql(FOLLOW, { u: stars[0].id, f: true }, eager.token));
+    // One place left, five follows at once: exactly one gets it.
+    const responses = await Promise.all(stars.slice(1, 6).map((star) => limited.gql(FOLLOW, { u: star.id, f: true }, eager.token)));
+    const codes = responses.map((response) => (response.errors ? response.errors[0].extensions?.code : 'ok'));
+    expect(codes.filter((code) => code === 'ok')).toHaveLength(MAX_FOLLOWING - 1);
+    expect(codes.filter((code) => code !== 'ok')).toEqual(Array(6 - MAX_FOLLOWING).fill('FORBIDDEN'));
+    expect(await followingCount(eager)).toBe(MAX_FOLLOWING);
+    expect(await rows(eager)).toBe(MAX_FOLLOWING);
+  });
+
+  it('limits follows and unfollows per user (RATE_LIMIT_FOLLOW_PER_USER), with the seconds to wait', async () => {
+    const flipper = await signUp(limited, 'flipper');
+    for (let i = 0; i < FOLLOWS_PER_WINDOW; i += 1) ok(await limited.gql(FOLLOW, { u: stars[0].id, f: i % 2 === 0 }, flipper.token));
+    const over = await limited.gql(FOLLOW, { u: stars[1].id, f: true }, flipper.token);
+    expect(over.errors?.map((error) => error.extensions)).toEqual([expect.objectContaining({ code: 'RATE_LIMITED', limit: 'followPerUser' })]);
+    expect(over.errors![0].extensions!.retryAfterSeconds).toBeGreaterThan(0);
+    expect(errorCode(await limited.gql(FOLLOW, { u: stars[0].id, f: false }, flipper.token))).toBe('RATE_LIMITED');
+    expect(await rows(flipper)).toBe(0);
+    // Another user has a count of their own.
+    ok(await limited.gql(FOLLOW, { u: stars[1].id, f: true }, stars[0].token));
+  });
+});

@@ -9,7 +9,7 @@ const refused = (env: Record<string, string>, message: string) => {
 
 describe('configuration', () => {
   it('has no trusted proxies, introspection on, no metrics token and a 10 s shutdown by default, in production too', () => {
-    const config = loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'a-production-secret-1234' });
+    const config = loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'a-production-secret-of-at-least-32-bytes' });
     expect(config.trustedProxies).toEqual([]);
     expect(config.introspection).toBe(true);
     expect(config.metricsToken).toBeNull();
@@ -117,5 +117,36 @@ describe('configuration of read replicas', () => {
     expect(loadConfig({ ...base, REPLICA_MAX_LAG_MS: '250' }).replicaMaxLagMs).toBe(250);
     refused({ ...base, REPLICA_MAX_LAG_MS: '1s' }, 'REPLICA_MAX_LAG_MS must be a whole number (got "1s")');
     refused({ ...base, REPLICA_MAX_LAG_MS: '50' }, 'REPLICA_MAX_LAG_MS must be between 100 and 3600000 (got 50)');
+  });
+});
+
+describe('configuration of accounts, sessions and follows', () => {
+  it('has the documented defaults: OWASP scrypt cost, follow cap and rate, login limits, session re-check', () => {
+    const config = loadConfig(base);
+    expect({
+      passwordHashCost: config.passwordHashCost,
+      maxFollowing: config.maxFollowing,
+      followPerUser: config.rateLimits.followPerUser,
+      loginPerNickNameIp: config.rateLimits.loginPerNickNameIp,
+      loginPerNickName: config.rateLimits.loginPerNickName,
+      sessionRecheckSeconds: config.sessionRecheckSeconds,
+    }).toEqual({
+      passwordHashCost: 131_072,
+      maxFollowing: 5000,
+      followPerUser: { points: 200, seconds: 3600 },
+      loginPerNickNameIp: { points: 10, seconds: 900 },
+      loginPerNickName: { points: 20, seconds: 3600 },
+      sessionRecheckSeconds: 30,
+    });
+  });
+
+  it.each([
+    ['MAX_FOLLOWING', '0', 'MAX_FOLLOWING must be between 1 and 1000000 (got 0)'],
+    ['RATE_LIMIT_FOLLOW_PER_USER', '200', 'RATE_LIMIT_FOLLOW_PER_USER must be <points>/<seconds>, e.g. 10/900 (got "200")'],
+    ['RATE_LIMIT_LOGIN_PER_NICKNAME_IP', 'ten', 'RATE_LIMIT_LOGIN_PER_NICKNAME_IP must be <points>/<seconds>'],
+    ['SESSION_RECHECK_SECONDS', '0', 'SESSION_RECHECK_SECONDS must be between 1 and 3600 (got 0)'],
+    ['PASSWORD_HASH_COST', '100000', 'PASSWORD_HASH_COST must be a power of two (got 100000)'],
+  ])('refuses a bad %s naming it', (name, value, message) => {
+    refused({ ...base, [name]: value }, message);
   });
 });
