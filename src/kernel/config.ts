@@ -218,9 +218,9 @@ export function loadConfig(env: Env = process.env): Config {
     // An app needs one subscription; 10 leaves room for a phone and a few tabs on one process.
     maxSubscriptionsPerUser: parseIntVar(env, 'MAX_SUBSCRIPTIONS_PER_USER', 10, 1, 1000),
     webSockets: {
-      // About 40 KB of RSS each with a subscription open (bench:live): 10,000 is 400 MB, within
+      // About 40 KB of RSS each with a subscription open (bench:live): 20,000 are 0.8 GB, within
       // a process of a few GB alongside its HTTP traffic.
-      maxSockets: parseIntVar(env, 'MAX_WEBSOCKETS', 10_000, 1, 1_000_000),
+      maxSockets: parseIntVar(env, 'MAX_WEBSOCKETS', 20_000, 1, 1_000_000),
       // As MAX_SUBSCRIPTIONS_PER_USER: a phone and a few tabs, each with a socket of its own.
       maxSocketsPerUser: parseIntVar(env, 'MAX_WEBSOCKETS_PER_USER', 10, 1, 1000),
       // Room for MAX_SUBSCRIPTIONS_PER_USER's default on one socket and as many queries beside them.
