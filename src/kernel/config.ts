@@ -218,9 +218,10 @@ export function loadConfig(env: Env = process.env): Config {
     // An app needs one subscription; 10 leaves room for a phone and a few tabs on one process.
     maxSubscriptionsPerUser: parseIntVar(env, 'MAX_SUBSCRIPTIONS_PER_USER', 10, 1, 1000),
     webSockets: {
-      // About 40 KB of RSS each with a subscription open (bench:live): 20,000 are 0.8 GB, within
-      // a process of a few GB alongside its HTTP traffic.
-      maxSockets: parseIntVar(env, 'MAX_WEBSOCKETS', 20_000, 1, 1_000_000),
+      // The capacity plan (docs/scaling.md) puts 40,000-45,000 live readers on each API process;
+      // at about 40 KB of RSS each (bench:live) 50,000 are 2 GB, what a process of a few GB holds
+      // beside its HTTP traffic.
+      maxSockets: parseIntVar(env, 'MAX_WEBSOCKETS', 50_000, 1, 1_000_000),
       // As MAX_SUBSCRIPTIONS_PER_USER: a phone and a few tabs, each with a socket of its own.
       maxSocketsPerUser: parseIntVar(env, 'MAX_WEBSOCKETS_PER_USER', 10, 1, 1000),
       // Room for MAX_SUBSCRIPTIONS_PER_USER's default on one socket and as many queries beside them.

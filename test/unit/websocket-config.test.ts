@@ -8,7 +8,7 @@ const refused = (env: Record<string, string>, message: string) => {
 
 describe('WebSocket limits', () => {
   it('have the documented defaults', () => {
-    expect(loadConfig({}).webSockets).toEqual({ maxSockets: 20_000, maxSocketsPerUser: 10, maxOperationsPerSocket: 20, maxBufferedBytes: 4_194_304 });
+    expect(loadConfig({}).webSockets).toEqual({ maxSockets: 50_000, maxSocketsPerUser: 10, maxOperationsPerSocket: 20, maxBufferedBytes: 4_194_304 });
   });
 
   it('read MAX_WEBSOCKETS, MAX_WEBSOCKETS_PER_USER, MAX_OPERATIONS_PER_WEBSOCKET and WEBSOCKET_MAX_BUFFERED_BYTES', () => {
