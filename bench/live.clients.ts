@@ -41,6 +41,8 @@ process.once('message', (message: Start) => {
       {
         next: (result) => {
           if (result.data) received.push({ title: result.data.followFeedAdded.node.title, at: Date.now() });
+          // A subscription the server could not start ends with one result of errors, then completes.
+          if (result.errors) process.send!({ kind: 'error', error: result.errors.map((error) => error.message).join('; ') });
         },
         error: (error) => process.send!({ kind: 'error', error: String((error as Error)?.message ?? JSON.stringify(error)) }),
         complete: () => {},

@@ -184,7 +184,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
   const liveBuses = createLiveBuses(config, redis, warn);
-  const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
+  const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel, warn);
   const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed, now });
   const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now, config.maxFollowing);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
@@ -228,7 +228,7 @@ export function startFanoutWorkers(
   const store = new FanoutStore(db, now);
   // Publishing only: a worker holds no subscriptions.
   const liveBuses = createLiveBuses(config, redis, warn);
-  const live = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
+  const live = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel, warn);
   const feed = createFeedService(config, db, redis, { warn, inFlight: store, live, now });
   const workers = new FanoutWorkers({ config, store, feed, queue, now, warn, metrics });
   feed.start();

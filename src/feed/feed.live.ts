@@ -14,6 +14,14 @@
  *   live viewers follow (in pull and hybrid). A follow or unfollow tells the viewer's channel
  *   (`follows`), so their subscriptions, in whichever process, re-read which authors those are.
  *
+ * What a subscription holds: one queue (live/live.queue.ts, at most LIVE_BUFFER_EVENTS unread
+ * events) that every channel it listens on feeds, the blogs it has shown (at most SHOWN_MEMORY),
+ * and its channels, one per followee: nothing that grows with the events it has shown or with its
+ * viewer's follow changes. Re-reading which authors to listen to (a relist) runs one at a time
+ * per subscription, and a relist asked for while one runs is served by a single run after it
+ * (the latest follow state wins); closing waits for the relist in flight, so no channel is opened
+ * after the close and none is left open.
+ *
  * What a subscriber is shown: an event is a hint, the feed's rules decide. Before an `added`
  * event becomes an edge, the blog must be live and the viewer must follow its author now (an
  * unfollow takes effect at once, a delete too): checked for every subscription of this process
@@ -24,7 +32,8 @@
 import DataLoader from 'dataloader';
 import type { FeedModel } from '../kernel/config';
 import type { ScoredId } from '../kernel/pagination/cursor';
-import type { LiveBus, LiveEvent, LiveSubscription } from '../live/live.bus';
+import type { LiveBus, LiveChannel, LiveWarn } from '../live/live.bus';
+import { LiveQueue } from '../live/live.queue';
 import type { FeedStore } from './feed.store';
 
 /** Blog ids a subscription remembers having shown, to show none twice: far more than a client renders between reconnects. */
@@ -42,8 +51,8 @@ export interface LiveBlog extends ScoredId {
 }
 
 export class LiveFeed {
-  /** This process's open subscriptions of pull and hybrid viewers: how to re-list each one's author channels. */
-  private readonly relisters = new Map<number, Set<() => Promise<void>>>();
+  /** This process's open subscriptions of pull and hybrid viewers, by viewer: each re-lists its author channels on a follow change. */
+  private readonly subscriptions = new Map<number, Set<FeedSubscription>>();
   /** "Does viewer V see blog B now?", batched per tick: one statement per blog, for all the viewers asking. */
   private readonly visible: DataLoader<{ viewerId: number; blogId: number }, boolean, string>;
 
@@ -51,6 +60,7 @@ export class LiveFeed {
     private readonly buses: LiveBuses,
     private readonly store: Pick<FeedStore, 'viewersSeeing' | 'followeeIds'>,
     private readonly model: FeedModel,
+    private readonly warn: LiveWarn = () => {},
   ) {
     this.visible = new DataLoader(async (asks) => this.seeing(asks), {
       // A follow or a delete may change the answer at any moment: nothing is remembered.
@@ -76,7 +86,7 @@ export class LiveFeed {
    */
   async followsChanged(viewerId: number): Promise<void> {
     if (this.model === 'push') return;
-    await Promise.all([...(this.relisters.get(viewerId) ?? [])].map((relist) => relist()));
+    await Promise.all([...(this.subscriptions.get(viewerId) ?? [])].map((subscription) => subscription.relistOrKeep()));
     await this.buses.readers.publish([viewerId], { kind: 'follows' });
   }
 
@@ -85,54 +95,34 @@ export class LiveFeed {
    * (a graphql-js subscription source; return() ends it and frees its channels).
    */
   async subscribe(viewerId: number): Promise<AsyncIterableIterator<LiveBlog>> {
-    const events = new MergedSubscriptions();
-    const relist = async () => {
-      if (this.model === 'push') return;
-      await this.listenToAuthors(viewerId, events).catch(() => {
-        // Kept as it was until the next follow change: the channels already open still deliver.
-      });
-    };
-    try {
-      events.add('reader', await this.buses.readers.connect(viewerId));
-      if (this.model !== 'push') await this.listenToAuthors(viewerId, events);
-    } catch (error) {
-      await events.return();
-      throw error;
-    }
-    const mine = this.relisters.get(viewerId) ?? new Set<() => Promise<void>>();
-    mine.add(relist);
-    this.relisters.set(viewerId, mine);
-    events.onEnd(() => {
-      mine.delete(relist);
-      if (mine.size === 0) this.relisters.delete(viewerId);
+    const subscription = new FeedSubscription(viewerId, this.buses, this.store, this.model === 'push' ? 'reader' : 'reader and followees', this.warn);
+    await subscription.open();
+    if (this.model !== 'push') this.track(viewerId, subscription);
+    return this.checked(viewerId, subscription);
+  }
+
+  /** Keeps the subscription in the viewer's set while it is open, for followsChanged. */
+  private track(viewerId: number, subscription: FeedSubscription): void {
+    const mine = this.subscriptions.get(viewerId) ?? new Set<FeedSubscription>();
+    mine.add(subscription);
+    this.subscriptions.set(viewerId, mine);
+    subscription.onClose(() => {
+      mine.delete(subscription);
+      if (mine.size === 0 && this.subscriptions.get(viewerId) === mine) this.subscriptions.delete(viewerId);
     });
-    return this.checked(viewerId, events, relist);
   }
 
-  /**
-   * Opens the author channels of the viewer's followees and closes those of former ones. Every
-   * followee, not only today's big ones: an author who crosses BIG_V_FOLLOWERS stops being
-   * fanned out at their next blog, and that blog must not find nobody listening.
-   */
-  private async listenToAuthors(viewerId: number, events: MergedSubscriptions): Promise<void> {
-    const followees = new Set((await this.store.followeeIds(viewerId)).map((id) => `author:${id}`));
-    for (const key of events.keys()) if (key.startsWith('author:') && !followees.has(key)) await events.remove(key);
-    for (const key of followees) {
-      if (events.ended) return;
-      if (!events.has(key)) events.add(key, await this.buses.authors.connect(Number(key.slice('author:'.length))));
-    }
-  }
-
-  /** The events of `events` that the feed's rules let the viewer see, each blog once; a `follows` event re-lists the author channels. */
-  private checked(viewerId: number, events: AsyncIterableIterator<LiveEvent>, relist: () => Promise<void>): AsyncIterableIterator<LiveBlog> {
+  /** The events of the subscription that the feed's rules let the viewer see, each blog once; a `follows` event re-lists its author channels. */
+  private checked(viewerId: number, subscription: FeedSubscription): AsyncIterableIterator<LiveBlog> {
     const shown = new Set<number>();
     const next = async (): Promise<IteratorResult<LiveBlog>> => {
       for (;;) {
-        const result = await events.next();
+        const result = await subscription.events.next();
         if (result.done) return { done: true, value: undefined };
         const event = result.value;
         if (event.kind === 'follows') {
-          await relist();
+          // Not waited for: the events already queued are checked against the follows of now anyway.
+          void subscription.relistOrKeep();
           continue;
         }
         if (shown.has(event.blogId)) continue;
@@ -145,7 +135,7 @@ export class LiveFeed {
     const iterator: AsyncIterableIterator<LiveBlog> = {
       next,
       return: async () => {
-        await events.return?.();
+        await subscription.close();
         return { done: true, value: undefined };
       },
       [Symbol.asyncIterator]: () => iterator,
@@ -165,86 +155,111 @@ export class LiveFeed {
 }
 
 /**
- * One iterator over a changing set of subscriptions, in arrival order; return() closes them all.
- * graphql-js asks for one event at a time, so there is at most one next() waiting.
+ * One subscription's channels and the one queue they all feed: the viewer's own channel, and in
+ * pull and hybrid one per followee. Relists run one at a time, and a close waits for the one in
+ * flight before it closes every channel, so that the channels it holds are exactly those closed.
  */
-class MergedSubscriptions implements AsyncIterableIterator<LiveEvent> {
-  ended = false;
-  private readonly subscriptions = new Map<string, LiveSubscription>();
-  private readonly pending = new Map<string, Promise<{ key: string; result: IteratorResult<LiveEvent> }>>();
-  private readonly endHooks: Array<() => void> = [];
-  /** Wakes a waiting next() when the set changes. */
-  private changed: (() => void) | null = null;
+class FeedSubscription {
+  readonly events: LiveQueue;
+  private reader: LiveChannel | null = null;
+  private readonly authors = new Map<number, LiveChannel>();
+  private ended = false;
+  /** The relist running or queued last; the next one starts after it. */
+  private lastRelist: Promise<void> = Promise.resolve();
+  /** A relist that has not started yet: whoever asks now is served by it. */
+  private queuedRelist: Promise<void> | null = null;
+  private readonly closeHooks: Array<() => void> = [];
 
-  keys(): string[] {
-    return [...this.subscriptions.keys()];
+  constructor(
+    private readonly viewerId: number,
+    private readonly buses: LiveBuses,
+    private readonly store: Pick<FeedStore, 'followeeIds'>,
+    private readonly listensTo: 'reader' | 'reader and followees',
+    private readonly warn: LiveWarn,
+  ) {
+    this.events = new LiveQueue({ readerId: viewerId, warn, onClose: () => this.closeChannels() });
   }
 
-  has(key: string): boolean {
-    return this.subscriptions.has(key);
-  }
-
-  add(key: string, subscription: LiveSubscription): void {
-    if (this.ended) {
-      void subscription.close();
-      return;
+  /** Listens on the viewer's channel, then on their followees'. Throws (having closed what it opened) when a channel cannot be opened. */
+  async open(): Promise<void> {
+    try {
+      this.reader = await this.buses.readers.listen(this.viewerId, this.events);
+      if (this.listensTo === 'reader and followees') await this.relist();
+    } catch (error) {
+      await this.close();
+      throw error;
     }
-    this.subscriptions.set(key, subscription);
-    this.pull(key);
-    this.changed?.();
   }
 
-  async remove(key: string): Promise<void> {
-    const subscription = this.subscriptions.get(key);
-    this.subscriptions.delete(key);
-    this.pending.delete(key);
-    this.changed?.();
-    await subscription?.close();
+  /**
+   * Re-reads the viewer's followees and opens and closes author channels to match. Runs after the
+   * relist before it; callers that ask while one is queued share it. Rejects when a channel could
+   * not be opened (the others are kept, and the next relist tries again).
+   */
+  relist(): Promise<void> {
+    if (this.queuedRelist) return this.queuedRelist;
+    const run = this.lastRelist
+      .catch(() => {})
+      .then(() => {
+        this.queuedRelist = null;
+        return this.listenToAuthors();
+      });
+    this.queuedRelist = run;
+    this.lastRelist = run;
+    return run;
   }
 
-  onEnd(hook: () => void): void {
-    this.endHooks.push(hook);
+  /** A relist whose failure leaves the channels as they are until the next follow change (with a warning). */
+  relistOrKeep(): Promise<void> {
+    return this.relist().catch((error: unknown) =>
+      this.warn(
+        `live feed: could not listen on the followees of viewer ${this.viewerId}; the channels open still deliver (${error instanceof Error ? error.message : String(error)})`,
+        error,
+      ),
+    );
   }
 
-  async next(): Promise<IteratorResult<LiveEvent>> {
-    while (!this.ended) {
-      const changed = new Promise<null>((resolve) => (this.changed = () => resolve(null)));
-      const first = await Promise.race([changed, ...this.pending.values()]);
-      this.changed = null;
-      if (first === null || !this.pending.has(first.key)) continue;
-      if (first.result.done) {
-        this.pending.delete(first.key);
-        continue;
-      }
-      this.pull(first.key);
-      return first.result;
+  /** Runs `hook` when the subscription ends (at once if it has). */
+  onClose(hook: () => void): void {
+    if (this.ended) hook();
+    else this.closeHooks.push(hook);
+  }
+
+  /** Ends the iteration and closes every channel, once the relist in flight is done. */
+  close(): Promise<void> {
+    return this.events.close();
+  }
+
+  /**
+   * Opens the author channels of the viewer's followees and closes those of former ones. Every
+   * followee, not only today's big ones: an author who crosses BIG_V_FOLLOWERS stops being
+   * fanned out at their next blog, and that blog must not find nobody listening.
+   */
+  private async listenToAuthors(): Promise<void> {
+    if (this.ended || this.listensTo === 'reader') return;
+    const followees = new Set(await this.store.followeeIds(this.viewerId));
+    if (this.ended) return;
+    const gone = [...this.authors].filter(([authorId]) => !followees.has(authorId));
+    for (const [authorId] of gone) this.authors.delete(authorId);
+    await Promise.all(gone.map(([, channel]) => channel.close()));
+    const added = [...followees].filter((authorId) => !this.authors.has(authorId));
+    const opened = await Promise.allSettled(added.map((authorId) => this.buses.authors.listen(authorId, this.events)));
+    let failure: Error | null = null;
+    for (const [i, outcome] of opened.entries()) {
+      if (outcome.status === 'fulfilled') this.authors.set(added[i], outcome.value);
+      else failure ??= outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason));
     }
-    return { done: true, value: undefined };
+    if (failure !== null) throw failure;
   }
 
-  async return(): Promise<IteratorResult<LiveEvent>> {
-    if (!this.ended) {
-      this.ended = true;
-      this.changed?.();
-      for (const hook of this.endHooks) hook();
-      const all = [...this.subscriptions.values()];
-      this.subscriptions.clear();
-      this.pending.clear();
-      await Promise.allSettled(all.map((subscription) => subscription.close()));
-    }
-    return { done: true, value: undefined };
-  }
-
-  [Symbol.asyncIterator](): AsyncIterableIterator<LiveEvent> {
-    return this;
-  }
-
-  private pull(key: string): void {
-    const subscription = this.subscriptions.get(key);
-    if (subscription)
-      this.pending.set(
-        key,
-        subscription.next().then((result) => ({ key, result })),
-      );
+  /** The queue's end: no relist opens anything from here on, the one in flight finishes, then every channel closes. */
+  private async closeChannels(): Promise<void> {
+    this.ended = true;
+    for (const hook of this.closeHooks.splice(0)) hook();
+    await this.lastRelist.catch(() => {});
+    const channels = [...(this.reader ? [this.reader] : []), ...this.authors.values()];
+    this.reader = null;
+    this.authors.clear();
+    await Promise.all(channels.map((channel) => channel.close()));
   }
 }

@@ -55,6 +55,12 @@ export async function startApi(core: Core): Promise<RunningApi> {
     }
     return { auth, ip, requestId, services, loaders: createLoaders(sources, viewerId), wrote };
   };
+  // A recent writer's operation reads the primary, which has their write (over HTTP and
+  // WebSocket alike, each operation in a read scope of its own: http.ts, subscriptions.ts).
+  const readsOf = async (context: Context): Promise<void> => {
+    if (context.auth.kind === 'viewer' && (await recentWriters?.isRecent(context.auth.userId))) readPrimaryInScope();
+  };
+  const readScopes = config.databaseReplicaUrls.length > 0;
 
   const schema = buildFeedSchema();
   // Subscriptions over graphql-ws share the port and the path (ws://.../graphql).
@@ -65,7 +71,12 @@ export async function startApi(core: Core): Promise<RunningApi> {
     watchSession: (viewer, ended) => core.sessions.watch(viewer, ended),
     clientAddress,
     contextOf: contextFor,
+    readsOf,
+    readScopes,
     maxSubscriptionsPerUser: config.maxSubscriptionsPerUser,
+    limits: config.webSockets,
+    registry: core.metrics.registry,
+    warn: (message) => core.warn(message),
     production: config.nodeEnv === 'production',
   });
   const apollo = createApollo(schema, httpServer, config, core.metrics, [subscriptions]);
@@ -77,13 +88,11 @@ export async function startApi(core: Core): Promise<RunningApi> {
     // prevention stays on: a request without a JSON content type or an Apollo header is refused.
     cors: cors({ origin: config.corsOrigins, credentials: false }),
     maxBodyBytes: MAX_BODY_BYTES,
-    readScopes: config.databaseReplicaUrls.length > 0,
+    readScopes,
     requestIdOf,
     contextOf: async (req, requestId) => {
       const context = contextFor(await core.tokens.check(req.headers.authorization), clientAddress(req), requestId);
-      // A recent writer's request reads the primary, which has their write (the request runs in
-      // a read scope of its own: http.ts).
-      if (context.auth.kind === 'viewer' && (await recentWriters?.isRecent(context.auth.userId))) readPrimaryInScope();
+      await readsOf(context);
       return context;
     },
   });

@@ -2,7 +2,6 @@
  * Apollo Server and its options: error policy, the request log, the query limits, and the
  * plugins that are off because this API has no use for them.
  */
-import { readPrimaryInScope } from '../db/replicas';
 import { ApolloServer, ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import {
@@ -10,7 +9,7 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import { GraphQLError, GraphQLFormattedError, GraphQLSchema, OperationDefinitionNode, OperationTypeNode } from 'graphql';
+import { GraphQLError, GraphQLFormattedError, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import type http from 'node:http';
 import { isDatabaseTooSlow, isDatabaseUnavailable } from '../db/database';
 import type { Config } from '../kernel/config';
@@ -18,6 +17,7 @@ import { ErrorCode, internalServerError, serviceUnavailable, validationFailed } 
 import { logger, Metrics, operationLabeler } from '../kernel/observability';
 import type { Context } from './context';
 import { queryLimitsPlugin } from './limits';
+import { operationEnded, operationStarts } from './read-your-writes';
 
 export function createApollo(
   schema: GraphQLSchema,
@@ -89,20 +89,16 @@ function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefiniti
   };
 }
 
-/**
- * Read-your-writes with replicas: a mutation reads the primary from the start (what it returns
- * must show its own write), and marks its viewer as a recent writer once it ran, errors or not
- * (a mutation that failed halfway may still have written).
- */
+/** Read-your-writes with replicas (read-your-writes.ts): a mutation reads the primary, and marks its viewer as a recent writer once it ran. */
 function readYourWritesPlugin(): ApolloServerPlugin<Context> {
   return {
     async requestDidStart() {
       return {
         async didResolveOperation({ operation }) {
-          if (operation?.operation === OperationTypeNode.MUTATION) readPrimaryInScope();
+          operationStarts(operation?.operation);
         },
         async willSendResponse({ operation, contextValue }) {
-          if (operation?.operation === OperationTypeNode.MUTATION && contextValue.auth?.kind === 'viewer') contextValue.wrote(contextValue.auth.userId);
+          operationEnded(operation?.operation, contextValue);
         },
       };
     },

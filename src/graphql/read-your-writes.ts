@@ -5,11 +5,13 @@
  * each process also keeps it in memory, which is what remains when there is no Redis or it is
  * down (then only the process that took the write knows: another one may serve a stale read).
  */
-import { REPLICA_CHECK_INTERVAL_MS } from '../db/replicas';
+import { OperationTypeNode } from 'graphql';
+import { readPrimaryInScope, REPLICA_CHECK_INTERVAL_MS } from '../db/replicas';
 import { warn } from '../kernel/observability';
 import { redisAvailable } from '../redis/breaker';
 import type { RedisKeys } from '../redis/keys';
 import type { RedisClient } from '../redis/redis.client';
+import type { Context } from './context';
 
 /** Marks kept in memory before expired ones are swept: a bound on the map between sweeps. */
 const MAX_LOCAL_MARKS = 100_000;
@@ -56,4 +58,17 @@ export class RecentWriters {
       () => false,
     );
   }
+}
+
+/**
+ * Read-your-writes around one operation, over HTTP (apollo.ts) and WebSocket (subscriptions.ts)
+ * alike: a mutation reads the primary from its start (what it returns must show its own write)...
+ */
+export function operationStarts(operation: OperationTypeNode | undefined): void {
+  if (operation === OperationTypeNode.MUTATION) readPrimaryInScope();
+}
+
+/** ...and once it ran, errors or not (a mutation that failed halfway may still have written), its viewer is a recent writer. */
+export function operationEnded(operation: OperationTypeNode | undefined, context: Pick<Context, 'auth' | 'wrote'>): void {
+  if (operation === OperationTypeNode.MUTATION && context.auth?.kind === 'viewer') context.wrote(context.auth.userId);
 }

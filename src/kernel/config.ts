@@ -146,6 +146,19 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** MAX_SUBSCRIPTIONS_PER_USER: live subscriptions one user may hold open in one API process. */
   maxSubscriptionsPerUser: number;
+  /** What one API process lets WebSocket clients hold (graphql/subscriptions.ts). */
+  webSockets: WebSocketLimits;
+}
+
+export interface WebSocketLimits {
+  /** MAX_WEBSOCKETS: open WebSockets in one API process; one more is closed with 4430. */
+  maxSockets: number;
+  /** MAX_WEBSOCKETS_PER_USER: open WebSockets of one user in one API process; one more is closed with 4430. */
+  maxSocketsPerUser: number;
+  /** MAX_OPERATIONS_PER_WEBSOCKET: operations of any kind running at once on one WebSocket; one more is refused with RATE_LIMITED. */
+  maxOperationsPerSocket: number;
+  /** WEBSOCKET_MAX_BUFFERED_BYTES: unsent bytes a WebSocket may hold (a client that stopped reading); past it the socket is closed with 4413. */
+  maxBufferedBytes: number;
 }
 
 /** Shortest METRICS_TOKEN: a short one could be guessed. */
@@ -296,6 +309,19 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: parseIntVar(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     // An app needs one subscription; 10 leaves room for a phone and a few tabs on one process.
     maxSubscriptionsPerUser: parseIntVar(env, 'MAX_SUBSCRIPTIONS_PER_USER', 10, 1, 1000),
+    webSockets: {
+      // The capacity plan (docs/scaling.md) puts 40,000-45,000 live readers on each API process;
+      // at about 40 KB of RSS each (bench:live) 50,000 are 2 GB, what a process of a few GB holds
+      // beside its HTTP traffic.
+      maxSockets: parseIntVar(env, 'MAX_WEBSOCKETS', 50_000, 1, 1_000_000),
+      // As MAX_SUBSCRIPTIONS_PER_USER: a phone and a few tabs, each with a socket of its own.
+      maxSocketsPerUser: parseIntVar(env, 'MAX_WEBSOCKETS_PER_USER', 10, 1, 1000),
+      // Room for MAX_SUBSCRIPTIONS_PER_USER's default on one socket and as many queries beside them.
+      maxOperationsPerSocket: parseIntVar(env, 'MAX_OPERATIONS_PER_WEBSOCKET', 20, 1, 1000),
+      // A few of the largest answers (a followFeed page of 100 long blogs is about 1.5 MB):
+      // a client that reads at all never comes near it.
+      maxBufferedBytes: parseIntVar(env, 'WEBSOCKET_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
+    },
   };
 }
 

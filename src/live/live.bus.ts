@@ -51,9 +51,10 @@
  * merges by blog id (the cursor of an edge is the same either way).
  *
  * ## One Redis subscription per reader per process
- * Several subscriptions of one reader in one process (tabs, a client that resubscribes before
- * it closes) share one channel subscription, reference-counted: the first opens it, the last
- * closes it; each subscription gets its own copy of every event. Opening and closing one
+ * Several listeners of one reader in one process (tabs, a client that resubscribes before it
+ * closes, every live follower of an author on the author bus) share one channel subscription,
+ * reference-counted: the first opens it, the last closes it; each listener's sink gets every
+ * event (the same object: events are read-only). Opening and closing one
  * reader's channel happen one after the other, so a close followed at once by a connect
  * unsubscribes and then subscribes again, never the other way round.
  *
@@ -63,9 +64,10 @@
  * and a reader's connect. Events are hints, the feed query is the truth: the subscription
  * resolver turns an `added` event into an edge only after checking the blog still exists and
  * the viewer still follows its author, and a client that reconnects re-reads the top of its
- * feed. The bus never blocks the publisher on a slow consumer: each subscription buffers at
- * most LIVE_BUFFER_EVENTS unread events and drops the oldest beyond that, with one warning per
- * episode, so a client that stops reading cannot grow the process's memory without bound.
+ * feed. The bus never blocks the publisher on a slow consumer: each subscription has one queue
+ * (live.queue.ts), fed by every channel it listens on, that keeps at most LIVE_BUFFER_EVENTS
+ * unread events and drops the oldest beyond that, with one warning per episode, so a client that
+ * stops reading cannot grow the process's memory without bound.
  *
  * ## Failures
  * publish and liveAmong never throw: live events are a courtesy of the fan-out, which must not
@@ -84,6 +86,21 @@ export type LiveEvent =
    */
   | { readonly kind: 'follows' };
 
+/** Where a channel's events go: a subscription's queue (live.queue.ts), which one channel or several fill. */
+export interface LiveSink {
+  /** An event for the listener. Must not block or throw: the bus calls it for every listener in turn. */
+  push(event: LiveEvent): void;
+  /** The bus closed the channel from its side (the bus itself is closing): nothing more will come. */
+  end(): void;
+}
+
+/** One listener's hold on one reader's channel; close() lets go of it (the last one shuts the channel). */
+export interface LiveChannel {
+  readonly readerId: number;
+  /** Stops the events to this listener; idempotent; never throws. */
+  close(): Promise<void>;
+}
+
 /**
  * One open subscription of one reader: an async iterator of events (a graphql-js subscription
  * source; graphql-js calls return() when the client stops), which close() ends.
@@ -98,10 +115,14 @@ export interface LiveSubscription extends AsyncIterableIterator<LiveEvent> {
 
 export interface LiveBus {
   /**
-   * Opens a subscription to the reader's events: subscribes this process to the reader's
-   * channel (once, however many subscriptions of the reader it holds), then marks the reader
-   * live. Resolves once events published from then on will arrive.
+   * Sends the reader's events to `sink` from now on: subscribes this process to the reader's
+   * channel (once, however many listeners of the reader it holds), then marks the reader live.
+   * Resolves once events published from then on will arrive. Several channels may share one
+   * sink: a live-feed subscription listens on its viewer's channel and its followees' with one
+   * queue (feed/feed.live.ts).
    */
+  listen(readerId: number, sink: LiveSink): Promise<LiveChannel>;
+  /** A subscription with a queue of its own (of LIVE_BUFFER_EVENTS) on the reader's channel: listen() with a LiveQueue. */
   connect(readerId: number): Promise<LiveSubscription>;
   /** Which of these readers have a subscription open in some process (one round trip). Never throws. */
   liveAmong(readerIds: readonly number[]): Promise<number[]>;
@@ -110,7 +131,9 @@ export interface LiveBus {
    * reader). Resolves with the number of messages sent. Never throws.
    */
   publish(readerIds: readonly number[], event: LiveEvent): Promise<number>;
-  /** Ends every subscription of this process and releases the bus's connections (not the client it was given). */
+  /** Readers whose channel this process holds open (at least one listener each). */
+  held(): number[];
+  /** Ends every listener of this process (each sink's end()) and releases the bus's connections (not the client it was given). */
   close(): Promise<void>;
 }
 

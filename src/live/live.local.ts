@@ -1,80 +1,12 @@
 /**
  * The part of a live bus that lives in one process, shared by both implementations so that
- * they cannot differ in it: the subscriptions of each reader, counted, and each subscription's
- * bounded buffer. The implementations supply what opening and closing a reader's channel means
- * (Redis: subscribe and mark; memory: nothing).
+ * they cannot differ in it: the listeners of each reader, counted, each with the sink its events
+ * go to. The implementations supply what opening and closing a reader's channel means (Redis:
+ * subscribe and mark; memory: nothing).
  */
 import { withTimeout } from '../kernel/timeout';
-import { LIVE_BUFFER_EVENTS, LIVE_STEP_TIMEOUT_MS, LiveEvent, LiveSubscription, LiveWarn } from './live.bus';
-
-/** A subscription's events, buffered up to a capacity while nobody reads (see LIVE_BUFFER_EVENTS). */
-export class BufferedSubscription implements LiveSubscription {
-  private readonly buffer: LiveEvent[] = [];
-  /** Readers waiting in next(): only while the buffer is empty. */
-  private readonly waiting: Array<(result: IteratorResult<LiveEvent>) => void> = [];
-  private closing: Promise<void> | undefined;
-  /** A warning was given for the current run of drops; the next one waits until the reader catches up. */
-  private warned = false;
-  dropped = 0;
-
-  constructor(
-    readonly readerId: number,
-    private readonly capacity: number,
-    private readonly warn: LiveWarn,
-    private readonly onClose: (subscription: BufferedSubscription) => Promise<void>,
-  ) {}
-
-  get closed(): boolean {
-    return this.closing !== undefined;
-  }
-
-  /** An event for this subscription's reader. Never blocks: a full buffer loses its oldest event. */
-  push(event: LiveEvent): void {
-    if (this.closed) return;
-    const reader = this.waiting.shift();
-    if (reader) {
-      reader({ value: event, done: false });
-      return;
-    }
-    if (this.buffer.length >= this.capacity) {
-      this.buffer.shift();
-      this.dropped += 1;
-      if (!this.warned) {
-        this.warned = true;
-        this.warn(`live feed: a subscription of reader ${this.readerId} is not read; its oldest unread events are dropped (${this.dropped} so far)`);
-      }
-    }
-    this.buffer.push(event);
-  }
-
-  next(): Promise<IteratorResult<LiveEvent>> {
-    const event = this.buffer.shift();
-    if (event) return Promise.resolve({ value: event, done: false });
-    // Caught up: a later overflow is a new episode, worth a warning of its own.
-    this.warned = false;
-    if (this.closed) return Promise.resolve({ value: undefined, done: true });
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-
-  /** graphql-js calls this when the client completes the subscription or goes away. */
-  async return(): Promise<IteratorResult<LiveEvent>> {
-    await this.close();
-    return { value: undefined, done: true };
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  close(): Promise<void> {
-    if (!this.closing) {
-      this.buffer.length = 0;
-      for (const reader of this.waiting.splice(0)) reader({ value: undefined, done: true });
-      this.closing = this.onClose(this);
-    }
-    return this.closing;
-  }
-}
+import { LIVE_BUFFER_EVENTS, LIVE_STEP_TIMEOUT_MS, LiveChannel, LiveEvent, LiveSink, LiveSubscription, LiveWarn } from './live.bus';
+import { LiveQueue } from './live.queue';
 
 /** What opening and closing one reader's channel in this process takes. */
 export interface ChannelHooks {
@@ -84,8 +16,13 @@ export interface ChannelHooks {
   shut(readerId: number): Promise<void>;
 }
 
+/** One listen(): its own entry, so that a sink listening twice is two listeners. */
+interface Listener {
+  sink: LiveSink;
+}
+
 interface Reader {
-  subscriptions: Set<BufferedSubscription>;
+  listeners: Set<Listener>;
   /** Settles when the channel is open (or failed to open). */
   opened: Promise<void>;
 }
@@ -98,9 +35,9 @@ export interface LocalReadersOptions {
 }
 
 /**
- * The readers this process holds live, with their subscriptions: the first subscription of a
- * reader opens its channel, the last one's close shuts it. Opens and shuts of one reader run one
- * after the other.
+ * The readers this process holds live, with their listeners: the first listener of a reader opens
+ * its channel, the last one's close shuts it. Opens and shuts of one reader run one after the
+ * other.
  */
 export class LocalReaders {
   private readonly readers = new Map<number, Reader>();
@@ -131,41 +68,55 @@ export class LocalReaders {
     return this.readers.size;
   }
 
-  async connect(readerId: number): Promise<LiveSubscription> {
+  async listen(readerId: number, sink: LiveSink): Promise<LiveChannel> {
     let reader = this.readers.get(readerId);
     if (!reader) {
-      reader = { subscriptions: new Set(), opened: this.inTurn(readerId, () => this.hooks.open(readerId)) };
+      reader = { listeners: new Set(), opened: this.inTurn(readerId, () => this.hooks.open(readerId)) };
       this.readers.set(readerId, reader);
     }
     const entry = reader;
-    const subscription = new BufferedSubscription(readerId, this.capacity, this.warn, (closed) => this.release(readerId, entry, closed));
-    entry.subscriptions.add(subscription);
+    const listener: Listener = { sink };
+    entry.listeners.add(listener);
+    let closing: Promise<void> | undefined;
+    const channel: LiveChannel = { readerId, close: () => (closing ??= this.release(readerId, entry, listener)) };
     try {
       await entry.opened;
     } catch (error) {
-      // The last subscription of a failed open shuts what the open may have done halfway.
-      await subscription.close();
+      // The last listener of a failed open shuts what the open may have done halfway.
+      await channel.close();
       throw error;
     }
-    return subscription;
+    return channel;
   }
 
-  /** An event for a reader: to each of its subscriptions in this process (one object; events are read-only). */
+  /** A subscription with a queue of its own on the reader's channel. */
+  async connect(readerId: number): Promise<LiveSubscription> {
+    const held: { channel?: LiveChannel } = {};
+    const queue = new LiveQueue({ readerId, warn: this.warn, capacity: this.capacity, onClose: async () => held.channel?.close() });
+    held.channel = await this.listen(readerId, queue);
+    // Closed while the channel opened (the bus is closing): let go of it too.
+    if (queue.closed) await held.channel.close();
+    return queue;
+  }
+
+  /** An event for a reader: to each of its listeners in this process (one object; events are read-only). */
   deliver(readerId: number, event: LiveEvent): void {
     const reader = this.readers.get(readerId);
     if (!reader) return;
-    for (const subscription of reader.subscriptions) subscription.push(event);
+    for (const listener of reader.listeners) listener.sink.push(event);
   }
 
-  /** Closes every subscription (the bus is closing); resolves when every channel is shut. */
+  /** Ends every listener (the bus is closing): every channel is shut, and each sink told. */
   async closeAll(): Promise<void> {
-    const subscriptions = [...this.readers.values()].flatMap((reader) => [...reader.subscriptions]);
-    await Promise.all(subscriptions.map((subscription) => subscription.close()));
+    const all = [...this.readers.entries()].flatMap(([readerId, reader]) => [...reader.listeners].map((listener) => ({ readerId, reader, listener })));
+    const shut = all.map(({ readerId, reader, listener }) => this.release(readerId, reader, listener));
+    for (const { listener } of all) listener.sink.end();
+    await Promise.all(shut);
   }
 
-  private release(readerId: number, reader: Reader, subscription: BufferedSubscription): Promise<void> {
-    reader.subscriptions.delete(subscription);
-    if (reader.subscriptions.size > 0 || this.readers.get(readerId) !== reader) return Promise.resolve();
+  private release(readerId: number, reader: Reader, listener: Listener): Promise<void> {
+    if (!reader.listeners.delete(listener)) return Promise.resolve();
+    if (reader.listeners.size > 0 || this.readers.get(readerId) !== reader) return Promise.resolve();
     this.readers.delete(readerId);
     // A shut never throws of itself, but it may run out of time: a close still succeeds (the
     // mark expires, and the reader's next steps are free to go).

@@ -4,7 +4,7 @@
  * reader is live while it has a subscription open here; nothing needs a time to live, since
  * the marks die with the process.
  */
-import { LIVE_BUFFER_EVENTS, LiveBus, LiveEvent, LiveSubscription, LiveWarn } from './live.bus';
+import { LIVE_BUFFER_EVENTS, LiveBus, LiveChannel, LiveEvent, LiveSink, LiveSubscription, LiveWarn } from './live.bus';
 import { LocalReaders } from './live.local';
 
 export class MemoryLiveBus implements LiveBus {
@@ -12,6 +12,10 @@ export class MemoryLiveBus implements LiveBus {
 
   constructor(warn: LiveWarn, options: { bufferEvents?: number } = {}) {
     this.readers = new LocalReaders({ open: async () => {}, shut: async () => {} }, warn, { capacity: options.bufferEvents ?? LIVE_BUFFER_EVENTS });
+  }
+
+  listen(readerId: number, sink: LiveSink): Promise<LiveChannel> {
+    return this.readers.listen(readerId, sink);
   }
 
   connect(readerId: number): Promise<LiveSubscription> {
@@ -27,6 +31,10 @@ export class MemoryLiveBus implements LiveBus {
     // A copy, as a message decoded from Redis would be: the publisher may reuse its object.
     for (const readerId of live) this.readers.deliver(readerId, { ...event });
     return live.length;
+  }
+
+  held(): number[] {
+    return this.readers.ids();
   }
 
   close(): Promise<void> {

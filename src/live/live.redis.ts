@@ -38,7 +38,9 @@ import {
   LIVE_STEP_TIMEOUT_MS,
   LIVE_TTL_MS,
   LiveBus,
+  LiveChannel,
   LiveEvent,
+  LiveSink,
   LiveSubscription,
   LiveWarn,
 } from './live.bus';
@@ -144,6 +146,11 @@ export class RedisLiveBus implements LiveBus {
     });
   }
 
+  async listen(readerId: number, sink: LiveSink): Promise<LiveChannel> {
+    if (this.closed) throw new Error('the live bus is closed');
+    return this.readers.listen(readerId, sink);
+  }
+
   async connect(readerId: number): Promise<LiveSubscription> {
     if (this.closed) throw new Error('the live bus is closed');
     return this.readers.connect(readerId);
@@ -182,6 +189,10 @@ export class RedisLiveBus implements LiveBus {
       this.warnFailures(outcomes, `publishing a live event to ${live.length} readers`);
     }
     return sent;
+  }
+
+  held(): number[] {
+    return this.readers.ids();
   }
 
   async close(): Promise<void> {

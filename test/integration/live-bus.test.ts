@@ -245,6 +245,33 @@ describe.each(implementations)('%s', (_name, makeWorld) => {
     await subscription.close();
   });
 
+  test('listen: the channels of several readers feed one sink, and each close lets go of its own channel only', async () => {
+    const [first, second] = [newReader(), newReader()];
+    const got: LiveEvent[] = [];
+    let ended = 0;
+    const sink = { push: (event: LiveEvent) => got.push(event), end: () => (ended += 1) };
+    const [onFirst, onSecond] = await Promise.all([world.subscriber.listen(first, sink), world.subscriber.listen(second, sink)]);
+    expect(world.subscriber.held().sort()).toEqual([first, second].sort());
+    expect(await world.publisher.publish([first], added(1))).toBe(1);
+    expect(await world.publisher.publish([second], added(2))).toBe(1);
+    await eventually('both events in the one sink', () => got.length === 2);
+    expect(got).toEqual([added(1), added(2)]);
+
+    await onFirst.close();
+    await onFirst.close(); // idempotent
+    expect(world.subscriber.held()).toEqual([second]);
+    expect(await world.publisher.liveAmong([first, second])).toEqual([second]);
+    if (world.channelSubscriptions) expect(await world.channelSubscriptions(first)).toBe(0);
+    expect(await world.publisher.publish([first], added(3))).toBe(0);
+
+    // The bus closing tells the sink of every listener it still has.
+    await world.subscriber.close();
+    expect(ended).toBe(1);
+    expect(world.subscriber.held()).toEqual([]);
+    await onSecond.close();
+    expect(got).toEqual([added(1), added(2)]);
+  });
+
   test("closing the bus ends the process's subscriptions", async () => {
     const reader = newReader();
     const subscription = await world.subscriber.connect(reader);

@@ -4,6 +4,7 @@
  * on the Redis Cluster pass), with the API in this process and in a second server process, and
  * the delivery cases again in the embedded mode (one process, events in memory).
  */
+import { getIntrospectionQuery } from 'graphql';
 import jwt from 'jsonwebtoken';
 import WebSocket from 'ws';
 import { fromGlobalId } from '../../src/kernel/global-id';
@@ -25,8 +26,8 @@ async function live(app: TestApp, reader: TestUser, authors: TestUser[] = []): P
 }
 
 const clients: LiveClient[] = [];
-const open = (url: string, token: string | null) => {
-  const client = liveClient(url, token);
+const open = (url: string, token: string | null, query?: string | null) => {
+  const client = liveClient(url, token, query);
   clients.push(client);
   return client;
 };
@@ -158,6 +159,147 @@ describe('refusals', () => {
       expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }) }),
     ]);
     expect(client.closed()).toBeNull(); // refusals end the operation, not the socket
+  });
+});
+
+/** A sample of the API's /metrics (0 when the series is absent). */
+async function metric(app: TestApp, series: string): Promise<number> {
+  const text = await (await fetch(app.url.replace(/\/graphql$/, '/metrics'))).text();
+  const line = text.split('\n').find((entry) => entry.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
+describe('limits of a WebSocket', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp('live_socket_limits', {
+      env: { MAX_WEBSOCKETS: '3', MAX_WEBSOCKETS_PER_USER: '2', MAX_OPERATIONS_PER_WEBSOCKET: '2' },
+    });
+  });
+  afterAll(() => app.close());
+
+  const sockets = () => metric(app, 'graphql_ws_sockets');
+  const settled = async (client: LiveClient) =>
+    waitFor('the socket to be acknowledged or closed', async () => client.acknowledged() || client.closed() !== null);
+
+  it('closes a socket over MAX_WEBSOCKETS_PER_USER, then one over MAX_WEBSOCKETS, with 4430 RATE_LIMITED, and serves the others', async () => {
+    const [ann, bob, cat] = [await signUp(app, 'sockets-ann'), await signUp(app, 'sockets-bob'), await signUp(app, 'sockets-cat')];
+    const annFirst = open(app.url, ann.token, null);
+    const annSecond = open(app.url, ann.token, null);
+    await Promise.all([settled(annFirst), settled(annSecond)]);
+    const annThird = open(app.url, ann.token, null);
+    await settled(annThird);
+    expect(annThird.closed()).toEqual({
+      code: 4430,
+      reason: 'RATE_LIMITED: at most 2 WebSockets per user in one process (MAX_WEBSOCKETS_PER_USER); close one first',
+    });
+    expect([annFirst.acknowledged(), annSecond.acknowledged()]).toEqual([true, true]);
+
+    const bobs = open(app.url, bob.token, null);
+    await settled(bobs);
+    expect(bobs.acknowledged()).toBe(true);
+    const cats = open(app.url, cat.token, null);
+    await settled(cats);
+    expect(cats.closed()).toEqual({ code: 4430, reason: 'RATE_LIMITED: this process holds its most WebSockets (MAX_WEBSOCKETS: 3); retry shortly' });
+    expect(await metric(app, 'graphql_ws_refusals_total{limit="maxWebSocketsPerUser"}')).toBe(1);
+    expect(await metric(app, 'graphql_ws_refusals_total{limit="maxWebSockets"}')).toBe(1);
+
+    // A socket that closes frees its place.
+    await annSecond.dispose();
+    await waitFor('the server to see the close', async () => (await sockets()) === 2);
+    const catAgain = open(app.url, cat.token, null);
+    await settled(catAgain);
+    expect(catAgain.acknowledged()).toBe(true);
+    expect((await catAgain.run('{ viewer { nickName } }')).data).toEqual({ viewer: { nickName: 'sockets-cat' } });
+  });
+
+  it('counts queries and mutations in flight on a socket against MAX_OPERATIONS_PER_WEBSOCKET, as it counts subscriptions', async () => {
+    const [user, author] = [await signUp(app, 'operations'), await signUp(app, 'operations-author')];
+    const client = open(app.url, user.token); // a subscription: one operation running
+    await live(app, user);
+    const second = client.subscribeAgain(); // two
+    const refusal = expect.objectContaining({
+      message: 'at most 2 operations may run at once on one WebSocket (MAX_OPERATIONS_PER_WEBSOCKET); wait for one to finish',
+      extensions: expect.objectContaining({ code: 'RATE_LIMITED', limit: 'maxOperationsPerWebSocket' }),
+    });
+    expect((await client.run('{ viewer { nickName } }')).errors).toEqual([refusal]);
+    expect((await client.run('mutation($u: ID!) { follow(userId: $u) { id } }', { u: author.id })).errors).toEqual([refusal]);
+    expect(await client.subscribeAgain().errors).toEqual([refusal]);
+    const followed = ok(await app.gql('query($u: ID!) { user(id: $u) { isFollowedByViewer } }', { u: author.id }, user.token));
+    expect(followed.user.isFollowedByViewer).toBe(false); // the refused mutation did not run
+
+    // One finishes: the next operation runs.
+    second.stop();
+    let answer: Awaited<ReturnType<LiveClient['run']>> = {};
+    await waitFor('a free place on the socket', async () => {
+      answer = await client.run('mutation($u: ID!) { follow(userId: $u) { isFollowedByViewer } }', { u: author.id });
+      return answer.errors === undefined;
+    });
+    expect(answer.data).toEqual({ follow: { isFollowedByViewer: true } });
+    expect(client.closed()).toBeNull();
+  });
+});
+
+describe('mutations over a WebSocket', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp('live_ws_rate_limits', { env: { RATE_LIMITS: 'on', RATE_LIMIT_PUBLISH_PER_USER: '2/3600' } });
+  });
+  afterAll(() => app.close());
+
+  it('count against the same rate limits as over HTTP', async () => {
+    const author = await signUp(app, 'socket-author');
+    const client = open(app.url, author.token, null);
+    const publishing = 'mutation($t: String!) { publishBlog(input: { title: $t, content: "over a socket" }) { id } }';
+    expect((await client.run(publishing, { t: 'one' })).errors).toBeUndefined();
+    await publish(app, author, 'two over HTTP');
+    const refused = await client.run(publishing, { t: 'three' });
+    expect(refused.errors).toEqual([
+      expect.objectContaining({
+        extensions: expect.objectContaining({ code: 'RATE_LIMITED', limit: 'publishPerUser', retryAfterSeconds: expect.any(Number) }),
+      }),
+    ]);
+    const count = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_blog WHERE user_id = ?', [dbId(author)]);
+    expect(Number(count[0].n)).toBe(2);
+  });
+});
+
+describe('a client that stops reading', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp('live_slow_reader', { env: { WEBSOCKET_MAX_BUFFERED_BYTES: '65536', MAX_OPERATIONS_PER_WEBSOCKET: '1000' } });
+  });
+  afterAll(() => app.close());
+
+  it('has its socket closed with 4413 once its unsent answers pass WEBSOCKET_MAX_BUFFERED_BYTES, and the server goes on serving', async () => {
+    const user = await signUp(app, 'slow');
+    const socket = new WebSocket(app.url.replace(/^http/, 'ws'), 'graphql-transport-ws');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${user.token}` } }));
+    await new Promise((resolve) => socket.once('message', resolve)); // connection_ack
+    // The client stops reading; its requests still go out. Each answer is about 100 kB.
+    (socket as unknown as { _socket: { pause(): void } })._socket.pause();
+    const query = getIntrospectionQuery();
+    for (let id = 0; id < 300; id += 1) socket.send(JSON.stringify({ id: String(id), type: 'subscribe', payload: { query } }));
+    await waitFor(
+      'the server to give up on the socket',
+      async () => (await metric(app, 'graphql_ws_refusals_total{limit="webSocketMaxBufferedBytes"}')) === 1,
+      30_000,
+    );
+
+    let answers = 0;
+    socket.on('message', () => (answers += 1));
+    (socket as unknown as { _socket: { resume(): void } })._socket.resume();
+    expect(await closed).toEqual({
+      code: 4413,
+      reason: 'the client is not reading: over 65536 bytes wait to be sent (WEBSOCKET_MAX_BUFFERED_BYTES); reconnect',
+    });
+    expect(answers).toBeLessThan(300);
+    const other = await signUp(app, 'unaffected');
+    expect(ok(await app.gql('{ viewer { nickName } }', {}, other.token))).toEqual({ viewer: { nickName: 'unaffected' } });
   });
 });
 
