@@ -6,7 +6,7 @@ import type { FeedService } from '../feed/feed.service';
 import { badUserInput, forbidden, notFound } from '../kernel/errors';
 import { ScoredId } from '../kernel/pagination/cursor';
 import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
-import { checkText } from '../kernel/validation';
+import { checkNoControlCharacters, checkText } from '../kernel/validation';
 import { BlogsForViewer, BlogStore } from './blog.store';
 import { Blog, BlogRow, KeyedBlogRow, PublishBlogInput } from './blog.types';
 
@@ -30,14 +30,23 @@ export interface BlogItem extends ScoredId {
   blog: Blog;
 }
 
+/**
+ * The rules of a new blog. Text takes no control characters but newline and tab (a URL none);
+ * blogs stored before that rule are served as they are.
+ */
 export function validatePublishInput(input: PublishBlogInput): void {
   checkText('title', input.title, { min: 1, max: TITLE_MAX, notBlank: true });
+  checkNoControlCharacters('title', input.title, { newlineAndTab: true });
   checkText('content', input.content, { min: 1, max: CONTENT_MAX, notBlank: true });
+  checkNoControlCharacters('content', input.content, { newlineAndTab: true });
   const images = input.images ?? [];
   if (images.length > IMAGES_MAX) {
     throw badUserInput(`images must hold at most ${IMAGES_MAX} URLs (got ${images.length})`, 'images');
   }
-  images.forEach((image, i) => checkText(`images[${i}]`, image, { min: 1, max: IMAGE_URL_MAX, notBlank: true }));
+  images.forEach((image, i) => {
+    checkText(`images[${i}]`, image, { min: 1, max: IMAGE_URL_MAX, notBlank: true });
+    checkNoControlCharacters(`images[${i}]`, image, { newlineAndTab: false });
+  });
 }
 
 export function validateIdempotencyKey(key: string | null | undefined): void {

@@ -15,6 +15,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { withTimeout } from '../kernel/timeout';
+import { hidePasswords } from '../kernel/redaction';
 import { isDatabaseUnavailable, Isolation, MysqlDatabase, Params, Sql, SqlStatementLog, WriteResult } from './database';
 import { MysqlPool, PoolLimits } from './mysql';
 
@@ -81,9 +82,7 @@ function covers(applied: Map<string, bigint>, position: Map<string, bigint>): bo
 
 /** The URL without its password, for /readyz, /metrics and messages. */
 export function redactUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
+  return hidePasswords(url);
 }
 
 type SlaveStatus = {

@@ -25,6 +25,13 @@ import { buildFeedSchema } from './schema';
 /** Largest request body accepted (a publishBlog at its limits is about 60 kB of UTF-8). */
 export const MAX_BODY_BYTES = 100 * 1024;
 
+/**
+ * How often node:http looks for connections past HTTP_HEADERS_TIMEOUT_MS or
+ * HTTP_REQUEST_TIMEOUT_MS (its default, 30 s, would let a slow client hold a connection up to
+ * 30 s past either). A pass over the open connections each second costs nothing measurable.
+ */
+const TIMEOUT_CHECK_INTERVAL_MS = 1000;
+
 export interface RunningApi {
   url: string;
   services: Services;
@@ -38,7 +45,14 @@ export async function startApi(core: Core): Promise<RunningApi> {
   const routes = createRoutes(core);
   // POST /graphql, nearly all the traffic, skips Express (see http.ts). handleGraphQL is made
   // below, once Apollo has started; no request arrives before the server listens.
-  const httpServer = http.createServer((req, res) => {
+  // A client that sends its headers or its body too slowly (slow loris) is answered 408 and
+  // cut: it cannot hold a connection and a request's memory for longer than these settings.
+  const serverOptions: http.ServerOptions = {
+    headersTimeout: config.httpHeadersTimeoutMs,
+    requestTimeout: config.httpRequestTimeoutMs,
+    connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, config.httpHeadersTimeoutMs),
+  };
+  const httpServer = http.createServer(serverOptions, (req, res) => {
     if (isGraphQLPost(req)) handleGraphQL(req, res);
     else routes(req, res);
   });
@@ -88,10 +102,15 @@ export async function startApi(core: Core): Promise<RunningApi> {
     // prevention stays on: a request without a JSON content type or an Apollo header is refused.
     cors: cors({ origin: config.corsOrigins, credentials: false }),
     maxBodyBytes: MAX_BODY_BYTES,
+    maxResponseBytes: config.responseMaxBytes,
     readScopes,
     requestIdOf,
     contextOf: async (req, requestId) => {
-      const context = contextFor(await core.tokens.check(req.headers.authorization), clientAddress(req), requestId);
+      const auth = await core.tokens.check(req.headers.authorization);
+      const ip = clientAddress(req);
+      // A forged or expired token counts as none: it would otherwise be a way around the limit.
+      if (auth.kind !== 'viewer') await services.rateLimits.anonymousRequest(ip);
+      const context = contextFor(auth, ip, requestId);
       await readsOf(context);
       return context;
     },

@@ -15,6 +15,7 @@ import { isDatabaseTooSlow, isDatabaseUnavailable } from '../db/database';
 import type { Config } from '../kernel/config';
 import { ErrorCode, internalServerError, serviceUnavailable, validationFailed } from '../kernel/errors';
 import { logger, Metrics, operationLabeler } from '../kernel/observability';
+import { hidePasswords } from '../kernel/redaction';
 import type { Context } from './context';
 import { queryLimitsPlugin } from './limits';
 import { operationEnded, operationStarts } from './read-your-writes';
@@ -132,7 +133,11 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, pr
     return { ...formatted, extensions };
   }
   const cause = original ?? error;
-  logger.error({ msg: 'internal error', err: cause instanceof Error ? { message: cause.message, stack: cause.stack } : String(cause) });
+  // A driver's message may quote a connection URL: its password stays out of the log.
+  logger.error({
+    msg: 'internal error',
+    err: cause instanceof Error ? { message: hidePasswords(cause.message), stack: cause.stack && hidePasswords(cause.stack) } : hidePasswords(String(cause)),
+  });
   if (!production) return formatted;
   return internalServerError(formatted);
 }

@@ -6,9 +6,16 @@
  *
  * Each rejection is GRAPHQL_VALIDATION_FAILED (HTTP 400) with `extensions.limit` naming the
  * limit, `extensions.max` and `extensions.actual`. Introspection fields (`__schema`, `__type`)
- * count toward neither depth, aliases nor root fields: GraphiQL and code generators need them,
- * and their size is bounded by the schema's. They do count toward nodes and cost (the
- * introspection query: 230 and 220), so fragments cannot hide an expansion under them.
+ * count toward neither depth nor root fields: GraphiQL and code generators need them, and one
+ * introspection answer is bounded by the schema's size. Their aliases do count (the standard
+ * introspection query has none; 1,000 aliases of `__schema` would be 1,000 copies of it), and so
+ * do they toward nodes and cost (the introspection query: 230 and 220), so fragments cannot hide
+ * an expansion under them.
+ *
+ * Bytes are a cost: a field that can answer more than a KiB of JSON (a blog's content, title and
+ * images, a user's icon) costs a unit per KiB of the most it can answer (LARGE_FIELD_BYTES), so
+ * the cost bounds the answer's size as well as the work; the served answer is capped besides
+ * (RESPONSE_MAX_BYTES, http.ts).
  *
  * Every figure counts a fragment wherever it is spread, yet each fragment is measured once
  * (OperationMeasurer), so the check takes time linear in the document.
@@ -17,6 +24,7 @@
  * operations unless allowed; they are not) are limited at the HTTP layer.
  */
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../kernel/pagination/page';
+import { CONTENT_MAX, IMAGE_URL_MAX, IMAGES_MAX, TITLE_MAX } from '../blog/blog.service';
 import type { ApolloServerPlugin } from '@apollo/server';
 import { createHash } from 'node:crypto';
 import {
@@ -57,11 +65,14 @@ export const QUERY_LIMITS = {
    */
   nodes: 10_000,
   /**
-   * Estimated cost: 1 per field, and a connection costs `first` times its selection. A full
-   * followFeed(first: 100) page with every Blog field and its author's fields costs about 2,200.
+   * Estimated cost: 1 per field, a unit per KiB of the most a large field can answer
+   * (LARGE_FIELD_BYTES), and a connection costs `first` times its selection. A full
+   * followFeed(first: 100) page with every Blog field and its author's fields costs 8,101, so it
+   * passes; three aliased pages of 100 contents cost 12,604 and do not (priced by their fields alone,
+   * thirty would pass at 9,031). At about a KiB per unit, an answer within the cost is at most about 10 MB.
    */
   cost: 10_000,
-  /** Aliased fields per operation: enough for a dashboard, too few to multiply one field. */
+  /** Aliased fields per operation, introspection's included: enough for a dashboard, too few to multiply one field. */
   aliases: 30,
   /** Top-level fields per operation. */
   rootFields: 10,
@@ -87,12 +98,67 @@ const VERDICT_CACHE_ENTRIES = 1000;
 
 const isIntrospection = (name: string) => name.startsWith('__');
 
+/** A cost unit of a large field: a KiB of JSON. */
+const BYTES_PER_COST_UNIT = 1024;
+
+/** tb_user.icon is a VARCHAR(512). */
+const ICON_MAX = 512;
+
+/**
+ * The most JSON a text of `characters` characters answers: its quotes, and at most 4 bytes a
+ * character (UTF-8; JSON.stringify escapes only control characters, `"` and `\`, and blog text
+ * holds no control characters but newline and tab, whose escapes take 2 bytes). Rows stored
+ * before control characters were refused may hold up to 6 bytes a character (`\u0001`); the
+ * answer's byte cap (RESPONSE_MAX_BYTES) bounds those.
+ */
+const jsonTextBytes = (characters: number): number => 2 + 4 * characters;
+/** A JSON list of `count` items of `itemBytes` each: brackets and commas. */
+const jsonListBytes = (count: number, itemBytes: number): number => 2 + count * itemBytes + Math.max(0, count - 1);
+
+/**
+ * The most JSON each field that can answer more than a KiB answers, by type and field name.
+ * Checked against the schema when the limits are set up (queryLimitsPlugin), so that a field
+ * renamed there cannot silently lose its weight.
+ */
+export const LARGE_FIELD_BYTES: ReadonlyMap<string, number> = new Map([
+  ['Blog.title', jsonTextBytes(TITLE_MAX)],
+  ['Blog.content', jsonTextBytes(CONTENT_MAX)],
+  ['Blog.images', jsonListBytes(IMAGES_MAX, jsonTextBytes(IMAGE_URL_MAX))],
+  ['User.icon', jsonTextBytes(ICON_MAX)],
+]);
+
+/** The cost of a field of `type` named `field` that answers up to LARGE_FIELD_BYTES, or undefined for any other field. */
+function largeFieldCost(type: string, field: string): number | undefined {
+  const bytes = LARGE_FIELD_BYTES.get(`${type}.${field}`);
+  return bytes === undefined ? undefined : Math.max(1, Math.ceil(bytes / BYTES_PER_COST_UNIT));
+}
+
+/**
+ * The weight of large fields as a graphql-query-complexity estimator, for whoever prices a
+ * document with that library (the unit tests compare the measure with it).
+ */
+export function largeFieldEstimator({ type, field, childComplexity }: ComplexityEstimatorArgs): number | void {
+  const cost = largeFieldCost(type.name, field.name);
+  if (cost !== undefined) return cost + childComplexity;
+}
+
+/** Throws when a field of LARGE_FIELD_BYTES is not in `schema` (a rename would otherwise drop its weight). */
+function checkLargeFields(schema: GraphQLSchema): void {
+  for (const key of LARGE_FIELD_BYTES.keys()) {
+    const [typeName, fieldName] = key.split('.');
+    const type = schema.getType(typeName);
+    if (!(isObjectType(type) || isInterfaceType(type)) || !type.getFields()[fieldName]) {
+      throw new Error(`LARGE_FIELD_BYTES names ${key}, which the schema does not have`);
+    }
+  }
+}
+
 /** What an operation asks for, measured with its fragments expanded where they are spread. */
 export interface QueryMeasure {
   rootFields: number;
   /** Nesting of fields, introspection fields not counted. */
   depth: number;
-  /** Aliased fields, introspection fields not counted. */
+  /** Aliased fields, introspection fields included. */
   aliases: number;
   /** Selections, @skip/@include applied (see QUERY_LIMITS.nodes). */
   nodes: number;
@@ -171,11 +237,9 @@ class OperationMeasurer {
         const field = type ? this.fieldOf(type, name) : undefined;
         const childType = field ? getNamedType(field.type) : undefined;
         const child = selection.selectionSet ? this.selectionSet(selection.selectionSet, isCompositeType(childType) ? childType : undefined) : null;
-        if (!isIntrospection(name)) {
-          if (selection.alias) aliases = add(aliases, 1);
-          depth = Math.max(depth, 1 + (child?.depth ?? 0));
-          aliases = add(aliases, child?.aliases ?? 0);
-        }
+        if (selection.alias) aliases = add(aliases, 1);
+        aliases = add(aliases, child?.aliases ?? 0);
+        if (!isIntrospection(name)) depth = Math.max(depth, 1 + (child?.depth ?? 0));
         if (!type || !field || !included) continue;
         const childCost = child && isCompositeType(childType) ? child.cost : 0;
         if (child && isCompositeType(childType)) nodes = add(nodes, child.nodes);
@@ -228,7 +292,10 @@ class OperationMeasurer {
     return true;
   }
 
-  /** The field's `complexity` option, else 1 + its selection; null when its arguments cannot be read (execution reports them). */
+  /**
+   * The field's `complexity` option, else its weight as a large field, else 1, plus its
+   * selection's cost; null when its arguments cannot be read (execution reports them).
+   */
   private fieldCost(
     field: GraphQLField<unknown, unknown>,
     node: SelectionNode & { kind: Kind.FIELD },
@@ -249,7 +316,7 @@ class OperationMeasurer {
       const cost: unknown = (complexity as ComplexityEstimator)(estimatorArgs);
       if (typeof cost === 'number' && !Number.isNaN(cost)) return Math.min(Math.max(cost, 0), SATURATED);
     }
-    return add(1, childComplexity);
+    return add(largeFieldCost(type.name, field.name) ?? 1, childComplexity);
   }
 }
 
@@ -341,6 +408,7 @@ export function checkQueryLimits(
 
 /** The Apollo plugin that applies the limits to every operation. */
 export function queryLimitsPlugin(schema: GraphQLSchema): ApolloServerPlugin {
+  checkLargeFields(schema);
   return {
     async requestDidStart() {
       return {

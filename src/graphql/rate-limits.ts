@@ -1,8 +1,8 @@
 /**
  * Rate limits, counted in Redis so that every process of a deployment shares them
  * (rate-limiter-flexible). They stop password guessing (login per IP, per nickName and address,
- * and failures per nickName), sign-up floods (per IP) and write floods (publishBlog, likeBlog,
- * follow per user).
+ * and failures per nickName), sign-up floods (per IP), write floods (publishBlog, likeBlog,
+ * follow per user) and request floods from clients without a token (per IP).
  *
  * Logins: every attempt counts per address and per (nickName, address) pair, which stops one
  * address guessing a password, its owner's right one included once over. Failures also count
@@ -27,7 +27,8 @@ import { redisAvailable } from '../redis/breaker';
 import type { RedisClient } from '../redis/redis.client';
 import { nickNameKey } from '../user/user.service';
 import { addressLimitKey } from './client-address';
-import { rateLimited } from '../kernel/errors';
+import { ErrorCode, rateLimited, requestRateLimited } from '../kernel/errors';
+import { GraphQLError } from 'graphql';
 
 type LimitName = keyof Omit<RateLimitSettings, 'enabled'>;
 
@@ -127,6 +128,20 @@ export class RateLimits {
 
   subscribe(userId: number): Promise<void> {
     return this.consume('subscribePerUser', String(userId), 'subscriptions started');
+  }
+
+  /**
+   * A GraphQL request from `ip` without a valid token. Over the limit the whole request is
+   * refused before it is parsed: HTTP 429 with Retry-After. Signed-in requests are not counted
+   * (they have limits of their own per user), so a feed page never waits for this count.
+   */
+  async anonymousRequest(ip: string): Promise<void> {
+    try {
+      await this.consume('anonymousPerIp', addressLimitKey(ip), 'requests without a token from this address');
+    } catch (error) {
+      if (!(error instanceof GraphQLError) || error.extensions.code !== ErrorCode.RATE_LIMITED) throw error;
+      throw requestRateLimited(error.message, 'anonymousPerIp', error.extensions.retryAfterSeconds as number);
+    }
   }
 
   /**

@@ -10,6 +10,7 @@ import type { Database } from '../db/database';
 import { replicasOf } from '../db/replicas';
 import type { Config } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
+import { hidePasswords } from '../kernel/redaction';
 import { withTimeout } from '../kernel/timeout';
 import { breakerOf } from '../redis/breaker';
 import type { RedisClient } from '../redis/redis.client';
@@ -62,6 +63,7 @@ export function createRoutes({ config, db, redis, metrics }: RouteDeps): Express
     res.type('html').send(GRAPHIQL_PAGE);
   });
   const metricsAllowed = metricsAuthorization(config.metricsToken);
+  const detailsAllowed = readinessDetailsAuthorization(config.metricsToken);
   app.get('/metrics', async (req, res) => {
     if (!metricsAllowed(req.headers.authorization)) {
       res.status(401).set('www-authenticate', 'Bearer realm="metrics"').type('text').send('send METRICS_TOKEN as Authorization: Bearer <token>');
@@ -73,7 +75,9 @@ export function createRoutes({ config, db, redis, metrics }: RouteDeps): Express
   // rate limits to memory, fan-out waits in the outbox), so a Redis that is down or hangs makes
   // the instance "degraded", still 200: failing readiness then would take every instance out of
   // the load balancer at once for an outage they all ride out.
-  app.get('/readyz', async (_req, res) => {
+  // A load balancer needs the status alone; each store's state, the replicas (user@host) and
+  // the raw errors go only to a bearer of METRICS_TOKEN, with every URL's password hidden.
+  app.get('/readyz', async (req, res) => {
     const check = (name: string, probe: Promise<unknown>) =>
       withTimeout(probe, READY_TIMEOUT_MS, name).then(
         () => 'ok',
@@ -94,9 +98,19 @@ export function createRoutes({ config, db, redis, metrics }: RouteDeps): Express
     // the primary), so it is shown here but never makes the instance unready.
     const replicas = replicasOf(db);
     if (replicas) results.replicas = replicas.replicaStatuses();
-    res.status(dbCheck === 'ok' ? 200 : 503).json(results);
+    const ready = dbCheck === 'ok';
+    const status = { status: ready ? 'ready' : 'not ready' };
+    res.status(ready ? 200 : 503);
+    if (!detailsAllowed(req.headers.authorization)) return void res.json(status);
+    res.type('json').send(hidePasswords(JSON.stringify({ ...status, ...results })));
   });
   return app;
+}
+
+/** Whether an Authorization header may read /readyz's details: only `Bearer <METRICS_TOKEN>`, never without the token set. */
+function readinessDetailsAuthorization(token: string | null): (header: string | undefined) => boolean {
+  if (token === null) return () => false;
+  return metricsAuthorization(token);
 }
 
 /**

@@ -1,4 +1,5 @@
 import proxyaddr from 'proxy-addr';
+import { hidePasswords } from './redaction';
 
 /**
  * Configuration, parsed and validated once at start.
@@ -43,6 +44,8 @@ export interface RateLimitSettings {
   followPerUser: RateLimitRule;
   /** Subscriptions started over WebSocket, per user: a client that resubscribes in a loop. */
   subscribePerUser: RateLimitRule;
+  /** GraphQL requests without a valid token, per client address (graphql/api.ts). */
+  anonymousPerIp: RateLimitRule;
 }
 
 export interface Config {
@@ -148,6 +151,12 @@ export interface Config {
   maxSubscriptionsPerUser: number;
   /** What one API process lets WebSocket clients hold (graphql/subscriptions.ts). */
   webSockets: WebSocketLimits;
+  /** RESPONSE_MAX_BYTES: a GraphQL answer over this many bytes is replaced by RESPONSE_TOO_LARGE (graphql/http.ts). */
+  responseMaxBytes: number;
+  /** HTTP_HEADERS_TIMEOUT_MS: a client must have sent a request's headers within this long (node:http headersTimeout). */
+  httpHeadersTimeoutMs: number;
+  /** HTTP_REQUEST_TIMEOUT_MS: a client must have sent a whole request, body included, within this long (node:http requestTimeout). */
+  httpRequestTimeoutMs: number;
 }
 
 export interface WebSocketLimits {
@@ -164,9 +173,24 @@ export interface WebSocketLimits {
 /** Shortest METRICS_TOKEN: a short one could be guessed. */
 const MIN_METRICS_TOKEN_LENGTH = 16;
 
+/** A bad setting. Its message never holds a password: a URL in it is shown with `***` instead. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
+
+  constructor(message: string) {
+    super(hidePasswords(message));
+  }
 }
+
+/**
+ * The default of RESPONSE_MAX_BYTES: a full page of the largest blogs with margin. A
+ * followFeed(first: 100) edge answers at most about 61 kB of JSON under today's input rules
+ * (content 10,000 characters of up to 4 bytes, 40 kB; images 9 x 512 characters, 18.5 kB; title
+ * 1 kB; cursor, ids, counts and the author's fields, under 3 kB), so a page is about 6.1 MB; a
+ * blog stored before control characters were refused may answer 1.5 times that (6 bytes per
+ * character), about 9 MB a page. 10 MiB serves both.
+ */
+const DEFAULT_RESPONSE_MAX_BYTES = 10 * 1024 * 1024;
 
 type Env = Record<string, string | undefined>;
 
@@ -298,6 +322,9 @@ export function loadConfig(env: Env = process.env): Config {
       likePerUser: parseRule(env, 'RATE_LIMIT_LIKE_PER_USER', '300/600'),
       followPerUser: parseRule(env, 'RATE_LIMIT_FOLLOW_PER_USER', '200/3600'),
       subscribePerUser: parseRule(env, 'RATE_LIMIT_SUBSCRIBE_PER_USER', '60/600'),
+      // A page view makes a few requests; 5 a second on average leaves room for a few dozen
+      // visitors behind one NAT, and signed-in clients are not counted.
+      anonymousPerIp: parseRule(env, 'RATE_LIMIT_ANONYMOUS_PER_IP', '300/60'),
     },
     corsOrigins: (env.CORS_ORIGINS ?? '')
       .split(',')
@@ -322,7 +349,24 @@ export function loadConfig(env: Env = process.env): Config {
       // a client that reads at all never comes near it.
       maxBufferedBytes: parseIntVar(env, 'WEBSOCKET_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
     },
+    // 64 kB at least: the smallest answers (a sign-up, an error) must always fit.
+    responseMaxBytes: parseIntVar(env, 'RESPONSE_MAX_BYTES', DEFAULT_RESPONSE_MAX_BYTES, 64 * 1024, 1024 * 1024 * 1024),
+    ...parseHttpTimeouts(env),
   };
+}
+
+/**
+ * HTTP_HEADERS_TIMEOUT_MS (default 10 s: headers are a few hundred bytes, sent at once even on a
+ * slow phone) and HTTP_REQUEST_TIMEOUT_MS (default 30 s: a 100 kB body at 30 kbit/s). node:http
+ * refuses a headers timeout above the request timeout.
+ */
+function parseHttpTimeouts(env: Env): Pick<Config, 'httpHeadersTimeoutMs' | 'httpRequestTimeoutMs'> {
+  const httpHeadersTimeoutMs = parseIntVar(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const httpRequestTimeoutMs = parseIntVar(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 600_000);
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs) {
+    throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not be above HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`);
+  }
+  return { httpHeadersTimeoutMs, httpRequestTimeoutMs };
 }
 
 /** "mysql://host:3306/feed,mysql://host2:3306/feed": each a mysql:// URL of a replica. */
@@ -464,7 +508,7 @@ function parseUrlVar(env: Env, name: string, fallback: string, protocols: string
     throw new ConfigError(`${name} is not a valid URL (got "${value}")`);
   }
   if (!protocols.includes(url.protocol)) {
-    throw new ConfigError(`${name} must start with ${protocols.join(' or ')}// (got "${value}")`);
+    throw new ConfigError(`${name} must start with ${protocols.map((protocol) => `${protocol}//`).join(' or ')} (got "${value}")`);
   }
   return value;
 }

@@ -19,7 +19,10 @@ export const ErrorCode = {
   GRAPHQL_PARSE_FAILED: 'GRAPHQL_PARSE_FAILED',
   /** The query does not fit the schema (Apollo), or breaks a query limit (limits.ts, with extensions.limit). */
   GRAPHQL_VALIDATION_FAILED: 'GRAPHQL_VALIDATION_FAILED',
-  /** Over a rate limit; extensions.retryAfterSeconds says when to retry (rate-limits.ts). */
+  /**
+   * Over a rate limit; extensions.retryAfterSeconds says when to retry (rate-limits.ts). HTTP 429
+   * with Retry-After when the whole request is refused (RATE_LIMIT_ANONYMOUS_PER_IP).
+   */
   RATE_LIMITED: 'RATE_LIMITED',
   /** MySQL cannot be reached right now, or is too slow; the request changed nothing and may be retried. */
   SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
@@ -29,6 +32,8 @@ export const ErrorCode = {
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   /** A request body in a Content-Encoding the server does not read (HTTP 415, http.ts). */
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  /** An answer over RESPONSE_MAX_BYTES, sent instead of it (HTTP 400, http.ts). */
+  RESPONSE_TOO_LARGE: 'RESPONSE_TOO_LARGE',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -74,6 +79,19 @@ export function rateLimited(message: string, limit: string, retryAfterSeconds: n
 }
 
 /**
+ * A whole request refused by a rate limit (before it is parsed): HTTP 429 with Retry-After, so
+ * that any HTTP client, proxy or load generator backs off without reading the body.
+ */
+export function requestRateLimited(message: string, limit: string, retryAfterSeconds: number): GraphQLError {
+  return typedError(ErrorCode.RATE_LIMITED, message, {
+    retryAfterSeconds,
+    limit,
+    // Apollo takes the status and headers of the answer from here (and leaves `http` out of it).
+    http: { status: 429, headers: new Map([['retry-after', String(retryAfterSeconds)]]) },
+  });
+}
+
+/**
  * An operation over a query limit (limits.ts), refused before anything executes. HTTP 400 like
  * every other validation failure, so a client cannot tell a limit from a schema mismatch by status.
  */
@@ -113,8 +131,8 @@ export interface HttpError {
   body: { errors: GraphQLFormattedError[] };
 }
 
-function httpError(status: number, code: ErrorCode, message: string): HttpError {
-  return { status, body: { errors: [{ message, extensions: { code } }] } };
+function httpError(status: number, code: ErrorCode, message: string, extra: Record<string, unknown> = {}): HttpError {
+  return { status, body: { errors: [{ message, extensions: { code, ...extra } }] } };
 }
 
 /** A request body that is not JSON, or that broke off. */
@@ -130,6 +148,21 @@ export function payloadTooLarge(maxBytes: number): HttpError {
 /** A request body in a Content-Encoding other than gzip, deflate or br. */
 export function unsupportedMediaType(encoding: string): HttpError {
   return httpError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Encoding "${encoding}" is not supported (gzip, deflate, br or none)`);
+}
+
+/**
+ * An answer of `actualBytes`, over `maxBytes`, replaced by this error. HTTP 400 like the query
+ * limits: the client asked for more than it may receive at once, and the same request would get
+ * the same answer. The operation did run: a mutation's change stands.
+ */
+export function responseTooLarge(maxBytes: number, actualBytes: number): HttpError {
+  return httpError(
+    400,
+    ErrorCode.RESPONSE_TOO_LARGE,
+    `the answer is ${actualBytes} bytes, over the limit of ${maxBytes} (RESPONSE_MAX_BYTES); ask for fewer items (first) or fields. ` +
+      'The operation ran: a mutation took effect.',
+    { max: maxBytes, actual: actualBytes },
+  );
 }
 
 /** A failure of ours before or outside Apollo (a CORS check that threw, a broken response). */

@@ -5,6 +5,7 @@
  */
 import { logger } from './observability';
 import { ConfigError } from './config';
+import { hidePasswords } from './redaction';
 
 /**
  * Runs an entry point; both kinds of failure exit 1. Anything but a ConfigError is logged in full
@@ -14,9 +15,15 @@ import { ConfigError } from './config';
 export function runEntryPoint(main: () => Promise<void>): void {
   main().catch((error: unknown) => {
     if (error instanceof ConfigError) process.stderr.write(`configuration error: ${error.message}\n`);
-    else logger.fatal({ err: error }, 'startup failed');
+    else logger.fatal({ err: withoutPasswords(error) }, 'startup failed');
     process.exit(1);
   });
+}
+
+/** An error as a log line may show it: its message and stack with every URL's password hidden. */
+function withoutPasswords(error: unknown): { type?: string; message: string; stack?: string } {
+  if (!(error instanceof Error)) return { message: hidePasswords(String(error)) };
+  return { type: error.name, message: hidePasswords(error.message), stack: error.stack === undefined ? undefined : hidePasswords(error.stack) };
 }
 
 /**
@@ -45,7 +52,7 @@ export function stopOnSignals(what: string, stop: () => Promise<void>, timeoutMs
       },
       (error: unknown) => {
         clearTimeout(deadline);
-        logger.error({ msg: 'shutdown failed', err: error instanceof Error ? error.message : String(error) });
+        logger.error({ msg: 'shutdown failed', err: withoutPasswords(error).message });
         process.exit(1);
       },
     );

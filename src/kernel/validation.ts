@@ -38,3 +38,26 @@ export function checkText(field: string, value: string, rule: TextRule): void {
     throw badUserInput(`${field} must not be blank (got ${length} white-space characters)`, field);
   }
 }
+
+/** C0 controls, DEL and C1 controls (U+0000-U+001F, U+007F-U+009F). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point of this pattern
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+/** The same but newline (U+000A) and tab (U+0009): text a person writes in several lines. */
+// eslint-disable-next-line no-control-regex -- as above
+const CONTROL_BUT_NEWLINE_OR_TAB = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+
+/**
+ * Refuses control characters, naming the first one and where it stands: they show as nothing
+ * or as garbage in an app, can rewrite a terminal that prints them (ESC), and each weighs 6 bytes
+ * in a JSON answer (`\u0001`). `newlineAndTab` lets those two through.
+ */
+export function checkNoControlCharacters(field: string, value: string, options: { newlineAndTab: boolean }): void {
+  const found = (options.newlineAndTab ? CONTROL_BUT_NEWLINE_OR_TAB : CONTROL_CHARACTER).exec(value);
+  if (!found) return;
+  const codePoint = `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+  const allowed = options.newlineAndTab ? ' other than newline and tab' : '';
+  throw badUserInput(
+    `${field} must not contain control characters${allowed} (got ${codePoint} at character ${charLength(value.slice(0, found.index)) + 1})`,
+    field,
+  );
+}

@@ -58,7 +58,7 @@ it('says so in its first log line, and reports the SQLite store ready', async ()
   expect(first.msg).toContain(`embedded mode: SQLite at ${file}, FEED_MODEL=pull, rate limits in process memory`);
   const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
   expect(ready.status).toBe(200);
-  expect(await ready.json()).toEqual({ sqlite: 'ok' });
+  expect(await ready.json()).toEqual({ status: 'ready' });
 });
 
 it('serves sign-up, follow, publish, like and a scrolled feed from the file', async () => {

@@ -110,7 +110,8 @@ describe('bad input', () => {
     ['base64 of text', Buffer.from('hello').toString('base64url')],
     ['tampered score', Buffer.from('12x:1').toString('base64url')],
     ['negative offset', Buffer.from('1000:-1').toString('base64url')],
-    ['offset out of range', Buffer.from('1000:100001').toString('base64url')],
+    ['offset out of range', Buffer.from('1000:1001:5').toString('base64url')],
+    ['two-part (it names no blog)', Buffer.from('1000:1').toString('base64url')],
     ['score out of range', Buffer.from('9999999999999999:0').toString('base64url')],
     ['empty', ''],
   ])('rejects a %s cursor', async (_name, after) => {

@@ -271,12 +271,14 @@ describe('client addresses behind proxies', () => {
 });
 
 describe('Redis down', () => {
+  /** /readyz shows the details (Redis degraded) only to a bearer of METRICS_TOKEN. */
+  const METRICS_TOKEN = 'redis-down-token-0123456789';
   let redis: PrivateRedis;
   let app: TestApp;
   beforeAll(async () => {
     redis = new PrivateRedis(await freePort(), true);
     await redis.start();
-    app = await startTestApp('redis_down', { env: { REDIS_URL: redis.url, RATE_LIMITS: 'on', FEED_MODEL: 'hybrid' } });
+    app = await startTestApp('redis_down', { env: { REDIS_URL: redis.url, RATE_LIMITS: 'on', FEED_MODEL: 'hybrid', METRICS_TOKEN } });
   });
   afterAll(async () => {
     await app.close();
@@ -291,9 +293,11 @@ describe('Redis down', () => {
     await app.services.fanout?.idle();
     await redis.stop();
     // Degraded, still ready: MySQL answers, and every request is served without Redis.
-    const degraded = await fetch(app.url.replace('/graphql', '/readyz'));
+    const degraded = await fetch(app.url.replace('/graphql', '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     expect(degraded.status).toBe(200);
-    expect(await degraded.json()).toMatchObject({ mysql: 'ok', redis: 'degraded' });
+    expect(await degraded.json()).toMatchObject({ status: 'ready', mysql: 'ok', redis: 'degraded' });
+    // A load balancer sees only that the instance is ready.
+    expect(await (await fetch(app.url.replace('/graphql', '/readyz'))).json()).toEqual({ status: 'ready' });
     expect((await fetch(app.url.replace('/graphql', '/healthz'))).status).toBe(200);
     const during = await publish(app, author, 'during');
     expect(await scrollFeed(app, reader, 1)).toEqual([during, before]);
@@ -301,9 +305,9 @@ describe('Redis down', () => {
     await redis.start();
     await app.services.fanout?.idle(60_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const ready = await fetch(app.url.replace('/graphql', '/readyz'));
+    const ready = await fetch(app.url.replace('/graphql', '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ mysql: 'ok', redis: 'ok' });
+    expect(await ready.json()).toEqual({ status: 'ready', mysql: 'ok', redis: 'ok' });
     expect(await scrollFeed(app, reader, 1)).toEqual([during, before]);
     expect(fromGlobalId(during).type).toBe('Blog');
   });
@@ -332,7 +336,9 @@ describe('MySQL unreachable while serving', () => {
     expect(errorCode(failed)).toBe('SERVICE_UNAVAILABLE');
     expect(JSON.stringify(failed)).not.toContain('stacktrace');
     expect(errorCode(await app.gql('mutation { login(nickName: "reader", password: "password-123") { token } }'))).toBe('SERVICE_UNAVAILABLE');
-    expect((await fetch(app.url.replace('/graphql', '/readyz'))).status).toBe(503);
+    const notReady = await fetch(app.url.replace('/graphql', '/readyz'));
+    expect(notReady.status).toBe(503);
+    expect(await notReady.json()).toEqual({ status: 'not ready' });
     proxy.unblock();
     ok(await app.gql(FEED_PAGE, { first: 5 }, reader.token));
     ok(await app.gql('mutation { login(nickName: "reader", password: "password-123") { token } }'));

@@ -17,8 +17,11 @@ async function timed<T>(work: () => Promise<T>): Promise<{ result: T; ms: number
   return { result, ms: Math.round(performance.now() - started) };
 }
 
+/** /readyz shows Redis's state only to a bearer of METRICS_TOKEN. */
+const METRICS_TOKEN = 'redis-hang-token-0123456789';
+
 const readyz = async (app: TestApp) => {
-  const response = await fetch(app.url.replace('/graphql', '/readyz'));
+  const response = await fetch(app.url.replace('/graphql', '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
   return { status: response.status, body: (await response.json()) as Record<string, string> };
 };
 
@@ -29,7 +32,7 @@ describe('Redis that hangs (SIGSTOP)', () => {
     redis = new PrivateRedis(await freePort());
     await redis.start();
     app = await startTestApp('redis_hang', {
-      env: { REDIS_URL: redis.url, RATE_LIMITS: 'on', FEED_MODEL: 'push', REDIS_COMMAND_TIMEOUT_MS: '300' },
+      env: { REDIS_URL: redis.url, RATE_LIMITS: 'on', FEED_MODEL: 'push', REDIS_COMMAND_TIMEOUT_MS: '300', METRICS_TOKEN },
     });
   });
   afterAll(async () => {
@@ -101,7 +104,7 @@ describe('sign-up while Redis is down', () => {
   beforeAll(async () => {
     redis = new PrivateRedis(await freePort(), true);
     await redis.start();
-    app = await startTestApp('redis_down_signup', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push' } });
+    app = await startTestApp('redis_down_signup', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push', METRICS_TOKEN } });
   });
   afterAll(async () => {
     await app.close();

@@ -21,8 +21,12 @@ type ReplicaReport = { replica: string; state: string; lagMs: number | null };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** /readyz lists the replicas only to a bearer of METRICS_TOKEN (which /metrics then needs too). */
+const METRICS_TOKEN = 'replica-routing-token-0123456789';
+const asOperator = { headers: { authorization: `Bearer ${METRICS_TOKEN}` } };
+
 async function replicaStates(): Promise<ReplicaReport[]> {
-  const response = await fetch(app.url.replace(/\/graphql$/, '/readyz'));
+  const response = await fetch(app.url.replace(/\/graphql$/, '/readyz'), asOperator);
   const body = (await response.json()) as { replicas: ReplicaReport[] };
   return body.replicas;
 }
@@ -64,6 +68,7 @@ beforeAll(async () => {
       FANOUT_WORKERS: '0',
       DATABASE_REPLICA_URLS: `${pair.replicaUrl}/feed_test_${process.env.TEST_NAMESPACE ?? ''}replica_routing`,
       REPLICA_MAX_LAG_MS: String(MAX_LAG_MS),
+      METRICS_TOKEN,
     },
   });
   author = await signUp(app, 'author');
@@ -148,7 +153,7 @@ test('a writer sees their writes while replication is stopped, and a lagging rep
     });
     expect(anonymous).toMatchObject({ replica: 0 });
     expect(anonymous.primary).toBeGreaterThan(0);
-    const metrics = await (await fetch(app.url.replace(/\/graphql$/, '/metrics'))).text();
+    const metrics = await (await fetch(app.url.replace(/\/graphql$/, '/metrics'), asOperator)).text();
     expect(metrics).toMatch(/mysql_replica_healthy\{replica="mysql:\/\/root@127\.0\.0\.1:\d+\/feed_test_\w+"\} 0/);
     expect(metrics).toMatch(/mysql_replica_lag_seconds\{replica="[^"]+"\} [\d.]+/);
     expect(metrics).toMatch(/mysql_reads_total\{target="replica"\} [1-9]/);

@@ -150,3 +150,59 @@ describe('configuration of accounts, sessions and follows', () => {
     refused({ ...base, [name]: value }, message);
   });
 });
+
+describe('configuration errors never echo a password', () => {
+  const messageOf = (env: Record<string, string>): string => {
+    try {
+      loadConfig(env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as Error).message;
+    }
+    throw new Error(`loadConfig(${JSON.stringify(env)}) did not throw`);
+  };
+
+  it.each([
+    ['DATABASE_URL', 'postgres://feed:hunter2-secret@db.internal:5432/feed'],
+    ['DATABASE_URL', 'mysql://feed:hunter2-secret@db internal:3306/feed'],
+    ['REDIS_URL', 'http://:hunter2-secret@cache.internal:6379/0'],
+    ['DATABASE_REPLICA_URLS', 'mysql://r1:3306/feed,redis://reader:hunter2-secret@r2:6379'],
+    ['DATABASE_REPLICA_URLS', 'mysql://reader:hunter2-secret@r 2:3306/feed'],
+  ])('%s=%s: the message names the variable and the URL, without the password', (name, value) => {
+    const message = messageOf({ [name]: value });
+    expect(message).toContain(name);
+    expect(message).not.toContain('hunter2');
+    expect(message).toContain('***@');
+  });
+});
+
+describe('configuration of the HTTP bounds', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config.responseMaxBytes).toBe(10 * 1024 * 1024);
+    expect(config.httpHeadersTimeoutMs).toBe(10_000);
+    expect(config.httpRequestTimeoutMs).toBe(30_000);
+    expect(config.rateLimits.anonymousPerIp).toEqual({ points: 300, seconds: 60 });
+  });
+
+  it('reads RESPONSE_MAX_BYTES, HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS and RATE_LIMIT_ANONYMOUS_PER_IP, naming a bad value', () => {
+    const config = loadConfig({
+      RESPONSE_MAX_BYTES: '200000',
+      HTTP_HEADERS_TIMEOUT_MS: '2000',
+      HTTP_REQUEST_TIMEOUT_MS: '5000',
+      RATE_LIMIT_ANONYMOUS_PER_IP: '20/10',
+    });
+    expect(config.responseMaxBytes).toBe(200_000);
+    expect(config.httpHeadersTimeoutMs).toBe(2000);
+    expect(config.httpRequestTimeoutMs).toBe(5000);
+    expect(config.rateLimits.anonymousPerIp).toEqual({ points: 20, seconds: 10 });
+    refused({ RESPONSE_MAX_BYTES: '10MB' }, 'RESPONSE_MAX_BYTES must be a whole number (got "10MB")');
+    refused({ RESPONSE_MAX_BYTES: '100' }, 'RESPONSE_MAX_BYTES must be between 65536 and 1073741824 (got 100)');
+    refused({ HTTP_HEADERS_TIMEOUT_MS: '10' }, 'HTTP_HEADERS_TIMEOUT_MS must be between 100 and 600000 (got 10)');
+    refused(
+      { HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' },
+      'HTTP_HEADERS_TIMEOUT_MS (20000) must not be above HTTP_REQUEST_TIMEOUT_MS (10000)',
+    );
+    refused({ RATE_LIMIT_ANONYMOUS_PER_IP: '20' }, 'RATE_LIMIT_ANONYMOUS_PER_IP must be <points>/<seconds>, e.g. 10/900 (got "20")');
+  });
+});

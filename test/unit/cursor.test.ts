@@ -58,8 +58,8 @@ function expectRejected(cursor: string): void {
 const scoreArb = fc.bigInt({ min: 0n, max: BigInt(MAX_CURSOR_SCORE) }).map(Number);
 const offsetArb = fc.integer({ min: 0, max: MAX_CURSOR_OFFSET });
 const idArb = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
-/** Keyset positions (with the edge's blog id) and, as cursors issued before ids, positions without. */
-const positionArb: fc.Arbitrary<FeedPosition> = fc.record({ maxScore: scoreArb, offset: offsetArb, afterId: fc.option(idArb, { nil: null }) });
+/** Keyset positions: each names the edge's blog. */
+const positionArb: fc.Arbitrary<FeedPosition> = fc.record({ maxScore: scoreArb, offset: offsetArb, afterId: idArb });
 
 describe('encodeCursor / decodeCursor', () => {
   it('round-trips every valid position', () => {
@@ -76,11 +76,10 @@ describe('encodeCursor / decodeCursor', () => {
 
   it('round-trips the extreme positions', () => {
     for (const position of [
-      { maxScore: 0, offset: 0, afterId: null },
-      { maxScore: MAX_CURSOR_SCORE, offset: MAX_CURSOR_OFFSET, afterId: null },
-      { maxScore: MAX_CURSOR_SCORE, offset: 0, afterId: null },
-      { maxScore: 0, offset: MAX_CURSOR_OFFSET, afterId: null },
-      { maxScore: 1_700_000_000_123, offset: 1, afterId: null },
+      { maxScore: 0, offset: 0, afterId: 1 },
+      { maxScore: MAX_CURSOR_SCORE, offset: MAX_CURSOR_OFFSET, afterId: 1 },
+      { maxScore: MAX_CURSOR_SCORE, offset: 0, afterId: 7 },
+      { maxScore: 0, offset: MAX_CURSOR_OFFSET, afterId: Number.MAX_SAFE_INTEGER },
       { maxScore: 1_700_000_000_123, offset: 1, afterId: 1 },
       { maxScore: MAX_CURSOR_SCORE, offset: MAX_CURSOR_OFFSET, afterId: Number.MAX_SAFE_INTEGER },
     ]) {
@@ -93,9 +92,7 @@ describe('encodeCursor / decodeCursor', () => {
       fc.property(positionArb, (position) => {
         const cursor = encodeCursor(position);
         expect(cursor).toMatch(/^[A-Za-z0-9_-]+=*$/);
-        expect(Buffer.from(cursor, 'base64url').toString('utf8')).toBe(
-          `${position.maxScore}:${position.offset}${position.afterId === null ? '' : `:${position.afterId}`}`,
-        );
+        expect(Buffer.from(cursor, 'base64url').toString('utf8')).toBe(`${position.maxScore}:${position.offset}:${position.afterId}`);
       }),
       { numRuns: 100 },
     );
@@ -197,37 +194,50 @@ describe('decodeCursor rejects what this API did not return', () => {
     expectRejected(b64url(text));
   });
 
-  it('rejects offsets above MAX_CURSOR_OFFSET', () => {
+  it('rejects offsets above MAX_CURSOR_OFFSET, a small bound', () => {
+    expect(MAX_CURSOR_OFFSET).toBeLessThanOrEqual(1000);
     fc.assert(
-      fc.property(scoreArb, fc.integer({ min: MAX_CURSOR_OFFSET + 1, max: 999_999_999 }), (score, offset) => {
-        const error = decodeError(b64url(`${score}:${offset}`));
+      fc.property(scoreArb, fc.integer({ min: MAX_CURSOR_OFFSET + 1, max: 999_999_999 }), idArb, (score, offset, id) => {
+        const error = decodeError(b64url(`${score}:${offset}:${id}`));
         expect(error.message).toContain(String(offset));
       }),
       { numRuns: NUM_RUNS },
     );
-    expectRejected(b64url(`1000:${MAX_CURSOR_OFFSET + 1}`));
-    expect(decodeCursor(b64url(`1000:${MAX_CURSOR_OFFSET}`))).toEqual({ maxScore: 1000, offset: MAX_CURSOR_OFFSET, afterId: null });
+    expectRejected(b64url(`1000:${MAX_CURSOR_OFFSET + 1}:5`));
+    expectRejected(b64url('1000:100000:5'));
+    expect(decodeCursor(b64url(`1000:${MAX_CURSOR_OFFSET}:5`))).toEqual({ maxScore: 1000, offset: MAX_CURSOR_OFFSET, afterId: 5 });
   });
 
   it('rejects offsets with too many digits', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 1_000_000_000n, max: 10n ** 30n }), (offset) => {
-        expectRejected(b64url(`1000:${offset}`));
+        expectRejected(b64url(`1000:${offset}:5`));
       }),
       { numRuns: 100 },
     );
   });
 
-  it('rejects scores above MAX_CURSOR_SCORE', () => {
+  it('rejects two-part cursors "<maxScore>:<offset>" (issued before cursors named their blog), whatever the offset', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: BigInt(MAX_CURSOR_SCORE) + 1n, max: 10n ** 40n }), offsetArb, (score, offset) => {
-        expectRejected(b64url(`${score}:${offset}`));
+      fc.property(scoreArb, fc.integer({ min: 0, max: 999_999_999 }), (score, offset) => {
+        expect(decodeError(b64url(`${score}:${offset}`)).message).toMatch(/no longer accepted|names no blog/);
       }),
       { numRuns: NUM_RUNS },
     );
-    expectRejected(b64url(`${BigInt(MAX_CURSOR_SCORE) + 1n}:0`));
-    expectRejected(b64url('9999999999999999:0'));
-    expect(decodeCursor(b64url(`${MAX_CURSOR_SCORE}:0`))).toEqual({ maxScore: MAX_CURSOR_SCORE, offset: 0, afterId: null });
+    expectRejected(b64url('1000:100000'));
+    expectRejected(b64url('1000:0'));
+  });
+
+  it('rejects scores above MAX_CURSOR_SCORE', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: BigInt(MAX_CURSOR_SCORE) + 1n, max: 10n ** 40n }), offsetArb, (score, offset) => {
+        expectRejected(b64url(`${score}:${offset}:1`));
+      }),
+      { numRuns: NUM_RUNS },
+    );
+    expectRejected(b64url(`${BigInt(MAX_CURSOR_SCORE) + 1n}:0:1`));
+    expectRejected(b64url('9999999999999999:0:1'));
+    expect(decodeCursor(b64url(`${MAX_CURSOR_SCORE}:0:1`))).toEqual({ maxScore: MAX_CURSOR_SCORE, offset: 0, afterId: 1 });
   });
 
   it('rejects very long strings, even when they start like a valid cursor', () => {
@@ -260,8 +270,8 @@ describe('decodeCursor rejects what this API did not return', () => {
 
   it('accepts only what it returned in the cases above: a valid cursor still decodes', () => {
     // guards against the rejection tests passing because decodeCursor rejects everything
-    expect(decodeCursor(b64url('1000:0'))).toEqual({ maxScore: 1000, offset: 0, afterId: null });
-    expect(decodeCursor(b64url('0:100000'))).toEqual({ maxScore: 0, offset: 100_000, afterId: null });
+    expect(decodeCursor(b64url('1000:0:1'))).toEqual({ maxScore: 1000, offset: 0, afterId: 1 });
+    expect(decodeCursor(b64url('0:1000:3'))).toEqual({ maxScore: 0, offset: 1000, afterId: 3 });
     expect(decodeCursor(b64url('1000:2:77'))).toEqual({ maxScore: 1000, offset: 2, afterId: 77 });
   });
 });
@@ -396,6 +406,25 @@ describe('seed examples', () => {
       { maxScore: 1000, offset: 7, afterId: 11 },
       { maxScore: 500, offset: 1, afterId: 1 },
     ]);
+  });
+});
+
+describe('a tie group larger than MAX_CURSOR_OFFSET', () => {
+  it('is scrolled whole: its cursors carry the bound as the offset hint, and the id places them', () => {
+    const size = MAX_CURSOR_OFFSET * 2 + 50;
+    const list: ScoredId[] = [
+      { id: size + 10, score: 2000 },
+      ...Array.from({ length: size }, (_, i) => ({ id: i + 1, score: 1000 })),
+      { id: size + 5, score: 10 },
+    ];
+    const pages = scroll(list, 100);
+    expect(pages.flatMap((p) => p.ids)).toEqual(canonical(list).map((item) => item.id));
+    const ends = pages.map((p) => p.endCursor!).filter((cursor) => cursor.maxScore === 1000);
+    expect(ends.length).toBeGreaterThanOrEqual(20);
+    for (const cursor of ends) {
+      expect(cursor.offset).toBe(Math.min(MAX_CURSOR_OFFSET, size - cursor.afterId! + 1));
+      expect(decodeCursor(encodeCursor(cursor))).toEqual(cursor);
+    }
   });
 });
 

@@ -8,9 +8,9 @@
  */
 import 'reflect-metadata';
 import fc from 'fast-check';
-import { DocumentNode, FragmentDefinitionNode, Kind, OperationDefinitionNode, parse, SelectionSetNode, validate, visit } from 'graphql';
+import { DocumentNode, FragmentDefinitionNode, getIntrospectionQuery, Kind, OperationDefinitionNode, parse, SelectionSetNode, validate, visit } from 'graphql';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
-import { brokenLimit, measureOperation, QUERY_LIMITS, QueryLimits, QueryMeasure } from '../../src/graphql/limits';
+import { brokenLimit, largeFieldEstimator, measureOperation, QUERY_LIMITS, QueryLimits, QueryMeasure } from '../../src/graphql/limits';
 import { buildFeedSchema } from '../../src/graphql/schema';
 
 const schema = buildFeedSchema();
@@ -105,10 +105,10 @@ function bruteStructure(set: SelectionSetNode, fragments: Record<string, Fragmen
   let aliases = 0;
   for (const selection of set.selections) {
     if (selection.kind === Kind.FIELD) {
-      if (selection.name.value.startsWith('__')) continue;
+      // Introspection fields add no depth, but their aliases count like any other.
       if (selection.alias) aliases += 1;
       const inner = selection.selectionSet ? bruteStructure(selection.selectionSet, fragments) : { depth: 0, aliases: 0 };
-      depth = Math.max(depth, 1 + inner.depth);
+      if (!selection.name.value.startsWith('__')) depth = Math.max(depth, 1 + inner.depth);
       aliases += inner.aliases;
     } else {
       const target = selection.kind === Kind.FRAGMENT_SPREAD ? fragments[selection.name.value].selectionSet : selection.selectionSet;
@@ -120,7 +120,7 @@ function bruteStructure(set: SelectionSetNode, fragments: Record<string, Fragmen
   return { depth, aliases };
 }
 
-const ESTIMATORS = [fieldExtensionsEstimator(), simpleEstimator({ defaultComplexity: 1 })];
+const ESTIMATORS = [fieldExtensionsEstimator(), largeFieldEstimator, simpleEstimator({ defaultComplexity: 1 })];
 
 /** graphql-query-complexity, which expands every spread: the cost, and whether it visits at least `nodes` selections. */
 function libraryCost(document: DocumentNode, variables: Record<string, unknown>): number {
@@ -245,5 +245,77 @@ describe('connection cost', () => {
     expect(costOf('{ user(id: "VXNlcjox") { followers { edges { node { id } } } } }')).toBe(1 + 1 + 10 * 3);
     expect(costOf('{ user(id: "VXNlcjox") { following(first: null) { edges { node { id } } } } }')).toBe(1 + 1 + 10 * 3);
     expect(costOf('{ user(id: "VXNlcjox") { commonFollows(first: 100) { edges { node { id } } } } }')).toBe(1 + 1 + 100 * 3);
+  });
+});
+
+describe('bytes as a cost', () => {
+  const measure = (text: string) => {
+    const document = parse(text);
+    expect(validate(schema, document)).toEqual([]);
+    return measureOperation(schema, document, operationOf(document), {});
+  };
+  /** 30 aliases of a page of 100 contents: up to 30 x 100 x 60 kB of JSON for contents of control characters. */
+  const contentPages = (aliases: number, first = 100) =>
+    `{ user(id: "VXNlcjox") { ${Array.from({ length: aliases }, (_, i) => `b${i}: blogs(first: ${first}) { edges { node { content } } }`).join(' ')} } }`;
+  const FULL_PAGE = `{ followFeed(first: 100) { edges { cursor node {
+    id title content images likeCount isLiked createdAt
+    author { id nickName icon followerCount followingCount isFollowedByViewer } } }
+    pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } }`;
+
+  it('refuses 30 aliases of a page of contents, which the field count alone let through', () => {
+    const measured = measure(contentPages(30));
+    expect(measured.aliases).toBe(QUERY_LIMITS.aliases);
+    expect(brokenLimit(measured)).toEqual({ limit: 'cost', actual: measured.cost });
+    // Three pages of contents are already over: a page of 100 contents weighs 100 x 40.
+    expect(brokenLimit(measure(contentPages(3)))?.limit).toBe('cost');
+  });
+
+  it('lets a full followFeed(first: 100) page with every Blog field and its author through', () => {
+    const measured = measure(FULL_PAGE);
+    expect(brokenLimit(measured)).toBeNull();
+    expect(measured.cost).toBeGreaterThan(5000);
+  });
+
+  it('prices content, title, images and icon by the most JSON they can answer, one unit per KiB', () => {
+    const costOf = (field: string) => measure(`{ blog(id: "QmxvZzox") { ${field} } }`).cost! - 1;
+    // 10,000 characters of up to 4 bytes each, quoted: 40,002 bytes.
+    expect(costOf('content')).toBe(Math.ceil(40_002 / 1024));
+    // 255 characters: 1,022 bytes.
+    expect(costOf('title')).toBe(1);
+    // 9 URLs of 512 characters, quoted, with the list's brackets and commas.
+    expect(costOf('images')).toBe(Math.ceil((9 * (512 * 4 + 2) + 10) / 1024));
+    // tb_user.icon holds 512 characters.
+    expect(costOf('author { icon }') - 1).toBe(Math.ceil((512 * 4 + 2) / 1024));
+    expect(costOf('likeCount')).toBe(1);
+  });
+});
+
+describe('introspection and the aliases limit', () => {
+  const measure = (text: string) => {
+    const document = parse(text);
+    expect(validate(schema, document)).toEqual([]);
+    return measureOperation(schema, document, operationOf(document), {});
+  };
+
+  it('counts aliases of __schema, and aliases inside it', () => {
+    const copies = `{ ${Array.from({ length: 31 }, (_, i) => `s${i}: __schema { queryType { name } }`).join(' ')} }`;
+    expect(brokenLimit(measure(copies))).toEqual({ limit: 'aliases', actual: 31 });
+    const inside = `{ __schema { ${Array.from({ length: 31 }, (_, i) => `t${i}: types { name }`).join(' ')} } }`;
+    expect(brokenLimit(measure(inside))).toEqual({ limit: 'aliases', actual: 31 });
+    const typeCopies = `{ ${Array.from({ length: 31 }, (_, i) => `t${i}: __type(name: "Blog") { name }`).join(' ')} }`;
+    expect(brokenLimit(measure(typeCopies))).toEqual({ limit: 'aliases', actual: 31 });
+  });
+
+  it("lets the standard introspection query through, with each of GraphiQL's options", () => {
+    expect(brokenLimit(measure(getIntrospectionQuery()))).toBeNull();
+    const everything = getIntrospectionQuery({
+      descriptions: true,
+      specifiedByUrl: true,
+      directiveIsRepeatable: true,
+      schemaDescription: true,
+      inputValueDeprecation: true,
+      oneOf: true,
+    });
+    expect(brokenLimit(measure(everything))).toBeNull();
   });
 });

@@ -80,11 +80,14 @@ const anyListArb = fc.oneof({ weight: 4, arbitrary: listArb }, { weight: 1, arbi
 /** Page sizes, one per page, cycled when the scroll needs more pages than given. */
 const pageSizesArb = fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 30 });
 
-/** A position a scroll can legitimately be at: any maxScore, offset within its tie group. */
+/**
+ * A position a scroll can be at: any keyset point (maxScore, afterId), on an item of the list or
+ * between two, with an offset hint anywhere in its tie group (a hint the list's changes made wrong).
+ */
 function validPositionArb(list: readonly ScoredId[]): fc.Arbitrary<FeedPosition> {
-  return fc.integer({ min: 0, max: MAX_SCORE + 2 }).chain((maxScore) => {
+  return fc.tuple(fc.integer({ min: 0, max: MAX_SCORE + 2 }), fc.integer({ min: 1, max: MAX_ID + 2 })).chain(([maxScore, afterId]) => {
     const tieGroup = list.filter((item) => item.score === maxScore).length;
-    return fc.integer({ min: 0, max: tieGroup }).map((offset) => ({ maxScore, offset, afterId: null }));
+    return fc.integer({ min: 0, max: tieGroup }).map((offset) => ({ maxScore, offset, afterId }));
   });
 }
 
@@ -189,9 +192,9 @@ describe('scrolling a feed from the top', () => {
           const { steps } = scrollAll(list, pageSizes, encodeCursor(position));
           checkSteps(steps);
           expect(steps[0].from).toEqual(position);
-          const expected = canonical(list)
-            .filter((item) => item.score <= position.maxScore!)
-            .slice(position.offset);
+          const expected = canonical(list).filter(
+            (item) => item.score < position.maxScore! || (item.score === position.maxScore && item.id < position.afterId!),
+          );
           expect(ids(steps.flatMap((step) => step.items))).toEqual(ids(expected));
         },
       ),
@@ -323,7 +326,7 @@ describe('pageRequest', () => {
   });
 
   it('decodes after into the starting position', () => {
-    const position = { maxScore: 1_700_000_000_000, offset: 3, afterId: null };
+    const position = { maxScore: 1_700_000_000_000, offset: 3, afterId: 42 };
     expect(pageRequest(5, encodeCursor(position))).toEqual({ from: position, first: 5 });
     expect(pageRequest(undefined, encodeCursor(position))).toEqual({ from: position, first: 10 });
     expect(() => pageRequest(5, 'garbage!')).toThrow(InvalidCursorError);

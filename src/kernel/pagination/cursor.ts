@@ -24,10 +24,12 @@
  * must *accumulate* (see `cursorsForPage`), otherwise the next page restarts at the top of the
  * group and the scroll loops.
  *
- * On the wire a cursor is base64url("<maxScore>:<offset>:<afterId>"). Cursors issued before the
- * id existed ("<maxScore>:<offset>") keep working with their old meaning (skip `offset`). A
- * cursor is opaque to clients; it is not a secret and not signed: a tampered cursor can only
- * point at another position of the viewer's own feed, and every decoded value is range-checked.
+ * On the wire a cursor is base64url("<maxScore>:<offset>:<afterId>"). Two-part cursors
+ * ("<maxScore>:<offset>", issued before the id existed) are refused: their only meaning, "skip
+ * `offset` items of that millisecond", made every source read `offset + first` rows, and one
+ * request could ask for 30 such pages. A cursor is opaque to clients; it is not a secret and not
+ * signed: a tampered cursor can only point at another position of the viewer's own feed, and
+ * every decoded value is range-checked.
  */
 
 export interface FeedPosition {
@@ -53,11 +55,17 @@ export interface ScoredId {
 export const START: FeedPosition = Object.freeze({ maxScore: null, offset: 0, afterId: null });
 
 /**
- * Largest offset a cursor may carry. An offset only counts items of one millisecond, and even a
- * bulk import rarely gives one author's followees 100,000 blogs in one millisecond; anything
- * larger is a forged cursor that would only make the database skip rows for nothing.
+ * Largest offset a cursor carries or is accepted with: ten full pages of one millisecond.
+ *
+ * With the blog id in the cursor the offset is only a hint: MySQL and SQLite read the keyset
+ * (score, id) and ignore it, and the Redis inbox read checks that the member at `offset - 1`
+ * is the cursor's blog before it uses it, and recounts the millisecond's members from the id
+ * when it is not. So a bound costs no correctness: a page in a tie group deeper than this
+ * carries the bound (cursorsForPage), and its next read recounts from the id. What the bound
+ * stops is a forged offset making Redis walk that many members for nothing (an inbox holds
+ * FEED_MAX_ITEMS, 800 by default).
  */
-export const MAX_CURSOR_OFFSET = 100_000;
+export const MAX_CURSOR_OFFSET = 1000;
 
 /**
  * Largest score a cursor may carry: the largest epoch-ms a JavaScript Date can hold
@@ -104,13 +112,17 @@ function checkId(cursor: string, id: number, what: 'blog id' | 'id'): number {
 /** Decodes and validates a client's cursor; throws InvalidCursorError naming what was wrong. */
 export function decodeCursor(cursor: string): FeedPosition {
   const match = cursorText(cursor, /^(\d{1,16}):(\d{1,9})(?::(\d{1,16}))?$/);
+  if (match[3] === undefined) {
+    throw new InvalidCursorError(
+      `cursor "${shownCursor(cursor)}" names no blog (a cursor of an older version of this API, no longer accepted): start again from the first page`,
+    );
+  }
   const maxScore = checkTime(cursor, Number(match[1]));
   const offset = Number(match[2]);
   if (offset > MAX_CURSOR_OFFSET) {
     throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`);
   }
-  const afterId = match[3] === undefined ? null : checkId(cursor, Number(match[3]), 'blog id');
-  return { maxScore, offset, afterId };
+  return { maxScore, offset, afterId: checkId(cursor, Number(match[3]), 'blog id') };
 }
 
 /**
@@ -166,7 +178,8 @@ export function cursorsForPage(from: FeedPosition, items: readonly ScoredId[]): 
       runLength = 1;
     }
     const carried = from.maxScore === item.score ? from.offset : 0;
-    positions.push({ maxScore: item.score, offset: carried + runLength, afterId: item.id });
+    // Deeper than the bound, the hint stays at the bound: the id places the position (MAX_CURSOR_OFFSET).
+    positions.push({ maxScore: item.score, offset: Math.min(carried + runLength, MAX_CURSOR_OFFSET), afterId: item.id });
   }
   return positions;
 }
