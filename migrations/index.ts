@@ -10,6 +10,7 @@ import { FanoutRetention1764835200000 } from './1764835200000-FanoutRetention';
 import { DropLastActiveAt1764921600000 } from './1764921600000-DropLastActiveAt';
 import { SocialGraphIndexes1765008000000 } from './1765008000000-SocialGraphIndexes';
 import { BlogLiveIndex1765094400000 } from './1765094400000-BlogLiveIndex';
+import { FanoutTraceContext1765450000000 } from './1765450000000-FanoutTraceContext';
 
 export const MIGRATIONS = [
   CreateFeedTables1764489600000,
@@ -20,4 +21,5 @@ export const MIGRATIONS = [
   DropLastActiveAt1764921600000,
   SocialGraphIndexes1765008000000,
   BlogLiveIndex1765094400000,
+  FanoutTraceContext1765450000000,
 ];

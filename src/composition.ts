@@ -30,11 +30,12 @@ import { RedisInbox } from './feed/inbox.redis';
 import { FollowService } from './follow/follow.service';
 import { FollowStore } from './follow/follow.store';
 import type { Config } from './kernel/config';
-import { Metrics, warn as logWarning } from './kernel/observability';
+import { Metrics, QUEUE_STATES, warn as logWarning } from './kernel/observability';
 import { LikeService } from './like/like.service';
 import { LikeStore } from './like/like.store';
 import { MemoryLiveBus } from './live/live.memory';
 import { RedisLiveBus } from './live/live.redis';
+import { breakerOf } from './redis/breaker';
 import { RedisKeys } from './redis/keys';
 import type { RedisClient } from './redis/redis.client';
 import { poolLimits } from './stores';
@@ -130,13 +131,23 @@ export function createLiveBuses(config: Pick<Config, 'redisKeyPrefix'>, redis: R
   };
 }
 
+/**
+ * A process's metrics (kernel/observability.ts) on its stores: the fan-out queue's depth, the
+ * Redis breaker's state and the replicas', read at each scrape.
+ */
+export function processMetrics(db: Database, redis: RedisClient | null, fanoutQueue: FanoutQueue | null): Metrics {
+  const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts(...QUEUE_STATES) : undefined);
+  if (redis) metrics.watchBreaker(() => breakerOf(redis)?.state);
+  const replicas = replicasOf(db);
+  if (replicas) metrics.watchReplicas(replicas);
+  return metrics;
+}
+
 /** The domain services of a process. */
 export function createCore({ config, db, redis, now = () => new Date(), warn = logWarning }: CoreDeps): Core {
   const keys = new RedisKeys(config.redisKeyPrefix);
   const fanoutQueue = redis ? new FanoutQueue(config) : null;
-  const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed') : undefined);
-  const replicas = replicasOf(db);
-  if (replicas) metrics.watchReplicas(replicas);
+  const metrics = processMetrics(db, redis, fanoutQueue);
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds);
   const users = new UserService(new UserStore(db), now);
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
@@ -144,6 +155,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const liveBuses = createLiveBuses(config, redis, warn);
   const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel);
   const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed });
+  metrics.watchRebuilds(() => feed.rebuildsInFlight());
   const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
   const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now);
@@ -158,6 +170,8 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
 }
 
 export interface RunningWorkers {
+  /** Whether every worker is running. */
+  running(): boolean;
   /** Lets running jobs finish, then closes the workers' pool. */
   stop(): Promise<void>;
 }
@@ -191,6 +205,7 @@ export function startFanoutWorkers(
   const workers = new FanoutWorkers({ config, store, feed, queue, now, warn, metrics });
   workers.start(count);
   return {
+    running: () => workers.running(),
     async stop() {
       await workers.stop();
       await Promise.allSettled([liveBuses.readers.close(), liveBuses.authors.close()]);

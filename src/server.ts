@@ -1,17 +1,25 @@
 /**
  * `npm start`: configuration, the stores (MySQL and Redis, or the embedded SQLite file; created
- * and migrated when needed), and the GraphQL endpoint at POST /graphql.
+ * and migrated when MIGRATE_ON_START says so), and the GraphQL endpoint at POST /graphql.
+ *
+ * Tracing starts first (telemetry.ts, when OTEL_EXPORTER_OTLP_ENDPOINT is set): its
+ * instrumentations patch http, graphql, mysql2 and ioredis as they load, so everything that
+ * loads them is imported after it, in main().
  */
 import 'reflect-metadata';
-import { startApp } from './app';
-import { logger } from './kernel/observability';
 import { loadConfig } from './kernel/config';
 import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
-import { checkInboxEncoding } from './redis/redis.client';
-import { describeStores, openStores } from './stores';
+import { logger } from './kernel/observability';
+import { startTracing } from './telemetry';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const tracing = await startTracing(config.operations, 'follow-feed-api');
+  const [{ startApp }, { checkInboxEncoding }, { describeStores, openStores }] = await Promise.all([
+    import('./app'),
+    import('./redis/redis.client'),
+    import('./stores'),
+  ]);
   // The first line says what the process runs on (the embedded mode must never be a surprise).
   logger.info(describeStores(config));
   if (config.jwtSecretIsDefault) {
@@ -24,12 +32,14 @@ async function main(): Promise<void> {
   if (stores.redis && config.feedModel !== 'pull') void checkInboxEncoding(stores.redis, config.feedMaxItems, (message) => logger.warn(message));
   const app = await startApp({ config, db: stores.db, redis: stores.redis });
   const workers = config.embedded ? 'no fan-out' : `FANOUT_WORKERS=${config.fanoutWorkers}`;
-  logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers})`);
+  const traced = config.operations.otlpEndpoint ? `, traces to ${config.operations.otlpEndpoint}` : '';
+  logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers}${traced})`);
   stopOnSignals(
     'finishing in-flight requests',
     async () => {
       await app.stop();
       await stores.close();
+      await tracing.shutdown();
     },
     config.shutdownTimeoutMs,
   );

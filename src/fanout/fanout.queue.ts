@@ -51,6 +51,8 @@ export interface ChunkJob {
   followerIds: number[];
   /** MySQL's clock (ms) right after `followerIds` were read (see Deliveries in feed/inbox.ts). */
   readAt: number;
+  /** The traceparent of the dispatch that made the chunk (kernel/tracing.ts); absent when untraced. */
+  trace?: string;
 }
 export type FanoutJobData = DispatchJob | ChunkJob;
 export type FanoutJobName = 'dispatch' | 'chunk';

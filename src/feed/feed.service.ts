@@ -477,6 +477,11 @@ export class FeedService {
     await this.rebuild(this.requireInbox(), readerId);
   }
 
+  /** Inbox rebuilds running in this process now (feed_inbox_rebuilds_in_flight). */
+  rebuildsInFlight(): number {
+    return this.rebuilding.size;
+  }
+
   /** Resolves when the rebuilds and syncs started so far are done (tests). */
   async idle(): Promise<void> {
     await Promise.allSettled([...this.rebuilding.values(), this.syncing]);

@@ -66,6 +66,7 @@ export async function startApi(core: Core): Promise<RunningApi> {
     contextOf: contextFor,
     maxSubscriptionsPerUser: config.maxSubscriptionsPerUser,
     production: config.nodeEnv === 'production',
+    metrics: core.metrics,
   });
   const apollo = createApollo(schema, httpServer, config, core.metrics, [subscriptions]);
   await apollo.start();

@@ -26,6 +26,7 @@ import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { TokenCheck } from '../auth/auth.tokens';
 import { badUserInput, ErrorCode, rateLimited } from '../kernel/errors';
+import type { Metrics } from '../kernel/observability';
 import { formatError } from './apollo';
 import type { Context, Services } from './context';
 import { checkQueryLimits } from './limits';
@@ -49,6 +50,8 @@ export interface SubscriptionDeps {
   contextOf(auth: TokenCheck, ip: string, requestId: string): Context;
   maxSubscriptionsPerUser: number;
   production: boolean;
+  /** Where the open sockets and subscriptions are reported. */
+  metrics?: Pick<Metrics, 'watchSubscriptions'>;
 }
 
 interface SocketState {
@@ -71,6 +74,8 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
     if (left > 0) openByUser.set(state.viewerId, left);
     else openByUser.delete(state.viewerId);
   };
+
+  deps.metrics?.watchSubscriptions(() => ({ sockets: wsServer.clients.size, subscriptions: [...openByUser.values()].reduce((sum, open) => sum + open, 0) }));
 
   const cleanup = useServer<Record<string, unknown>>(
     {

@@ -109,7 +109,7 @@ export interface WorkerProcess {
 
 /** Starts `node dist/src/worker.js` with the given environment (built by the global setup). */
 export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
-  return startNodeProcess('worker.js', env);
+  return startNodeProcess('worker.js', { WORKER_PORT: '0', ...env });
 }
 
 /** Starts `node dist/src/<script>` (server.js or worker.js), as `npm start` / `npm run worker` do. */
