@@ -28,37 +28,58 @@ const OFF: Tracing = { shutdown: async () => {} };
 /** Paths of probes and scrapes: polled every few seconds, never worth a trace. */
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-export async function startTracing(settings: Pick<OperationsSettings, 'otlpEndpoint' | 'serviceName'>, defaultServiceName: string): Promise<Tracing> {
+/** The SDK's modules, loaded by startTracing only when tracing is on. */
+export interface TracingSdk {
+  sdkTraceNode: typeof import('@opentelemetry/sdk-trace-node');
+  exporter: typeof import('@opentelemetry/exporter-trace-otlp-http');
+  resources: typeof import('@opentelemetry/resources');
+  instrumentation: typeof import('@opentelemetry/instrumentation');
+  http: typeof import('@opentelemetry/instrumentation-http');
+  graphql: typeof import('@opentelemetry/instrumentation-graphql');
+  mysql2: typeof import('@opentelemetry/instrumentation-mysql2');
+  ioredis: typeof import('@opentelemetry/instrumentation-ioredis');
+}
+
+type TracingSettings = Pick<OperationsSettings, 'otlpEndpoint' | 'serviceName'>;
+
+export async function startTracing(settings: TracingSettings, defaultServiceName: string): Promise<Tracing> {
   if (!settings.otlpEndpoint) return OFF;
-  const [{ BatchSpanProcessor, NodeTracerProvider }, { OTLPTraceExporter }, { resourceFromAttributes }, { registerInstrumentations }] = await Promise.all([
+  const [sdkTraceNode, exporter, resources, instrumentation, http, graphql, mysql2, ioredis] = await Promise.all([
     import('@opentelemetry/sdk-trace-node'),
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/instrumentation'),
-  ]);
-  const [{ HttpInstrumentation }, { GraphQLInstrumentation }, { MySQL2Instrumentation }, { IORedisInstrumentation }] = await Promise.all([
     import('@opentelemetry/instrumentation-http'),
     import('@opentelemetry/instrumentation-graphql'),
     import('@opentelemetry/instrumentation-mysql2'),
     import('@opentelemetry/instrumentation-ioredis'),
   ]);
-  const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': settings.serviceName ?? defaultServiceName }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${settings.otlpEndpoint}/v1/traces` }))],
+  return registerTracing({ sdkTraceNode, exporter, resources, instrumentation, http, graphql, mysql2, ioredis }, settings, defaultServiceName);
+}
+
+/**
+ * The provider, exporter and instrumentations, registered globally. Exported for a process that
+ * must register them synchronously, before its first import (the traced benchmark's preload).
+ */
+export function registerTracing(sdk: TracingSdk, settings: TracingSettings, defaultServiceName: string): Tracing {
+  if (!settings.otlpEndpoint) return OFF;
+  const provider = new sdk.sdkTraceNode.NodeTracerProvider({
+    resource: sdk.resources.resourceFromAttributes({ 'service.name': settings.serviceName ?? defaultServiceName }),
+    spanProcessors: [new sdk.sdkTraceNode.BatchSpanProcessor(new sdk.exporter.OTLPTraceExporter({ url: `${settings.otlpEndpoint}/v1/traces` }))],
   });
   // The global tracer provider, W3C trace context propagation, and an AsyncLocalStorage context manager.
   provider.register();
-  registerInstrumentations({
+  sdk.instrumentation.registerInstrumentations({
     tracerProvider: provider,
     instrumentations: [
-      new HttpInstrumentation({
+      new sdk.http.HttpInstrumentation({
         ignoreIncomingRequestHook: (req: IncomingMessage) => UNTRACED_PATHS.has((req.url ?? '').split('?', 1)[0]),
       }),
       // Default resolvers (a field read off its object) make no span; list items share one.
-      new GraphQLInstrumentation({ ignoreTrivialResolveSpans: true, mergeItems: true }),
+      new sdk.graphql.GraphQLInstrumentation({ ignoreTrivialResolveSpans: true, mergeItems: true }),
       // The statement as the stores wrote it: placeholders, no values (passwords, blog text).
-      new MySQL2Instrumentation({ maskStatement: true, maskStatementHook: (sql: string) => sql }),
-      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command: string) => command }),
+      new sdk.mysql2.MySQL2Instrumentation({ maskStatement: true, maskStatementHook: (sql: string) => sql }),
+      new sdk.ioredis.IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command: string) => command }),
     ],
   });
   return { shutdown: () => provider.shutdown() };

@@ -112,3 +112,32 @@ test('a read whose connection to the replica cannot be made runs on the primary'
   await pair.synced();
   await replicaBecomes('ok');
 });
+
+test("the health check needs only SELECT and MariaDB's REPLICA MONITOR on the replica (README, Database users)", async () => {
+  const primary = await createConnection({ uri: pair.primaryUrl });
+  try {
+    // Made on the primary: replication brings both users to the replica.
+    await primary.query("CREATE USER 'feed_reader'@'127.0.0.1', 'feed_blind'@'127.0.0.1'");
+    await primary.query(`GRANT SELECT ON ${DATABASE}.* TO 'feed_reader'@'127.0.0.1', 'feed_blind'@'127.0.0.1'`);
+    await primary.query("GRANT REPLICA MONITOR ON *.* TO 'feed_reader'@'127.0.0.1'");
+  } finally {
+    primary.destroy();
+  }
+  await pair.synced();
+  const log = new SqlStatementLog(quiet);
+  const as = (user: string) => {
+    const url = new URL(`${pair.replicaUrl}/${DATABASE}`);
+    url.username = user;
+    return new ReplicatedDatabase(new MysqlPool(`${pair.primaryUrl}/${DATABASE}`, LIMITS, log), [url.toString()], LIMITS, log, { maxLagMs: 1000 });
+  };
+  const [reader, blind] = [as('feed_reader'), as('feed_blind')];
+  try {
+    await Promise.all([reader.start(), blind.start()]);
+    expect(reader.replicaStatuses()[0]).toMatchObject({ state: 'ok', lagMs: 0 });
+    expect(blind.replicaStatuses()[0]).toMatchObject({ state: 'down' });
+    expect(blind.replicaStatuses()[0].reason).toMatch(/denied.*(SLAVE|REPLICA) MONITOR/i);
+    await expect(reader.lagging().select('SELECT title FROM item ORDER BY id')).resolves.toEqual([{ title: 'one' }, { title: 'two' }]);
+  } finally {
+    await Promise.all([reader.close(), blind.close()]);
+  }
+});
