@@ -95,9 +95,6 @@ class Replica {
   /** Lag-tolerant reads of this replica, falling back to the primary. */
   readonly reads: Sql;
 
-  /** What the last check found the server to be (its version chooses the check's statements). */
-  server: ServerVariables | null = null;
-
   constructor(
     readonly url: string,
     readonly pool: MysqlPool,
@@ -287,7 +284,6 @@ export class ReplicatedDatabase implements MysqlDatabase {
       replica.status = { replica: name, state: 'down', lagMs: null, reason: String((error as Error).message ?? error) };
       return;
     }
-    replica.server = server;
     const [row] = rows;
     if (!row) {
       replica.status = { replica: name, state: 'down', lagMs: null, reason: `not a replica (${replicaStatusStatement(server.version)} is empty)` };
