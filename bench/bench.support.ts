@@ -85,7 +85,17 @@ const BENCH_JWT_SECRET = 'bench-secret-of-the-benchmarks-own-servers-only';
  * A Redis Cluster is refused: the figures are those of one standalone Redis.
  */
 export function benchConfig(settings: Record<string, string>, base: Record<string, string | undefined> = process.env): Config {
-  const config = loadConfig({ ...base, PORT: '0', HOST: '127.0.0.1', NODE_ENV: 'production', JWT_SECRET: BENCH_JWT_SECRET, RATE_LIMITS: 'off', ...settings });
+  // MIGRATE_ON_START: a benchmark's fresh database is migrated by the benchmark's own server.
+  const config = loadConfig({
+    ...base,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    NODE_ENV: 'production',
+    JWT_SECRET: BENCH_JWT_SECRET,
+    RATE_LIMITS: 'off',
+    MIGRATE_ON_START: 'on',
+    ...settings,
+  });
   if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
   return config;
 }

@@ -290,6 +290,8 @@ async function startWorkerProcesses(config: Config, count: number, profile: bool
     REDIS_KEY_PREFIX: config.redisKeyPrefix,
     JWT_SECRET: 'bench-worker-secret-unused-by-the-fan-out-worker',
     FANOUT_WORKERS: String(workersPerProcess()),
+    // Each worker process's probes on a free port.
+    WORKER_PORT: '0',
   };
   const started = Array.from({ length: count }, (_, i) => {
     const args = profile ? ['--cpu-prof', `--cpu-prof-name=fanout-worker-${i + 1}.cpuprofile`] : [];

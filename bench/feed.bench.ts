@@ -63,9 +63,13 @@ interface LoadResult {
 }
 
 async function main(): Promise<void> {
-  const databaseUrl = await freshBenchDatabase('feed_bench_feed');
+  // BENCH_NAME=<name>: a database and key prefix of this run's own (two checkouts on one machine).
+  const name = process.env.BENCH_NAME ?? '';
+  if (!/^\w*$/.test(name)) throw new Error(`BENCH_NAME may hold only letters, digits and _ (got "${name}")`);
+  const databaseUrl = await freshBenchDatabase(name === '' ? 'feed_bench_feed' : `feed_bench_feed_${name}`);
+  const keyPrefix = name === '' ? 'bench:feed:' : `bench:feed:${name}:`;
   const configOf = (model: string) =>
-    benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:feed:', FANOUT_WORKERS: '0', FEED_MODEL: model, BIG_V_FOLLOWERS: '100' });
+    benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: keyPrefix, FANOUT_WORKERS: '0', FEED_MODEL: model, BIG_V_FOLLOWERS: '100' });
   const config = configOf('push');
   const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;

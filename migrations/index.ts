@@ -12,6 +12,7 @@ import { SocialGraphIndexes1765008000000 } from './1765008000000-SocialGraphInde
 import { BlogLiveIndex1765094400000 } from './1765094400000-BlogLiveIndex';
 import { Sessions1765360000000 } from './1765360000000-Sessions';
 import { PublishIdempotencyKey1765370000000 } from './1765370000000-PublishIdempotencyKey';
+import { FanoutTraceContext1765450000000 } from './1765450000000-FanoutTraceContext';
 import { FeedGenerations1765785600000 } from './1765785600000-FeedGenerations';
 
 export const MIGRATIONS = [
@@ -25,5 +26,6 @@ export const MIGRATIONS = [
   BlogLiveIndex1765094400000,
   Sessions1765360000000,
   PublishIdempotencyKey1765370000000,
+  FanoutTraceContext1765450000000,
   FeedGenerations1765785600000,
 ];

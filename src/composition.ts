@@ -34,11 +34,12 @@ import { RedisInbox } from './feed/inbox.redis';
 import { FollowService } from './follow/follow.service';
 import { FollowStore } from './follow/follow.store';
 import type { Config } from './kernel/config';
-import { Metrics, warn as logWarning } from './kernel/observability';
+import { Metrics, QUEUE_STATES, warn as logWarning } from './kernel/observability';
 import { LikeService } from './like/like.service';
 import { LikeStore } from './like/like.store';
 import { MemoryLiveBus } from './live/live.memory';
 import { RedisLiveBus } from './live/live.redis';
+import { breakerOf } from './redis/breaker';
 import { RedisKeys } from './redis/keys';
 import type { RedisClient } from './redis/redis.client';
 import { redisIdentity } from './redis/redis.identity';
@@ -166,13 +167,23 @@ export function createLiveBuses(config: Pick<Config, 'redisKeyPrefix'>, redis: R
   };
 }
 
+/**
+ * A process's metrics (kernel/observability.ts) on its stores: the fan-out queue's depth, the
+ * Redis breaker's state and the replicas', read at each scrape.
+ */
+export function processMetrics(db: Database, redis: RedisClient | null, fanoutQueue: FanoutQueue | null): Metrics {
+  const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts(...QUEUE_STATES) : undefined);
+  if (redis) metrics.watchBreaker(() => breakerOf(redis)?.state);
+  const replicas = replicasOf(db);
+  if (replicas) metrics.watchReplicas(replicas);
+  return metrics;
+}
+
 /** The domain services of a process. */
 export function createCore({ config, db, redis, now = () => new Date(), warn = logWarning }: CoreDeps): Core {
   const keys = new RedisKeys(config.redisKeyPrefix);
   const fanoutQueue = redis ? new FanoutQueue(config) : null;
-  const metrics = new Metrics(fanoutQueue ? () => fanoutQueue.queue.getJobCounts('waiting', 'delayed', 'active', 'failed') : undefined);
-  const replicas = replicasOf(db);
-  if (replicas) metrics.watchReplicas(replicas);
+  const metrics = processMetrics(db, redis, fanoutQueue);
   if (config.jwtSecret === null) throw new Error('no secret to sign tokens with: set JWT_SECRET (server.ts keeps a generated one in JWT_SECRET_FILE)');
   const authStore = new AuthStore(db);
   const sessions = new Sessions(authStore, redis ? new RedisSessionBus(redis, keys, warn) : null, {
@@ -186,6 +197,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const liveBuses = createLiveBuses(config, redis, warn);
   const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel, warn);
   const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed, now });
+  metrics.watchRebuilds(() => feed.rebuildsInFlight());
   const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now, config.maxFollowing);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
   const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now);
@@ -200,6 +212,8 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
 }
 
 export interface RunningWorkers {
+  /** Whether every worker is running. */
+  running(): boolean;
   /** Lets running jobs finish, then closes the workers' pool. */
   stop(): Promise<void>;
 }
@@ -234,6 +248,7 @@ export function startFanoutWorkers(
   feed.start();
   workers.start(count);
   return {
+    running: () => workers.running(),
     async stop() {
       await workers.stop();
       feed.stop();

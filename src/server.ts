@@ -1,19 +1,27 @@
 /**
  * `npm start`: configuration, the stores (MySQL and Redis, or the embedded SQLite file; created
- * and migrated when needed), and the GraphQL endpoint at POST /graphql.
+ * and migrated when MIGRATE_ON_START says so), and the GraphQL endpoint at POST /graphql.
+ *
+ * Tracing starts first (telemetry.ts, when OTEL_EXPORTER_OTLP_ENDPOINT is set): its
+ * instrumentations patch http, graphql, mysql2 and ioredis as they load, so everything that
+ * loads them is imported after it, in main().
  */
 import 'reflect-metadata';
 import { resolve } from 'node:path';
-import { startApp } from './app';
 import { readOrCreateSecretFile } from './auth/auth.secret';
-import { logger } from './kernel/observability';
 import { Config, loadConfig } from './kernel/config';
 import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
-import { checkInboxEncoding } from './redis/redis.client';
-import { describeStores, openStores } from './stores';
+import { logger } from './kernel/observability';
+import { startTracing } from './telemetry';
 
 async function main(): Promise<void> {
   const loaded = loadConfig();
+  const tracing = await startTracing(loaded.operations, 'follow-feed-api');
+  const [{ startApp }, { checkInboxEncoding }, { describeStores, openStores }] = await Promise.all([
+    import('./app'),
+    import('./redis/redis.client'),
+    import('./stores'),
+  ]);
   // The first line says what the process runs on (the embedded mode must never be a surprise).
   logger.info(describeStores(loaded));
   const stores = await openStores(loaded, logger);
@@ -22,12 +30,14 @@ async function main(): Promise<void> {
   const config = withSigningSecret(loaded);
   const app = await startApp({ config, db: stores.db, redis: stores.redis });
   const workers = config.embedded ? 'no fan-out' : `FANOUT_WORKERS=${config.fanoutWorkers}`;
-  logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers})`);
+  const traced = config.operations.otlpEndpoint ? `, traces to ${config.operations.otlpEndpoint}` : '';
+  logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers}${traced})`);
   stopOnSignals(
     'finishing in-flight requests',
     async () => {
       await app.stop();
       await stores.close();
+      await tracing.shutdown();
     },
     config.shutdownTimeoutMs,
   );

@@ -1,13 +1,15 @@
 /**
  * Opening the configured stores, for every entry point (server, worker, seed, tests):
  * - with DATABASE_URL / REDIS_URL / REDIS_CLUSTER_NODES: MySQL (created and migrated when
- *   needed) and Redis;
+ *   needed and MIGRATE_ON_START is on) and Redis;
  * - with none of them: the embedded mode, a SQLite file (created and migrated the same way)
  *   and no Redis at all.
+ * With MIGRATE_ON_START=off nothing is created or migrated: a database that lacks a migration
+ * stops the process with a message that says to run `npm run migrate`.
  */
 import { resolve } from 'node:path';
 import { Database, LogSink, SqlStatementLog } from './db/database';
-import { openMysql, openSqlite } from './db/migrate';
+import { MigrationsPending, openMysql, openSqlite } from './db/migrate';
 import type { MysqlDatabase } from './db/database';
 import type { MysqlPool, PoolLimits } from './db/mysql';
 import { redactUrl, ReplicatedDatabase } from './db/replicas';
@@ -25,14 +27,15 @@ export interface Stores {
 
 /** `log` receives the database's and Redis's warnings: the service's logger, passed down from the entry point. */
 export async function openStores(config: Config, log: LogSink, sqlLog = new SqlStatementLog(log)): Promise<Stores> {
+  const { migrateOnStart } = config.operations;
   if (config.embedded) {
-    const db = await openSqlite(config.embeddedDbFile, sqlLog).catch((error: unknown) => {
-      throw new ConfigError(`cannot open the embedded database EMBEDDED_DB_FILE (${resolve(config.embeddedDbFile)}): ${String(error)}`);
+    const db = await openSqlite(config.embeddedDbFile, sqlLog, migrateOnStart).catch((error: unknown) => {
+      throw new ConfigError(`cannot open the embedded database EMBEDDED_DB_FILE (${resolve(config.embeddedDbFile)}): ${reasonOf(error)}`);
     });
     return { db, redis: null, close: () => db.close() };
   }
-  const primary = await openMysql(config.databaseUrl, sqlLog, poolLimits(config)).catch((error: unknown) => {
-    throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${String(error)}`);
+  const primary = await openMysql(config.databaseUrl, sqlLog, poolLimits(config), migrateOnStart).catch((error: unknown) => {
+    throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${reasonOf(error)}`);
   });
   const db = await withReplicas(primary, config, sqlLog);
   const redis = createRedis(config, (message) => log.warn(message));
@@ -47,6 +50,10 @@ export async function openStores(config: Config, log: LogSink, sqlLog = new SqlS
       await Promise.allSettled([db.close(), redis.quit()]);
     },
   };
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof MigrationsPending ? error.message : String(error);
 }
 
 /**

@@ -1,19 +1,25 @@
 /**
- * `npm run worker`: fan-out workers only (FANOUT_WORKERS of them, at least 1), no HTTP. Start
- * more processes to scale out; SIGTERM lets running jobs finish, then exits.
+ * `npm run worker`: fan-out workers only (FANOUT_WORKERS of them, at least 1), and on
+ * WORKER_PORT its probes: /metrics (fan-out lag, queue depth by lane, inbox writes, the
+ * breaker, job errors...), /healthz and /readyz (kernel/probes.ts). Start more processes to
+ * scale out; SIGTERM lets running jobs finish, then exits.
  *
  * It loads the domain and the stores only (composition.ts), never the API layer: no Apollo, no
  * Express, no resolver (test/integration/worker-process.test.ts checks what a running worker
- * has loaded).
+ * has loaded). Tracing starts first, as in server.ts: what it instruments is imported after it.
  */
 import 'reflect-metadata';
-import { startFanoutWorkers } from './composition';
-import { isMysql } from './db/mysql';
-import { FanoutQueue } from './fanout/fanout.queue';
+import type { MysqlDatabase } from './db/database';
+import type { RedisClient } from './redis/redis.client';
 import { ConfigError, loadConfig } from './kernel/config';
 import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
-import { logger, Metrics, warn } from './kernel/observability';
-import { describeStores, openStores } from './stores';
+import { logger, warn } from './kernel/observability';
+import { Readiness, serveProbes } from './kernel/probes';
+import { withTimeout } from './kernel/timeout';
+import { startTracing } from './telemetry';
+
+/** How long /readyz waits for MySQL and Redis (as the API's). */
+const READY_TIMEOUT_MS = 1000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -23,23 +29,62 @@ async function main(): Promise<void> {
         'uses the pull model and fans nothing out',
     );
   }
+  const tracing = await startTracing(config.operations, 'follow-feed-worker');
+  const [{ processMetrics, startFanoutWorkers }, { isMysql }, { FanoutQueue }, { breakerOf }, { describeStores, openStores }] = await Promise.all([
+    import('./composition'),
+    import('./db/mysql'),
+    import('./fanout/fanout.queue'),
+    import('./redis/breaker'),
+    import('./stores'),
+  ]);
   logger.info(describeStores(config));
   const stores = await openStores(config, logger);
   const { db, redis } = stores;
   if (!isMysql(db) || !redis) throw new Error('outside the embedded mode the stores are MySQL and Redis');
   const fanoutQueue = new FanoutQueue(config);
+  const metrics = processMetrics(db, redis, fanoutQueue);
   const count = Math.max(1, config.fanoutWorkers);
-  const workers = startFanoutWorkers({ config, redis, fanoutQueue, metrics: new Metrics(), warn }, count, { kind: 'shared', db });
-  logger.info(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid})`);
+  const workers = startFanoutWorkers({ config, redis, fanoutQueue, metrics, warn }, count, { kind: 'shared', db });
+  const probes = await serveProbes({
+    host: config.host,
+    port: config.operations.workerPort,
+    portSetting: 'WORKER_PORT',
+    metrics,
+    metricsToken: config.metricsToken,
+    readiness: () => readiness(db, redis, () => breakerOf(redis)?.state ?? 'closed', workers.running()),
+  });
+  logger.info(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid}); probes and metrics on ${probes.url}`);
   stopOnSignals(
     'finishing running fan-out jobs',
     async () => {
       await workers.stop();
       await fanoutQueue.close();
+      await probes.close();
       await stores.close();
+      await tracing.shutdown();
     },
     config.shutdownTimeoutMs,
   );
+}
+
+/**
+ * Ready means "can do fan-out work now": its workers run, MySQL answers and Redis answers with
+ * its breaker closed. Unlike the API, which serves degraded feeds without Redis, a worker
+ * without Redis gets no jobs, so Redis down makes it not ready (jobs wait in the queue and the
+ * outbox meanwhile; nothing is lost).
+ */
+async function readiness(db: MysqlDatabase, redis: RedisClient, breaker: () => string, workersRunning: boolean): Promise<Readiness> {
+  const check = (name: string, probe: Promise<unknown>) =>
+    withTimeout(probe, READY_TIMEOUT_MS, name).then(
+      () => 'ok',
+      (error: unknown) => String(error),
+    );
+  const [mysql, redisCheck] = await Promise.all([check('MySQL', db.select('SELECT 1')), check('Redis', redis.ping())]);
+  const redisState = redisCheck === 'ok' && breaker() !== 'closed' ? `circuit breaker ${breaker()}` : redisCheck;
+  return {
+    ready: workersRunning && mysql === 'ok' && redisState === 'ok',
+    details: { workers: workersRunning ? 'running' : 'stopped', mysql, redis: redisState },
+  };
 }
 
 runEntryPoint(main);

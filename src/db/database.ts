@@ -143,8 +143,13 @@ export function isDatabaseUnavailable(error: unknown): boolean {
  */
 const STATEMENT_TIMEOUT_ERRNOS = new Set([1969, 3024]);
 
+/**
+ * The database is too slow right now: it stopped a statement at its time limit (above), or the
+ * client gave up waiting for an answer (mysql2's PROTOCOL_SEQUENCE_TIMEOUT: a replica's read
+ * past its deadline, see replicas.ts).
+ */
 export function isDatabaseTooSlow(error: unknown): boolean {
-  return STATEMENT_TIMEOUT_ERRNOS.has(Number((error as { errno?: number })?.errno));
+  return STATEMENT_TIMEOUT_ERRNOS.has(Number((error as { errno?: number })?.errno)) || driverErrorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT';
 }
 
 const DUPLICATE_KEY_CODES = new Set(['ER_DUP_ENTRY', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);

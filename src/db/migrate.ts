@@ -6,7 +6,7 @@
 import { createConnection } from 'mysql2/promise';
 import { DataSource, Logger as TypeOrmLogger } from 'typeorm';
 import { MIGRATIONS } from '../../migrations';
-import { LogSink, SqlStatementLog } from './database';
+import { Database, LogSink, SqlStatementLog } from './database';
 import { MysqlPool, PoolLimits } from './mysql';
 import { SqliteFile } from './sqlite';
 
@@ -79,20 +79,70 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 const MIGRATION_LOCK_SECONDS = 120;
 
 /**
- * Connects, creating the database and running pending migrations first. An API and a worker
- * starting together on a fresh database would both run the migrations: a named lock
- * (GET_LOCK) lets one run them while the other waits and then finds nothing pending.
+ * Connects; with `migrate`, creates the database and runs pending migrations first. An API and a
+ * worker starting together on a fresh database would both run the migrations: a named lock
+ * (GET_LOCK) lets one run them while the other waits and then finds nothing pending. Without
+ * `migrate` (MIGRATE_ON_START=off) it runs no DDL at all, and refuses a database that lacks
+ * migrations (MigrationsPending).
  */
-export async function openMysql(databaseUrl: string, log: SqlStatementLog, limits: PoolLimits): Promise<MysqlPool> {
-  await ensureDatabase(databaseUrl);
-  await migrateMysql(databaseUrl, log);
+export async function openMysql(databaseUrl: string, log: SqlStatementLog, limits: PoolLimits, migrate = true): Promise<MysqlPool> {
+  if (migrate) {
+    await ensureDatabase(databaseUrl);
+    await migrateMysql(databaseUrl, log);
+  }
   const db = new MysqlPool(databaseUrl, limits, log);
-  await db.select('SELECT 1');
+  try {
+    await db.select('SELECT 1');
+    if (!migrate) await requireMigrated(db);
+  } catch (error) {
+    await db.close().catch(() => {});
+    throw error;
+  }
   return db;
 }
 
+/** The names of the migrations this code knows, in order (TypeORM records each by its `name`). */
+export function migrationNames(): string[] {
+  return MIGRATIONS.map((Migration) => new Migration().name ?? Migration.name);
+}
+
+/** The database lacks migrations this code needs: `npm run migrate` runs them. */
+export class MigrationsPending extends Error {
+  override name = 'MigrationsPending';
+
+  constructor(readonly pending: string[]) {
+    super(`${pending.length} migration(s) not run yet (${pending.join(', ')}): run \`npm run migrate\` first (MIGRATE_ON_START=off)`);
+  }
+}
+
+/**
+ * Throws MigrationsPending unless every migration of this code has run, read from TypeORM's
+ * `migrations` table with a plain SELECT (a user without DDL rights may read it; a missing
+ * table means none has run). Migrations newer than the code (a rollback of the code) are fine.
+ */
+export async function requireMigrated(db: Database): Promise<void> {
+  let done: Set<string>;
+  try {
+    done = new Set((await db.select<{ name: string }>('SELECT name FROM migrations')).map((row) => row.name));
+  } catch (error) {
+    if (!/ER_NO_SUCH_TABLE|no such table/i.test(`${(error as { code?: string }).code ?? ''} ${(error as Error).message}`)) throw error;
+    done = new Set();
+  }
+  const pending = migrationNames().filter((name) => !done.has(name));
+  if (pending.length > 0) throw new MigrationsPending(pending);
+}
+
+/**
+ * Creates the database if needed and runs the pending migrations (`npm run migrate`, and every
+ * start with MIGRATE_ON_START=on); returns the names of those it ran.
+ */
+export async function migrateDatabase(databaseUrl: string, log: SqlStatementLog): Promise<string[]> {
+  await ensureDatabase(databaseUrl);
+  return migrateMysql(databaseUrl, log);
+}
+
 /** Runs the pending migrations, without a statement time limit (an ALTER of a big table may rightly take minutes). */
-async function migrateMysql(databaseUrl: string, log: SqlStatementLog): Promise<void> {
+async function migrateMysql(databaseUrl: string, log: SqlStatementLog): Promise<string[]> {
   // Two connections: one holds the migration lock while the migrations run on the other.
   const dataSource = migrationDataSource(databaseUrl, log, 2);
   await dataSource.initialize();
@@ -102,7 +152,7 @@ async function migrateMysql(databaseUrl: string, log: SqlStatementLog): Promise<
     const [{ locked }] = (await runner.query('SELECT GET_LOCK(?, ?) AS locked', [lockName, MIGRATION_LOCK_SECONDS])) as Array<{ locked: unknown }>;
     if (Number(locked) !== 1) throw new Error(`another process held the migration lock for ${MIGRATION_LOCK_SECONDS} s`);
     try {
-      await dataSource.runMigrations();
+      return (await dataSource.runMigrations()).map((migration) => migration.name);
     } finally {
       await runner.query('SELECT RELEASE_LOCK(?)', [lockName]);
     }
@@ -114,9 +164,25 @@ async function migrateMysql(databaseUrl: string, log: SqlStatementLog): Promise<
 
 /**
  * The embedded store: a SQLite file, created when missing and migrated by the same migrations
- * as MySQL, then opened with better-sqlite3 directly.
+ * as MySQL (unless `migrate` is false: then it must have been migrated already), then opened
+ * with better-sqlite3 directly.
  */
-export async function openSqlite(file: string, log: SqlStatementLog): Promise<SqliteFile> {
+export async function openSqlite(file: string, log: SqlStatementLog, migrate = true): Promise<SqliteFile> {
+  if (migrate) await migrateSqlite(file, log);
+  const db = new SqliteFile(file, log);
+  if (!migrate) {
+    try {
+      await requireMigrated(db);
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+  }
+  return db;
+}
+
+/** Creates the SQLite file if needed and runs its pending migrations; returns the names of those it ran. */
+export async function migrateSqlite(file: string, log: SqlStatementLog): Promise<string[]> {
   const dataSource = new DataSource({
     type: 'better-sqlite3',
     database: file,
@@ -128,11 +194,10 @@ export async function openSqlite(file: string, log: SqlStatementLog): Promise<Sq
   });
   await dataSource.initialize();
   try {
-    await dataSource.runMigrations();
+    return (await dataSource.runMigrations()).map((migration) => migration.name);
   } finally {
     await dataSource.destroy();
   }
-  return new SqliteFile(file, log);
 }
 
 export type { LogSink };

@@ -69,6 +69,30 @@ export class MysqlPool implements MysqlDatabase {
     return insertInBatches(this, statement, rows);
   }
 
+  /**
+   * A SELECT on a connection of its own, whose failure says whether the statement had left this
+   * process: it rejects with StatementNotSent when no connection could be had (the server is
+   * unreachable, refuses, or the connection was already closed), else with the driver's error.
+   * A replica's read (replicas.ts) may be run again on the primary only in the first case: one
+   * that timed out may still be running on the replica.
+   */
+  async selectOnce<Row>(statement: string, params: Params = []): Promise<Row[]> {
+    const connection = await this.connection().catch((error: unknown) => {
+      throw new StatementNotSent(error);
+    });
+    try {
+      const rows = await this.run<Row[]>(connection, statement, params);
+      connection.release();
+      return rows;
+    } catch (error) {
+      // A connection that timed out or broke is in an unknown state: it leaves the pool.
+      if ((error as { fatal?: boolean }).fatal) connection.destroy();
+      else connection.release();
+      if (/closed state/.test(String((error as Error).message))) throw new StatementNotSent(error);
+      throw error;
+    }
+  }
+
   unionTerm(select: string, _columns: string, _alias: string): string {
     return `(${select})`;
   }
@@ -97,10 +121,12 @@ export class MysqlPool implements MysqlDatabase {
     return new Promise((resolve, reject) => this.pool.end((error) => (error ? reject(error) : resolve())));
   }
 
+  private connection(): Promise<PoolConnection> {
+    return new Promise<PoolConnection>((resolve, reject) => this.pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection))));
+  }
+
   private async transactionOnce<T>(work: (sql: Sql) => Promise<T>, isolation: Isolation | undefined): Promise<T> {
-    const connection = await new Promise<PoolConnection>((resolve, reject) =>
-      this.pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection))),
-    );
+    const connection = await this.connection();
     const sql: Sql = {
       select: <Row>(statement: string, params: Params = []) => this.run<Row[]>(connection, statement, params),
       write: (statement: string, params: Params = []) => this.run<WriteResult>(connection, statement, params),
@@ -135,6 +161,15 @@ export class MysqlPool implements MysqlDatabase {
         else resolve(result as T);
       });
     });
+  }
+}
+
+/** A statement that never reached the server: running it elsewhere runs it once. `cause` is the driver's error. */
+export class StatementNotSent extends Error {
+  override name = 'StatementNotSent';
+
+  constructor(override readonly cause: unknown) {
+    super(`the statement was not sent: ${String((cause as Error)?.message ?? cause)}`);
   }
 }
 

@@ -5,28 +5,48 @@
  * none or when the request is a recent writer's (see `withReadScope`).
  *
  * A replica is healthy when a health check, every REPLICA_CHECK_INTERVAL_MS, finds both its
- * replication threads running and its lag at most REPLICA_MAX_LAG_MS. The lag is measured with
- * MariaDB's GTIDs: the primary's @@gtid_binlog_pos is read each round, and a replica is as far
- * behind as the oldest recent position it has not applied (one round's precision); MySQL, which
- * has no such positions, falls back to Seconds_Behind_Master. A replica that does not answer the
- * check within REPLICA_CHECK_TIMEOUT_MS (down, or frozen) is "down". A skipped replica costs the
- * client nothing: its reads go to the primary, and a read that fails on a replica is run once
- * more on the primary.
+ * replication threads running and its lag at most REPLICA_MAX_LAG_MS. The statements are those
+ * the server's own version serves (replication.ts: SHOW REPLICA STATUS and the GTID positions of
+ * MySQL 8.4 or MariaDB). The lag is measured with GTIDs: the primary's committed position is
+ * read each round, and a replica is as far behind as the oldest recent position it has not
+ * applied (one round's precision); without positions (GTIDs off) the server's own
+ * Seconds_Behind_Source is used. A replica that does not answer the check within
+ * REPLICA_CHECK_TIMEOUT_MS (down, or frozen) is "down". A skipped replica costs the client
+ * nothing: its reads go to the primary.
+ *
+ * A read that fails on a replica is run on the primary only when that cannot make it run twice:
+ * when it never reached the replica (no connection could be had), or the replica answered it
+ * with an error of the statement's own (a table it lacks). A read that timed out, or whose
+ * connection broke while the replica had it, may still be running there: it fails (the client
+ * gets SERVICE_UNAVAILABLE), and the replica is skipped until a check finds it well; a slow
+ * statement is not run a second time on the primary, which would double the load that made it slow.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { withTimeout } from '../kernel/timeout';
 import { hidePasswords } from '../kernel/redaction';
-import { isDatabaseUnavailable, Isolation, MysqlDatabase, Params, Sql, SqlStatementLog, WriteResult } from './database';
-import { MysqlPool, PoolLimits } from './mysql';
+import { isDatabaseTooSlow, Isolation, MysqlDatabase, Params, Sql, SqlStatementLog, WriteResult } from './database';
+import { MysqlPool, PoolLimits, StatementNotSent } from './mysql';
+import {
+  covers,
+  GtidSet,
+  parseGtidSet,
+  readReplicationThreads,
+  readServerVariables,
+  replicaStatusStatement,
+  ReplicaStatusRow,
+  SERVER_VARIABLES_STATEMENT,
+  ServerFamily,
+  ServerVariables,
+} from './replication';
 
 /** How often each replica's health is checked: the precision of its lag, and how soon a failure is seen. */
 export const REPLICA_CHECK_INTERVAL_MS = 250;
-/** A health check (connection and SHOW SLAVE STATUS) not answered this fast marks the replica down: a frozen server must not stall the checks. */
+/** A health check (connection, the server's variables and SHOW REPLICA STATUS) not answered this fast marks the replica down: a frozen server must not stall the checks. */
 const REPLICA_CHECK_TIMEOUT_MS = 500;
 /**
- * A read on a replica (connection included) without an answer after this long is given up and
- * run on the primary: long enough for any page read on a healthy server, short enough that a
- * replica frozen between two checks costs a request a bounded wait.
+ * A read on a replica (connection included) without an answer after this long is given up (and
+ * not run again elsewhere): long enough for any page read on a healthy server, short enough that
+ * a replica frozen between two checks costs a request a bounded wait.
  */
 const REPLICA_READ_TIMEOUT_MS = 2000;
 /** Recent primary positions kept for measuring lag: one per round, enough to cover a lag well past any sensible REPLICA_MAX_LAG_MS. */
@@ -64,34 +84,10 @@ export function readPrimaryInScope(): void {
   if (scope) scope.primary = true;
 }
 
-/** A GTID position, "domain-server-seq,...", as the highest seq_no per domain. */
-function parseGtids(position: string): Map<string, bigint> {
-  const seqs = new Map<string, bigint>();
-  for (const gtid of position.split(',')) {
-    const match = /^\s*(\d+)-\d+-(\d+)\s*$/.exec(gtid);
-    if (match) seqs.set(match[1], BigInt(match[2]));
-  }
-  return seqs;
-}
-
-/** Whether the position `applied` includes everything of `position`. */
-function covers(applied: Map<string, bigint>, position: Map<string, bigint>): boolean {
-  for (const [domain, seq] of position) if ((applied.get(domain) ?? -1n) < seq) return false;
-  return true;
-}
-
 /** The URL without its password, for /readyz, /metrics and messages. */
 export function redactUrl(url: string): string {
   return hidePasswords(url);
 }
-
-type SlaveStatus = {
-  Slave_IO_Running?: string;
-  Slave_SQL_Running?: string;
-  Seconds_Behind_Master?: number | string | null;
-  Last_IO_Error?: string;
-  Last_SQL_Error?: string;
-};
 
 class Replica {
   status: ReplicaStatus;
@@ -101,7 +97,7 @@ class Replica {
   constructor(
     readonly url: string,
     readonly pool: MysqlPool,
-    fallback: (statement: string, params: Params | undefined, error: unknown) => Promise<unknown[]>,
+    onPrimary: <Row>(statement: string, params: Params | undefined) => Promise<Row[]>,
     counted: (target: ReadTarget) => void,
   ) {
     // Down until the first check says otherwise.
@@ -109,16 +105,39 @@ class Replica {
     this.reads = {
       select: async <Row>(statement: string, params?: Params): Promise<Row[]> => {
         try {
-          const rows = await pool.select<Row>(statement, params);
+          const rows = await pool.selectOnce<Row>(statement, params);
           counted('replica');
           return rows;
         } catch (error) {
-          return (await fallback(statement, params, error)) as Row[];
+          if (error instanceof StatementNotSent) {
+            this.skip(`a read could not reach it: ${String((error.cause as Error)?.message ?? error.cause)}`);
+            return onPrimary<Row>(statement, params);
+          }
+          if (mayStillRun(error)) {
+            if ((error as { fatal?: boolean }).fatal) this.skip(`a read got no answer: ${String((error as Error).message)}`);
+            throw error;
+          }
+          // The replica answered with the statement's own error (say a table it does not have yet): the primary says.
+          return onPrimary<Row>(statement, params);
         }
       },
       write: () => Promise.reject(new Error('a write through lagging(): writes go to the primary')),
     };
   }
+
+  /** Skipped from now until a check finds it healthy again. */
+  private skip(reason: string): void {
+    this.status = { ...this.status, state: 'down', lagMs: null, reason };
+  }
+}
+
+/**
+ * A read that got no answer (the client's timeout, a connection that broke with the statement on
+ * it) or that the server stopped at its time limit: it may have run, or still run, on the
+ * replica. Running it again on the primary would run it twice.
+ */
+function mayStillRun(error: unknown): boolean {
+  return Boolean((error as { fatal?: boolean })?.fatal) || isDatabaseTooSlow(error);
 }
 
 export interface ReplicaSettings {
@@ -133,7 +152,9 @@ export class ReplicatedDatabase implements MysqlDatabase {
   private readonly primaryReads: Sql;
   private next = 0;
   /** The primary's recent GTID positions, oldest first, with when they were read. */
-  private readonly positions: Array<{ at: number; seqs: Map<string, bigint> }> = [];
+  private readonly positions: Array<{ at: number; set: GtidSet }> = [];
+  /** The primary's family, from its version: its positions compare only with a replica of the same family. */
+  private primaryFamily: ServerFamily | null = null;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -151,23 +172,14 @@ export class ReplicatedDatabase implements MysqlDatabase {
       },
       write: (statement: string, params?: Params) => primary.write(statement, params),
     };
-    const fallback = (replica: () => Replica) => (statement: string, params: Params | undefined, error: unknown) => {
-      // Unreachable or frozen: skipped from now until a check finds it healthy again. (A
-      // statement that fails for its own sake fails on the primary too, and says why there.)
-      if (isDatabaseUnavailable(error) || (error as { code?: string })?.code === 'PROTOCOL_SEQUENCE_TIMEOUT') {
-        replica().status = { ...replica().status, state: 'down', lagMs: null, reason: `a read failed: ${String(error)}` };
-      }
-      return this.primaryReads.select<unknown>(statement, params);
-    };
     this.replicas = replicaUrls.map((url) => {
       const pool = new MysqlPool(url, { ...limits, clientTimeoutMs: REPLICA_READ_TIMEOUT_MS }, log);
-      const replica: Replica = new Replica(
+      return new Replica(
         url,
         pool,
-        fallback(() => replica),
+        (statement, params) => this.primaryReads.select(statement, params),
         (target) => (this.reads[target] += 1),
       );
-      return replica;
     });
   }
 
@@ -239,32 +251,31 @@ export class ReplicatedDatabase implements MysqlDatabase {
   private async checkAll(): Promise<void> {
     const at = Date.now();
     // SHOW, not SELECT: the check's statements stay out of the SELECT counts.
-    const position = await withTimeout(
-      this.primary.select<{ Value: string }>("SHOW GLOBAL VARIABLES LIKE 'gtid_binlog_pos'"),
-      REPLICA_CHECK_TIMEOUT_MS,
-      'the primary',
-    ).then(
-      ([row]) => (row ? parseGtids(row.Value) : null),
+    const primary = await withTimeout(this.primary.select<VariableRow>(SERVER_VARIABLES_STATEMENT), REPLICA_CHECK_TIMEOUT_MS, 'the primary').then(
+      (rows) => readServerVariables(rows),
       () => null,
     );
-    if (position) {
-      this.positions.push({ at, seqs: position });
+    const position = primary?.committed ? parseGtidSet(primary.committed, primary.family) : null;
+    if (primary && primary.family !== this.primaryFamily) this.positions.length = 0;
+    this.primaryFamily = primary?.family ?? this.primaryFamily;
+    if (position && position.size > 0) {
+      this.positions.push({ at, set: position });
       if (this.positions.length > POSITION_HISTORY) this.positions.shift();
     }
-    await Promise.all(this.replicas.map((replica) => this.check(replica, position !== null)));
+    await Promise.all(this.replicas.map((replica) => this.check(replica, position !== null && position.size > 0)));
   }
 
-  private async check(replica: Replica, gtidsKnown: boolean): Promise<void> {
+  private async check(replica: Replica, positionKnown: boolean): Promise<void> {
     const name = replica.status.replica;
-    let rows: SlaveStatus[];
-    let applied: Array<{ Value: string }>;
+    let server: ServerVariables;
+    let rows: ReplicaStatusRow[];
     try {
-      // What it applied: @@gtid_slave_pos (MariaDB; SHOW SLAVE STATUS shows only what it received).
-      [rows, applied] = await withTimeout(
-        Promise.all([
-          replica.pool.select<SlaveStatus>('SHOW SLAVE STATUS'),
-          replica.pool.select<{ Value: string }>("SHOW GLOBAL VARIABLES LIKE 'gtid_slave_pos'"),
-        ]),
+      // The version first: it says which status statement this server serves.
+      [server, rows] = await withTimeout(
+        (async (): Promise<[ServerVariables, ReplicaStatusRow[]]> => {
+          const variables = readServerVariables(await replica.pool.select<VariableRow>(SERVER_VARIABLES_STATEMENT));
+          return [variables, await replica.pool.select<ReplicaStatusRow>(replicaStatusStatement(variables.version))];
+        })(),
         REPLICA_CHECK_TIMEOUT_MS,
         'the replica',
       );
@@ -274,18 +285,18 @@ export class ReplicatedDatabase implements MysqlDatabase {
     }
     const [row] = rows;
     if (!row) {
-      replica.status = { replica: name, state: 'down', lagMs: null, reason: 'not a replica (SHOW SLAVE STATUS is empty)' };
+      replica.status = { replica: name, state: 'down', lagMs: null, reason: `not a replica (${replicaStatusStatement(server.version)} is empty)` };
       return;
     }
-    const lagMs = gtidsKnown && applied[0] ? this.gtidLagMs(parseGtids(applied[0].Value)) : secondsBehindMs(row);
-    const running = row.Slave_IO_Running === 'Yes' && row.Slave_SQL_Running === 'Yes';
-    if (!running) {
-      const why = [row.Last_IO_Error, row.Last_SQL_Error].filter(Boolean).join('; ');
+    const threads = readReplicationThreads(row);
+    const comparable = positionKnown && server.applied !== null && server.family === this.primaryFamily;
+    const lagMs = comparable ? this.gtidLagMs(parseGtidSet(server.applied!, server.family)) : threads.secondsBehindMs;
+    if (!threads.running) {
       replica.status = {
         replica: name,
         state: 'lagging',
         lagMs,
-        reason: `replication stopped (IO ${row.Slave_IO_Running ?? '?'}, SQL ${row.Slave_SQL_Running ?? '?'})${why ? `: ${why}` : ''}`,
+        reason: `replication stopped (IO ${threads.io}, SQL ${threads.sql})${threads.errors ? `: ${threads.errors}` : ''}`,
       };
       return;
     }
@@ -301,21 +312,18 @@ export class ReplicatedDatabase implements MysqlDatabase {
    * primary's newest position; else the age of the newest position it has applied (everything it
    * lacks was committed after that), or of the oldest kept when it has none of them.
    */
-  private gtidLagMs(applied: Map<string, bigint>): number {
+  private gtidLagMs(applied: GtidSet): number {
     const newest = this.positions[this.positions.length - 1];
-    if (!newest || covers(applied, newest.seqs)) return 0;
+    if (!newest || covers(applied, newest.set)) return 0;
     const now = Date.now();
     for (let i = this.positions.length - 2; i >= 0; i -= 1) {
-      if (covers(applied, this.positions[i].seqs)) return now - this.positions[i].at;
+      if (covers(applied, this.positions[i].set)) return now - this.positions[i].at;
     }
     return now - this.positions[0].at;
   }
 }
 
-function secondsBehindMs(row: SlaveStatus): number | null {
-  const seconds = row.Seconds_Behind_Master;
-  return seconds === null || seconds === undefined ? null : Number(seconds) * 1000;
-}
+type VariableRow = { Variable_name: string; Value: string };
 
 /** The replicas of a database, when it has any. */
 export function replicasOf(db: unknown): ReplicatedDatabase | null {

@@ -9,6 +9,7 @@
  *      between recording a chunk and queueing it; queueing twice is a no-op by job id), then
  *   2. continues from the cursor, so no follower page is walked twice.
  */
+import { currentTraceParent, inSpan } from '../kernel/tracing';
 import { chunkJob, FanoutQueue } from './fanout.queue';
 import { FanoutChunkRange, FanoutCompletion, FanoutStore, FanoutTask } from './fanout.store';
 
@@ -42,6 +43,12 @@ export class FanoutDispatcher {
   async dispatch(taskId: number): Promise<void> {
     const task = await this.store.task(taskId);
     if (!task || task.status === 'done') return;
+    // A span in the trace of the request that recorded the event: its chunks' spans follow it.
+    const attributes = { 'fanout.task_id': task.id, 'fanout.kind': task.kind, 'fanout.blog_id': task.blogId, 'fanout.author_id': task.authorId };
+    await inSpan('fanout dispatch', task.traceContext, attributes, () => this.dispatchTask(task));
+  }
+
+  private async dispatchTask(task: FanoutTask): Promise<void> {
     await this.requeueUnfinishedChunks(task);
     if (!task.dispatched) {
       let cursor = task.cursorUserId;
@@ -77,7 +84,9 @@ export class FanoutDispatcher {
   }
 }
 
+/** A chunk's job; it carries the dispatch's trace (kernel/tracing.ts) when there is one. */
 function jobOf(task: FanoutTask, chunk: FanoutChunkRange, followerIds: number[]) {
   const { id: taskId, kind, blogId, authorId, score } = task;
-  return chunkJob({ taskId, seq: chunk.seq, kind, blogId, authorId, score, followerIds });
+  const trace = currentTraceParent();
+  return chunkJob({ taskId, seq: chunk.seq, kind, blogId, authorId, score, followerIds, ...(trace ? { trace } : {}) });
 }

@@ -49,6 +49,8 @@ export interface ChunkJob {
   authorId: number;
   score: number;
   followerIds: number[];
+  /** The traceparent of the dispatch that made the chunk (kernel/tracing.ts); absent when untraced. */
+  trace?: string;
 }
 export type FanoutJobData = DispatchJob | ChunkJob;
 export type FanoutJobName = 'dispatch' | 'chunk';

@@ -7,6 +7,7 @@
  * is the last follower covered by a chunk, so a dispatcher that dies resumes there.
  */
 import type { MysqlDatabase, Sql } from '../db/database';
+import { currentTraceParent } from '../kernel/tracing';
 
 export type TaskKind = 'deliver' | 'retract';
 
@@ -23,6 +24,8 @@ export interface FanoutTask {
   dispatched: boolean;
   cursorUserId: number;
   chunksTotal: number;
+  /** The traceparent of the request that recorded the event (kernel/tracing.ts); null when untraced. */
+  traceContext: string | null;
 }
 
 /** A chunk: the followers with afterUserId < user_id <= throughUserId. */
@@ -42,6 +45,7 @@ interface TaskRow {
   dispatched: number;
   cursor_user_id: string;
   chunks_total: number;
+  trace_context: string | null;
 }
 
 function taskOf(row: TaskRow): FanoutTask {
@@ -55,6 +59,7 @@ function taskOf(row: TaskRow): FanoutTask {
     dispatched: Boolean(row.dispatched),
     cursorUserId: Number(row.cursor_user_id),
     chunksTotal: Number(row.chunks_total),
+    traceContext: row.trace_context ?? null,
   };
 }
 
@@ -65,12 +70,12 @@ export class FanoutStore {
     private readonly now: () => Date,
   ) {}
 
-  /** Records an event; call inside the transaction that changes the blog. */
+  /** Records an event, with the trace of the request that records it; call inside the transaction that changes the blog. */
   async insertTask(sql: Sql, kind: TaskKind, blog: { blogId: number; authorId: number; score: number }): Promise<number> {
     const result = await sql.write(
-      `INSERT INTO tb_fanout_task (kind, blog_id, author_id, score, status, created_at)
-       VALUES (?, ?, ?, ?, 'pending', ?)`,
-      [kind, blog.blogId, blog.authorId, blog.score, this.now()],
+      `INSERT INTO tb_fanout_task (kind, blog_id, author_id, score, status, created_at, trace_context)
+       VALUES (?, ?, ?, ?, 'pending', ?, ?)`,
+      [kind, blog.blogId, blog.authorId, blog.score, this.now(), currentTraceParent()],
     );
     return Number(result.insertId);
   }
@@ -110,7 +115,7 @@ export class FanoutStore {
 
   async task(taskId: number): Promise<FanoutTask | null> {
     const [row] = await this.db.select<TaskRow>(
-      `SELECT id, kind, blog_id, author_id, score, status, dispatched, cursor_user_id, chunks_total
+      `SELECT id, kind, blog_id, author_id, score, status, dispatched, cursor_user_id, chunks_total, trace_context
        FROM tb_fanout_task WHERE id = ?`,
       [taskId],
     );

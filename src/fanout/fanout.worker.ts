@@ -7,7 +7,10 @@
 import { Job, Worker } from 'bullmq';
 import type { FeedService } from '../feed/feed.service';
 import type { Config } from '../kernel/config';
-import type { Metrics } from '../kernel/observability';
+import { isDatabaseTooSlow, isDatabaseUnavailable } from '../db/database';
+import type { JobErrorCode, Metrics } from '../kernel/observability';
+import { isRedisUnavailable } from '../redis/breaker';
+import { inSpan } from '../kernel/tracing';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';
@@ -73,6 +76,7 @@ export class FanoutWorkers {
         ...(config.fanoutJobsPerSecond > 0 ? { limiter: { max: config.fanoutJobsPerSecond, duration: 1000 } } : {}),
       });
       worker.on('failed', (job, error) => {
+        if (job) this.deps.metrics?.jobFailed(job.name, jobErrorCode(error));
         if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) this.deps.warn(`fan-out job ${job.id} failed for good`, error);
       });
       worker.on('error', (error) => this.deps.warn('fan-out worker error', error));
@@ -88,8 +92,15 @@ export class FanoutWorkers {
     if (job.name === 'dispatch') {
       await this.dispatcher.dispatch(job.data.taskId);
     } else {
-      await this.executor.runChunk(job.data as ChunkJob);
+      const chunk = job.data as ChunkJob;
+      const attributes = { 'fanout.task_id': chunk.taskId, 'fanout.chunk': chunk.seq, 'fanout.kind': chunk.kind, 'fanout.readers': chunk.followerIds.length };
+      await inSpan('fanout chunk', chunk.trace, attributes, () => this.executor.runChunk(chunk));
     }
+  }
+
+  /** Whether every worker is running (readiness of a worker process). */
+  running(): boolean {
+    return this.workers.length > 0 && this.workers.every((worker) => worker.isRunning());
   }
 
   /** Lets running jobs finish (a SIGTERM'd worker hands nothing half-done back), then stops. */
@@ -99,4 +110,11 @@ export class FanoutWorkers {
     await Promise.all(this.workers.map((worker) => worker.close()));
     for (const connection of this.connections) connection.disconnect();
   }
+}
+
+/** Why a job attempt failed, for fanout_job_errors_total: a store away (the retry will likely succeed once it is back), or anything else. */
+function jobErrorCode(error: unknown): JobErrorCode {
+  if (isDatabaseUnavailable(error) || isDatabaseTooSlow(error)) return 'DATABASE_UNAVAILABLE';
+  if (isRedisUnavailable(error)) return 'REDIS_UNAVAILABLE';
+  return 'OTHER';
 }

@@ -640,6 +640,11 @@ export class FeedService {
     await this.rebuild(readerId);
   }
 
+  /** Inbox rebuilds running in this process now (feed_inbox_rebuilds_in_flight). */
+  rebuildsInFlight(): number {
+    return this.rebuilding.size;
+  }
+
   /** Resolves when the rebuilds, syncs and catch-ups started so far are done (tests). */
   async idle(): Promise<void> {
     await Promise.allSettled([...this.rebuilding.values(), ...this.chores, this.watermark?.idle(), this.catchingUp]);

@@ -92,6 +92,7 @@ export async function startApi(core: Core): Promise<RunningApi> {
     registry: core.metrics.registry,
     warn: (message) => core.warn(message),
     production: config.nodeEnv === 'production',
+    metrics: core.metrics,
   });
   const apollo = createApollo(schema, httpServer, config, core.metrics, [subscriptions]);
   await apollo.start();

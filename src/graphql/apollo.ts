@@ -76,6 +76,7 @@ function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefiniti
           metrics.request(rootField, seconds);
           const body = response.body.kind === 'single' ? response.body.singleResult : undefined;
           const codes = [...(errors ?? []), ...(body?.errors ?? [])].map((error) => error.extensions?.code).filter(Boolean);
+          metrics.errored(errorCodesOf(body?.errors ?? errors ?? []));
           logger.info({
             requestId: contextValue.requestId,
             operation: (operationName ?? 'anonymous').slice(0, MAX_LOGGED_OPERATION_NAME),
@@ -89,6 +90,21 @@ function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefiniti
     },
   };
 }
+
+/**
+ * The codes a response answered, one per error: the response's own errors (formatted, with the
+ * code the client sees) when it has them, else the request's (a parse or validation failure).
+ * A code is one of the API's (kernel/errors.ts): anything else counts as INTERNAL_SERVER_ERROR,
+ * so the metric's label set stays bounded.
+ */
+function errorCodesOf(errors: ReadonlyArray<{ extensions?: Record<string, unknown> }>): string[] {
+  return errors.map((error) => {
+    const code = error.extensions?.code;
+    return typeof code === 'string' && KNOWN_CODES.has(code) ? code : ErrorCode.INTERNAL_SERVER_ERROR;
+  });
+}
+
+const KNOWN_CODES = new Set<string>(Object.values(ErrorCode));
 
 /** Read-your-writes with replicas (read-your-writes.ts): a mutation reads the primary, and marks its viewer as a recent writer once it ran. */
 function readYourWritesPlugin(): ApolloServerPlugin<Context> {

@@ -29,6 +29,7 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { createHash } from 'node:crypto';
 import {
   DocumentNode,
+  FieldNode,
   FragmentDefinitionNode,
   getArgumentValues,
   getDirectiveValues,
@@ -51,8 +52,21 @@ import {
   TypeNameMetaFieldDef,
 } from 'graphql';
 import { getVariableValues } from 'graphql/execution/values';
-import type { ComplexityEstimator, ComplexityEstimatorArgs } from 'graphql-query-complexity';
 import { queryLimitExceeded } from '../kernel/errors';
+
+/**
+ * A field's cost rule as type-graphql stores it (`@Field({ complexity })`, an untyped field
+ * extension), in the signature type-graphql documents (graphql-query-complexity's estimator).
+ */
+type ComplexityEstimatorArgs = {
+  type: GraphQLCompositeType;
+  field: GraphQLField<unknown, unknown>;
+  node: FieldNode;
+  args: Record<string, unknown>;
+  childComplexity: number;
+  context?: Record<string, unknown>;
+};
+type ComplexityEstimator = (options: ComplexityEstimatorArgs) => number | void;
 
 export const QUERY_LIMITS = {
   /** Nesting of fields. The deepest legitimate query (feed > edges > node > author > blogs > edges > node > title) is 8. */

@@ -62,6 +62,7 @@ import type { TokenCheck, ViewerToken } from '../auth/auth.tokens';
 import { readPrimaryInScope, withReadScope } from '../db/replicas';
 import type { WebSocketLimits } from '../kernel/config';
 import { badUserInput, ErrorCode, rateLimited } from '../kernel/errors';
+import type { Metrics } from '../kernel/observability';
 import { formatError } from './apollo';
 import type { Context, Services } from './context';
 import { checkQueryLimits } from './limits';
@@ -109,6 +110,8 @@ export interface SubscriptionDeps {
   registry: Registry;
   warn(message: string): void;
   production: boolean;
+  /** Where the open sockets and subscriptions are reported. */
+  metrics?: Pick<Metrics, 'watchSubscriptions'>;
 }
 
 interface SocketState {
@@ -193,6 +196,8 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
       operationEnded(kind, context);
     }
   };
+
+  deps.metrics?.watchSubscriptions(() => ({ sockets: wsServer.clients.size, subscriptions: [...openByUser.values()].reduce((sum, open) => sum + open, 0) }));
 
   const cleanup = useServer<Record<string, unknown>>(
     {

@@ -157,6 +157,28 @@ export interface Config {
   httpHeadersTimeoutMs: number;
   /** HTTP_REQUEST_TIMEOUT_MS: a client must have sent a whole request, body included, within this long (node:http requestTimeout). */
   httpRequestTimeoutMs: number;
+  /** Running it: migrations, the worker's HTTP port, tracing (see OperationsSettings). */
+  operations: OperationsSettings;
+}
+
+/**
+ * How the processes are run and watched: who migrates the database, where a fan-out worker
+ * answers /metrics, /healthz and /readyz, and where traces go.
+ */
+export interface OperationsSettings {
+  /**
+   * MIGRATE_ON_START: whether a process creates and migrates its database when it starts. On
+   * by default in the embedded mode and outside production; off in production, where
+   * `npm run migrate` runs them once, as a user with DDL rights, and the API and workers run as
+   * one without (a process then refuses to start while migrations are pending).
+   */
+  migrateOnStart: boolean;
+  /** WORKER_PORT: the fan-out worker process's HTTP port (/metrics, /healthz, /readyz); 0 = any free port. */
+  workerPort: number;
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: where traces go (OTLP over HTTP); null = tracing off, nothing of it loaded. */
+  otlpEndpoint: string | null;
+  /** OTEL_SERVICE_NAME: the service name traces carry; null = follow-feed-api or follow-feed-worker by process. */
+  serviceName: string | null;
 }
 
 export interface WebSocketLimits {
@@ -352,6 +374,7 @@ export function loadConfig(env: Env = process.env): Config {
     // 64 kB at least: the smallest answers (a sign-up, an error) must always fit.
     responseMaxBytes: parseIntVar(env, 'RESPONSE_MAX_BYTES', DEFAULT_RESPONSE_MAX_BYTES, 64 * 1024, 1024 * 1024 * 1024),
     ...parseHttpTimeouts(env),
+    operations: parseOperations(env, nodeEnv, embedded),
   };
 }
 
@@ -367,6 +390,44 @@ function parseHttpTimeouts(env: Env): Pick<Config, 'httpHeadersTimeoutMs' | 'htt
     throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not be above HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`);
   }
   return { httpHeadersTimeoutMs, httpRequestTimeoutMs };
+}
+
+const MIGRATIONS_SIGN_NOTHING = 'migrations-sign-no-tokens-so-this-secret-is-never-used';
+
+/**
+ * What `npm run migrate` reads: where the database is (DATABASE_URL, or the embedded file when
+ * none of the store URLs is set), by the same rules as loadConfig. Migrating needs no secret, so
+ * JWT_SECRET is not required even in production.
+ */
+export function loadMigrationConfig(env: Env = process.env): Pick<Config, 'nodeEnv' | 'embedded' | 'embeddedDbFile' | 'databaseUrl'> {
+  // Any valid secret: loadConfig checks the one it is given, and migrations sign nothing.
+  const full = loadConfig({ ...env, JWT_SECRET: MIGRATIONS_SIGN_NOTHING });
+  return { nodeEnv: full.nodeEnv, embedded: full.embedded, embeddedDbFile: full.embeddedDbFile, databaseUrl: full.databaseUrl };
+}
+
+function parseOperations(env: Env, nodeEnv: NodeEnv, embedded: boolean): OperationsSettings {
+  const serviceName = (env.OTEL_SERVICE_NAME ?? '').trim();
+  return {
+    migrateOnStart: parseOnOff(env, 'MIGRATE_ON_START', embedded || nodeEnv !== 'production'),
+    workerPort: parseIntVar(env, 'WORKER_PORT', 4001, 0, 65535),
+    otlpEndpoint: parseOtlpEndpoint(env.OTEL_EXPORTER_OTLP_ENDPOINT),
+    serviceName: serviceName === '' ? null : serviceName,
+  };
+}
+
+/** The collector's base URL (http or https); traces are posted to <endpoint>/v1/traces, as the OTLP specification says. */
+function parseOtlpEndpoint(raw: string | undefined): string | null {
+  if (raw === undefined || raw.trim() === '') return null;
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT is not a valid URL (got "${raw}")`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must start with http:// or https:// (got "${raw}")`);
+  }
+  return raw.trim().replace(/\/+$/, '');
 }
 
 /** "mysql://host:3306/feed,mysql://host2:3306/feed": each a mysql:// URL of a replica. */

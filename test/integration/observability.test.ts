@@ -1,6 +1,8 @@
 /** GET /metrics and the request id: what an operator scrapes and greps. */
-import { dropInbox, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
+import { createConnection } from 'mysql2/promise';
+import { dropInbox, FEED_PAGE, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp, testDatabase } from '../support/harness';
 import { buildFeedSchema } from '../../src/graphql/schema';
+import { liveClient } from '../support/live-client';
 import { waitFor } from '../support/processes';
 
 let app: TestApp;
@@ -60,6 +62,54 @@ it("keeps the operation label to the schema's root fields, introspection and oth
   const rootFields = [...Object.keys(schema.getQueryType()!.getFields()), ...Object.keys(schema.getMutationType()!.getFields())];
   expect([...labels].filter((label) => !rootFields.includes(label) && label !== 'introspection' && label !== 'other')).toEqual([]);
   expect(metric(text, 'graphql_request_duration_seconds_count{operation="viewer"}')).toBeGreaterThanOrEqual(300);
+});
+
+it('counts errors by code, open sockets and subscriptions, inbox rebuilds in flight and the Redis breaker', async () => {
+  const scrape = async () => (await fetch(app.url.replace('/graphql', '/metrics'))).text();
+  const errors = (text: string, code: string) =>
+    text.includes(`graphql_errors_total{code="${code}"}`) ? metric(text, `graphql_errors_total{code="${code}"}`) : 0;
+  const before = await scrape();
+  expect((await app.gql('{ noSuchField }')).status).toBe(400);
+  expect((await app.gql('{ viewer { id ')).status).toBe(400);
+  await app.gql(FEED_PAGE, { first: 10 });
+  const reader = await signUp(app, 'metrics_reader');
+  await app.gql(FEED_PAGE, { first: 1000 }, reader.token);
+  await app.gql(FEED_PAGE, { first: -1 }, reader.token);
+  const after = await scrape();
+  expect(errors(after, 'GRAPHQL_VALIDATION_FAILED') - errors(before, 'GRAPHQL_VALIDATION_FAILED')).toBe(1);
+  expect(errors(after, 'GRAPHQL_PARSE_FAILED') - errors(before, 'GRAPHQL_PARSE_FAILED')).toBe(1);
+  expect(errors(after, 'UNAUTHENTICATED') - errors(before, 'UNAUTHENTICATED')).toBe(1);
+  expect(errors(after, 'BAD_USER_INPUT') - errors(before, 'BAD_USER_INPUT')).toBe(2);
+  expect(metric(after, 'redis_breaker_state{state="closed"}')).toBe(1);
+  expect(metric(after, 'redis_breaker_state{state="open"}')).toBe(0);
+
+  expect(metric(after, 'graphql_ws_sockets_open')).toBe(0);
+  const live = liveClient(app.url, reader.token);
+  try {
+    await waitFor('one open subscription', async () => metric(await scrape(), 'graphql_subscriptions_open') === 1, 10_000);
+    expect(metric(await scrape(), 'graphql_ws_sockets_open')).toBe(1);
+  } finally {
+    await live.dispose();
+  }
+  await waitFor('the socket closed', async () => metric(await scrape(), 'graphql_ws_sockets_open') === 0, 10_000);
+  expect(metric(await scrape(), 'graphql_subscriptions_open')).toBe(0);
+
+  // A reader without an inbox gets one rebuilt from MySQL; holding tb_blog holds the rebuild.
+  expect(metric(await scrape(), 'feed_inbox_rebuilds_in_flight')).toBe(0);
+  await dropInbox(app, Number(Buffer.from(reader.id, 'base64').toString().split(':')[1]));
+  const lock = await createConnection({ uri: `${MYSQL_URL}/${testDatabase('observability')}` });
+  await lock.query('LOCK TABLES tb_blog WRITE');
+  let page: Promise<unknown> | undefined;
+  try {
+    page = app.gql(FEED_PAGE, { first: 5 }, reader.token);
+    await waitFor('a rebuild in flight', async () => metric(await scrape(), 'feed_inbox_rebuilds_in_flight') === 1, 10_000);
+  } finally {
+    await lock.query('UNLOCK TABLES');
+    await lock.end();
+  }
+  ok((await page) as never);
+  await app.services.feed.idle();
+  expect(metric(await scrape(), 'feed_inbox_rebuilds_in_flight')).toBe(0);
 });
 
 describe('METRICS_TOKEN', () => {

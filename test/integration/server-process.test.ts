@@ -31,6 +31,8 @@ beforeAll(async () => {
     JWT_SECRET: TEST_JWT_SECRET,
     PASSWORD_HASH_COST: '1024',
     NODE_ENV: 'production',
+    // Production does not migrate by default (npm run migrate does); this server is told to.
+    MIGRATE_ON_START: 'on',
   });
   await waitFor('the server to listen', async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 30_000);
 });

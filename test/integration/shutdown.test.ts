@@ -34,6 +34,7 @@ async function serverEnv(name: string, env: Record<string, string>): Promise<{ e
       JWT_SECRET: TEST_JWT_SECRET,
       PASSWORD_HASH_COST: '1024',
       NODE_ENV: 'production',
+      MIGRATE_ON_START: 'on',
       RATE_LIMITS: 'off',
       ...env,
     },

@@ -2,12 +2,14 @@
  * The fan-out worker process loads the domain and the stores only: no Apollo, no Express, no
  * GraphQL resolver or API module. Checked on the real entry point (dist/src/worker.js) from the
  * modules it had loaded when it exited, beside the API server as the control that the check
- * sees those modules when they are there.
+ * sees those modules when they are there. And the other way round: every production
+ * dependency is loaded by the service (what the image ships, it uses).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { follow, publish, scrollFeed, signUp, startTestApp, TestApp } from '../support/harness';
+import { follow, publish, scrollFeed, signUp, startTestApp, TEST_JWT_SECRET, TestApp, testDatabase } from '../support/harness';
+import { OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver';
 import { freePort, startNodeProcess, waitFor } from '../support/processes';
 
 const PRELOAD = join(__dirname, '..', 'support', 'report-loaded-modules.cjs');
@@ -56,5 +58,41 @@ describe('the worker process', () => {
     const env = { ...app.env, PORT: String(await freePort()), NODE_ENV: 'production' };
     const loaded = await loadedBy('server.js', env, 'follow-feed listening');
     expect(apiModules(loaded)).toEqual(expect.arrayContaining([expect.stringMatching(/@apollo\/server/), expect.stringMatching(/\.resolver\.js$/)]));
+  });
+});
+
+/** The packages (node_modules/<name> or node_modules/@scope/<name>, outermost) that loaded files belong to. */
+function packagesOf(loaded: string[]): Set<string> {
+  return new Set(loaded.map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1]).filter((name): name is string => name !== undefined));
+}
+
+describe('production dependencies', () => {
+  let app: TestApp;
+  let receiver: OtlpReceiver;
+  beforeAll(async () => {
+    app = await startTestApp('dependencies', { env: { FEED_MODEL: 'push' } });
+    receiver = await startOtlpReceiver();
+  });
+  afterAll(async () => {
+    await app.close();
+    await receiver.close();
+  });
+
+  it('are each loaded by the service: on MySQL and Redis with tracing on, and in the embedded mode (npm ls --omit=dev holds nothing else)', async () => {
+    const traced = { ...app.env, PORT: String(await freePort()), NODE_ENV: 'production', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint };
+    const embeddedFile = join(tmpdir(), `${testDatabase('dependencies')}.sqlite`);
+    rmSync(embeddedFile, { force: true });
+    const embedded = { PORT: String(await freePort()), HOST: '127.0.0.1', EMBEDDED_DB_FILE: embeddedFile, JWT_SECRET: TEST_JWT_SECRET };
+    const loaded = new Set([
+      ...packagesOf(await loadedBy('server.js', traced, 'follow-feed listening')),
+      ...packagesOf(await loadedBy('server.js', embedded, 'follow-feed listening')),
+    ]);
+    rmSync(embeddedFile, { force: true });
+    const production = Object.keys(
+      (JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies,
+    );
+    expect(production.filter((name) => !loaded.has(name))).toEqual([]);
+    // The GraphiQL page's libraries are bundled at build time, never loaded.
+    expect([...loaded].filter((name) => /^(graphiql|react|react-dom|monaco-editor|monaco-graphql)$/.test(name))).toEqual([]);
   });
 });

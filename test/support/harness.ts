@@ -137,6 +137,10 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     RATE_LIMITS: 'off',
     // The suite's publishes commit in milliseconds: a rebuilt fan-out watermark need not wait 1 s.
     WATERMARK_SETTLE_MS: '50',
+    // A worker process started on this app's environment listens on a free port (test files run in parallel).
+    WORKER_PORT: '0',
+    // Each file's fresh database is migrated by its app, NODE_ENV=production included.
+    MIGRATE_ON_START: 'on',
     // The cluster pass of the suite (npm run test:cluster) runs every app on a Redis Cluster,
     // except those that bring a Redis of their own (REDIS_URL: fault tests, a command count).
     ...(process.env.TEST_REDIS_CLUSTER_NODES && !options.env?.REDIS_URL ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES } : {}),

@@ -119,14 +119,19 @@ export interface WorkerProcess {
 
 /** Starts `node dist/src/worker.js` with the given environment (built by the global setup). */
 export function startWorkerProcess(env: Record<string, string>): WorkerProcess {
-  return startNodeProcess('worker.js', env);
+  return startNodeProcess('worker.js', { WORKER_PORT: '0', ...env });
 }
 
 /** Starts `node dist/src/<script>` (server.js or worker.js), as `npm start` / `npm run worker` do. */
 export function startNodeProcess(script: string, env: Record<string, string>, args: string[] = []): WorkerProcess {
+  return startDistProcess(join('src', script), env, args);
+}
+
+/** Starts `node dist/<file>` (say scripts/migrate.js, as `npm run migrate` does). */
+export function startDistProcess(file: string, env: Record<string, string>, args: string[] = []): WorkerProcess {
   const root = join(__dirname, '..', '..');
   let output = '';
-  const child = spawn(process.execPath, [join(root, 'dist', 'src', script), ...args], {
+  const child = spawn(process.execPath, [join(root, 'dist', file), ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,5 @@
 /** The settings of issue 11's hardening: their defaults, parsed once in config.ts, a bad value named with what it got. */
-import { ConfigError, loadConfig } from '../../src/kernel/config';
+import { ConfigError, loadConfig, loadMigrationConfig } from '../../src/kernel/config';
 import { addressLimitKey, canonicalAddress } from '../../src/graphql/client-address';
 
 const refused = (env: Record<string, string>, message: string) => {
@@ -204,5 +204,44 @@ describe('configuration of the HTTP bounds', () => {
       'HTTP_HEADERS_TIMEOUT_MS (20000) must not be above HTTP_REQUEST_TIMEOUT_MS (10000)',
     );
     refused({ RATE_LIMIT_ANONYMOUS_PER_IP: '20' }, 'RATE_LIMIT_ANONYMOUS_PER_IP must be <points>/<seconds>, e.g. 10/900 (got "20")');
+  });
+});
+
+describe('configuration of operations (migrations, the worker port, tracing)', () => {
+  const production = { NODE_ENV: 'production', JWT_SECRET: 'a-production-secret-of-thirty-two-bytes-or-more' };
+
+  it('migrates on start outside production and in the embedded mode, not in production on MySQL', () => {
+    expect(loadConfig({}).operations.migrateOnStart).toBe(true);
+    expect(loadConfig({ DATABASE_URL: 'mysql://root@db:3306/feed' }).operations.migrateOnStart).toBe(true);
+    expect(loadConfig(production).operations.migrateOnStart).toBe(true);
+    expect(loadConfig({ ...production, DATABASE_URL: 'mysql://app@db:3306/feed' }).operations.migrateOnStart).toBe(false);
+    expect(loadConfig({ ...production, DATABASE_URL: 'mysql://app@db:3306/feed', MIGRATE_ON_START: 'on' }).operations.migrateOnStart).toBe(true);
+    expect(loadConfig({ MIGRATE_ON_START: 'off' }).operations.migrateOnStart).toBe(false);
+    refused({ MIGRATE_ON_START: 'yes' }, 'MIGRATE_ON_START must be on or off (got "yes")');
+  });
+
+  it('reads WORKER_PORT (4001 by default)', () => {
+    expect(loadConfig({}).operations.workerPort).toBe(4001);
+    expect(loadConfig({ WORKER_PORT: '0' }).operations.workerPort).toBe(0);
+    refused({ WORKER_PORT: '70000' }, 'WORKER_PORT must be between 0 and 65535 (got 70000)');
+  });
+
+  it('traces nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is an http(s) URL', () => {
+    expect(loadConfig({}).operations).toMatchObject({ otlpEndpoint: null, serviceName: null });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_SERVICE_NAME: 'feed-eu' }).operations).toMatchObject({
+      otlpEndpoint: 'http://collector:4318',
+      serviceName: 'feed-eu',
+    });
+    refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT must start with http:// or https:// (got "collector:4318")');
+    refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://' }, 'OTEL_EXPORTER_OTLP_ENDPOINT is not a valid URL (got "http://")');
+  });
+
+  it('npm run migrate needs no JWT_SECRET, even in production', () => {
+    expect(loadMigrationConfig({ NODE_ENV: 'production', DATABASE_URL: 'mysql://ddl@db:3306/feed' })).toEqual({
+      nodeEnv: 'production',
+      embedded: false,
+      embeddedDbFile: 'data/feed.sqlite',
+      databaseUrl: 'mysql://ddl@db:3306/feed',
+    });
   });
 });
