@@ -42,7 +42,10 @@ async function inboxIds(app: TestApp, reader: TestUser): Promise<string[]> {
   return members.map((member) => Buffer.from(`Blog:${Number(member)}`).toString('base64'));
 }
 
-const readyz = async (app: TestApp) => (await (await fetch(app.url.replace('/graphql', '/readyz'))).json()) as Record<string, unknown>;
+/** Gives /readyz's details (behind METRICS_TOKEN). */
+const METRICS_TOKEN = 'metrics-token-of-feed-operations';
+const readyz = async (app: TestApp) =>
+  (await (await fetch(app.url.replace('/graphql', '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).json()) as Record<string, unknown>;
 
 describe('Redis restarted from an older dump', () => {
   const clock = new TestClock();
@@ -168,7 +171,9 @@ describe('Redis that hangs while people publish', () => {
     redis = new PrivateRedis(await freePort());
     await redis.start();
     // No fan-out worker and so no relay: nothing delivers, or repairs, behind the pages' backs.
-    app = await startTestApp('ops_hang', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push', FANOUT_WORKERS: '0', REDIS_COMMAND_TIMEOUT_MS: '300' } });
+    app = await startTestApp('ops_hang', {
+      env: { REDIS_URL: redis.url, FEED_MODEL: 'push', FANOUT_WORKERS: '0', REDIS_COMMAND_TIMEOUT_MS: '300', METRICS_TOKEN },
+    });
   });
   afterAll(async () => {
     redis.resume();
@@ -210,7 +215,7 @@ describe('a process killed after it committed a follow it could not apply', () =
     await redis.start();
     proxy = new TcpProxy('127.0.0.1', redis.port);
     await proxy.start();
-    app = await startTestApp('ops_killed', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push' } });
+    app = await startTestApp('ops_killed', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push', METRICS_TOKEN } });
   });
   afterAll(async () => {
     await killed?.kill('SIGKILL');

@@ -165,6 +165,8 @@ it('survives random documents and variables: no 5xx, no stack trace, no hang', a
     }),
     { numRuns: 250 },
   );
-  const health = await app.gql('{ viewer { nickName } }', {}, validToken);
+  // Still serving. A fresh login: the fuzzed mutations may have ended the fuzzer's sessions (logout).
+  const login = await app.gql('mutation { login(nickName: "fuzzer", password: "password-123") { token } }');
+  const health = await app.gql('{ viewer { nickName } }', {}, login.data.login.token);
   expect(health.data).toEqual({ viewer: { nickName: 'fuzzer' } });
 }, 120_000);
