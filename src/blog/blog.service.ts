@@ -125,7 +125,7 @@ export class BlogService {
         const recorded = await this.requireFanout().recordDeliver(sql, blog);
         // The last step before the commit: from the moment the blog is visible in MySQL, readers
         // know that its delivery is in flight (the fan-out watermark).
-        await this.feed.deliveryStarted({ taskId: recorded, authorId, score: blog.score });
+        await this.feed.deliveryStarted(sql, { taskId: recorded, authorId, score: blog.score });
         return { blog, taskId: recorded };
       })
       // The author's first blog that readers pull is committed (or rolled back): kept lists of

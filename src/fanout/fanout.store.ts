@@ -235,6 +235,25 @@ export class FanoutStore {
     return rows.map((row) => ({ taskId: Number(row.id), authorId: Number(row.author_id), score: Number(row.score) }));
   }
 
+  /** The publish of this deliver task could not add it to the watermark; call inside its transaction. */
+  async markUnwatermarked(sql: Sql, taskId: number): Promise<void> {
+    await sql.write('UPDATE tb_fanout_task SET watermarked = FALSE WHERE id = ?', [taskId]);
+  }
+
+  /** Unfinished deliver tasks whose publish could not add them to the watermark (a handful at most: ix_fanout_task_watermarked). */
+  async unwatermarkedDeliveries(limit: number): Promise<Array<{ taskId: number; authorId: number; score: number }>> {
+    const rows = await this.db.select<{ id: string; author_id: string; score: string }>(
+      "SELECT id, author_id, score FROM tb_fanout_task WHERE NOT watermarked AND status IN ('pending', 'queued') AND kind = 'deliver' LIMIT ?",
+      [limit],
+    );
+    return rows.map((row) => ({ taskId: Number(row.id), authorId: Number(row.author_id), score: Number(row.score) }));
+  }
+
+  /** These tasks are in the watermark now. */
+  async markWatermarked(taskIds: readonly number[]): Promise<void> {
+    if (taskIds.length > 0) await this.db.write('UPDATE tb_fanout_task SET watermarked = TRUE WHERE id IN (?)', [taskIds]);
+  }
+
   /** Of these task ids, those that are done, and those that do not exist. */
   async finishedAmong(taskIds: readonly number[]): Promise<{ done: number[]; missing: number[] }> {
     if (taskIds.length === 0) return { done: [], missing: [] };

@@ -68,9 +68,9 @@ export class LiveFeed {
     });
   }
 
-  /** A fanned-out blog reached these readers' inboxes: tell those of them who are live. */
-  async delivered(readerIds: readonly number[], blog: LiveBlog): Promise<void> {
-    await this.buses.readers.publish(readerIds, { kind: 'added', blogId: blog.id, score: blog.score, authorId: blog.authorId });
+  /** A fanned-out blog reached the inboxes of these live readers (the delivery read their marks): tell them. */
+  async delivered(liveReaderIds: readonly number[], blog: LiveBlog): Promise<void> {
+    await this.buses.readers.publishToLive(liveReaderIds, { kind: 'added', blogId: blog.id, score: blog.score, authorId: blog.authorId });
   }
 
   /** A blog that no fan-out delivers was committed: tell the processes that listen on its author. */

@@ -138,6 +138,14 @@ const REPAIR_ATTEMPTS = 600;
 /** Rebuilds tried in a row when a follow change keeps racing them (then MySQL serves). */
 const REBUILD_ATTEMPTS = 3;
 
+/**
+ * Rebuilds one process runs at once. After Redis lost everything every active reader needs one;
+ * each reads at most a page of FEED_MAX_ITEMS + 1 from MySQL (FeedStore.snapshot), so this bounds
+ * the rows a Redis loss makes MySQL read per process at any moment. A reader whose rebuild does
+ * not start now is served from MySQL, and the next read tries again.
+ */
+export const MAX_REBUILDS_IN_FLIGHT = 8;
+
 /** The relay leaves a follow change this long to the process that made it before applying it itself. */
 export const FOLLOW_CHANGE_GRACE_MS = 2000;
 
@@ -402,9 +410,9 @@ export class FeedService {
     return blog.pushed;
   }
 
-  /** A deliver task is about to commit (see watermark.ts). */
-  async deliveryStarted(task: TaskInFlight): Promise<void> {
-    await this.watermark?.started(task);
+  /** A deliver task is about to commit in `sql`, its transaction (see watermark.ts). */
+  async deliveryStarted(sql: Sql, task: TaskInFlight): Promise<void> {
+    await this.watermark?.started(sql, task);
   }
 
   /** Every chunk of these deliver tasks is written. */
@@ -413,26 +421,30 @@ export class FeedService {
   }
 
   /**
-   * Writes a chunk of a blog's fan-out, then asks MySQL who of these readers still follows the
-   * author and takes the blog back from the others: the chunk was made from the follow graph
-   * as it was a moment ago (see Deliveries in inbox.ts).
+   * Writes a chunk of a blog's fan-out (see Deliveries in inbox.ts): the inboxes themselves skip
+   * readers who do not follow the author; for those whose follow change is pending, MySQL says
+   * whether they follow it now, and an unfollower gets the blog taken back. The chunk was made
+   * from the follow graph as it was a moment ago. The live readers among those who got it hear
+   * of it.
    */
   async deliver(readerIds: readonly number[], delivery: Delivery): Promise<void> {
     const inbox = this.requireInbox();
-    await inbox.deliver(readerIds, delivery);
-    const following = await this.store.followersAmong(delivery.authorId, readerIds);
-    // The blog entered the feeds of the readers who still follow its author: the live ones hear of it.
-    await this.live?.delivered(
-      readerIds.filter((id) => following.has(id)),
-      { ...delivery.entry, authorId: delivery.authorId },
-    );
-    const gone = readerIds.filter((id) => !following.has(id));
+    const { unsure, live } = await inbox.deliver(readerIds, delivery);
+    const gone = unsure.length === 0 ? [] : await this.unfollowersAmong(delivery.authorId, unsure);
+    const blog = { ...delivery.entry, authorId: delivery.authorId };
+    await this.live?.delivered(gone.length === 0 ? live : live.filter((id) => !gone.includes(id)), blog);
     if (gone.length === 0) return;
     // One script call per reader, sent together (the client pipelines them), not awaited in turn.
     const unfollowed = (await this.store.followStates(delivery.authorId, gone)).filter((state) => !state.follows);
     await Promise.all(
       unfollowed.map((state) => inbox.retractUnfollowed(state.readerId, delivery.entry.id, { version: state.version, authorId: delivery.authorId })),
     );
+  }
+
+  /** Which of these readers do not follow the author now, by MySQL. */
+  private async unfollowersAmong(authorId: number, readerIds: readonly number[]): Promise<number[]> {
+    const following = await this.store.followersAmong(authorId, readerIds);
+    return readerIds.filter((id) => !following.has(id));
   }
 
   /** Takes a deleted blog out of these readers' inboxes. */
@@ -626,9 +638,9 @@ export class FeedService {
     await inbox.touch(userId);
   }
 
-  /** Rebuilds a missing inbox from MySQL, once at a time per reader, without blocking the request. */
+  /** Rebuilds a missing inbox from MySQL, once at a time per reader and MAX_REBUILDS_IN_FLIGHT per process, without blocking the request. */
   private rebuildInBackground(readerId: number): void {
-    if (this.rebuilding.has(readerId)) return;
+    if (this.rebuilding.has(readerId) || this.rebuilding.size >= MAX_REBUILDS_IN_FLIGHT) return;
     const work = this.rebuild(readerId)
       .catch((error: unknown) => this.warn(`rebuilding the inbox of user ${readerId} failed`, error))
       .finally(() => this.rebuilding.delete(readerId));

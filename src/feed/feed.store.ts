@@ -58,9 +58,10 @@ export function positionSql(from: FeedPosition, alias = ''): { where: string; pa
 export const MANY_FOLLOWEES = 100;
 
 /**
- * Most branches in one UNION ALL: SQLite refuses a compound SELECT of more than 500 terms
- * (SQLITE_MAX_COMPOUND_SELECT). A page that could need more (skip + limit above it, on the
- * heads path) is read with the join.
+ * Most branches in one UNION ALL on SQLite, which refuses a compound SELECT of more than 500
+ * terms (SQLITE_MAX_COMPOUND_SELECT): a page there that could need more (skip + limit above it,
+ * on the heads path) is read with the join. MariaDB and MySQL have no such limit: a rebuild's
+ * snapshot, a page of FEED_MAX_ITEMS + 1, stays bounded ranges there.
  */
 export const MOST_BRANCHES = 500;
 
@@ -169,8 +170,12 @@ export class FeedStore implements GenerationRecord {
    * read again with the join, which is correct at any moment.
    */
   async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null, fresh = false): Promise<ScoredId[]> {
+    return this.pageOn(this.reads(fresh), readerId, from, limit, minScore);
+  }
+
+  /** feedPage on `sql`: a replica, the primary, or a transaction's connection (a rebuild's snapshot). */
+  private async pageOn(sql: Sql, readerId: number, from: FeedPosition, limit: number, minScore: number | null): Promise<ScoredId[]> {
     if (limit === 0) return [];
-    const sql = this.reads(fresh);
     const { skip } = positionSql(from);
     const wanted = skip + limit;
     const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? LIMIT ?', [
@@ -187,7 +192,7 @@ export class FeedStore implements GenerationRecord {
         null,
       );
     }
-    if (wanted > MOST_BRANCHES) return this.joinedPage(sql, readerId, from, limit, minScore);
+    if (this.db.dialect === 'sqlite' && wanted > MOST_BRANCHES) return this.joinedPage(sql, readerId, from, limit, minScore);
     // minScore applies to the heads, not inside the dives: a dive that looked for a blog at or
     // above it would step through the whole history of a followee who has none. The LIMIT of h
     // only keeps MariaDB from merging h into the join, where it would run each dive twice (once
@@ -271,25 +276,33 @@ export class FeedStore implements GenerationRecord {
   }
 
   /**
-   * What a rebuild copies, as one consistent view (a REPEATABLE READ transaction: all three
-   * reads see the same commits): the reader's feed_version, followees and newest feed entries.
+   * What a rebuild copies, as one consistent view (a REPEATABLE READ transaction on the primary:
+   * every read sees the same commits): the reader's feed_version, followees and newest feed
+   * entries, with whether each was fanned out. The entries are read as a pull page of
+   * FEED_MAX_ITEMS + 1 is (feedPage: one bounded index range per followee, or the heads of more
+   * followees first), not by a join that reads every live blog of every followee: a rebuild costs
+   * MySQL at most what the page of that size costs, whatever the followees' history.
    */
   async snapshot(readerId: number, maxItems: number): Promise<TruthSnapshot> {
     return this.db.transaction(async (sql) => {
       const [user] = await sql.select<{ feed_version: string }>('SELECT feed_version FROM tb_user WHERE id = ?', [readerId]);
       const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
-      const rows = await sql.select<CandidateRow>(
-        `SELECT b.id, b.created_at, b.pushed FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
-         WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC LIMIT ?`,
-        [readerId, maxItems + 1],
-      );
+      const newest = await this.pageOn(sql, readerId, { maxScore: null, offset: 0, afterId: null }, maxItems + 1, null);
+      const pushed = await this.pushedAmong(sql, newest.slice(0, maxItems));
       return {
         version: Number(user?.feed_version ?? 0),
         followeeIds: followees.map((row) => Number(row.follow_user_id)),
-        entries: rows.slice(0, maxItems).map(candidateOf),
-        complete: rows.length <= maxItems,
+        entries: newest.slice(0, maxItems).map((entry) => ({ ...entry, pushed: pushed.has(entry.id) })),
+        complete: newest.length <= maxItems,
       };
     }, 'REPEATABLE READ');
+  }
+
+  /** Which of these blogs were fanned out (tb_blog.pushed), by primary key. */
+  private async pushedAmong(sql: Sql, entries: readonly ScoredId[]): Promise<Set<number>> {
+    if (entries.length === 0) return new Set();
+    const rows = await sql.select<{ id: string }>('SELECT id FROM tb_blog WHERE id IN (?) AND pushed', [entries.map((entry) => entry.id)]);
+    return new Set(rows.map((row) => Number(row.id)));
   }
 
   /** The database's clock in epoch ms: the one clock that rebuilds and fan-out chunks compare. */

@@ -16,6 +16,7 @@ import {
   BUILD_STALE_MS,
   BuildOutcome,
   Delivery,
+  DeliveryOutcome,
   FeedSnapshot,
   FollowChange,
   FollowOutcome,
@@ -68,6 +69,8 @@ export class MemoryInbox implements Inbox {
   bigAuthors: string | null = null;
   /** Redis's clock (TIME), in ms. */
   clockMs = 0;
+  /** Readers the live bus has marked live (their `live:{id}` key exists). */
+  readonly liveReaders = new Set<number>();
   private tokens = 0;
 
   constructor(
@@ -183,22 +186,28 @@ export class MemoryInbox implements Inbox {
     return [...lowest].map(([authorId, score]) => ({ authorId, score })).sort((a, b) => a.score - b.score || a.authorId - b.authorId);
   }
 
-  async deliver(readerIds: readonly number[], delivery: Delivery): Promise<void> {
+  async deliver(readerIds: readonly number[], delivery: Delivery): Promise<DeliveryOutcome> {
     const { entry, authorId } = delivery;
+    const outcome: DeliveryOutcome = { written: [], unsure: [], live: [] };
     for (const readerId of readerIds) {
       const state = this.present(readerId);
       if (!state || entry.score < state.floor!) continue;
+      const building = state.building !== null;
+      const pending = state.marks.size > 0;
+      if (!building && !pending && !state.followees.has(authorId)) continue;
       const added = !state.entries.has(entry.id);
       state.entries.set(entry.id, entry.score);
-      if (state.building !== null) state.delivered.set(entry.id, authorId);
-      if (!added) continue;
-      if (!state.entriesIntact) {
+      if (added && !state.entriesIntact) {
         // The sorted set was evicted: the inbox is gone, its pending marks stay.
         this.dropKeepingMarks(readerId);
-      } else {
-        this.trim(state);
+        continue;
       }
+      if (added) this.trim(state);
+      if (building) state.delivered.set(entry.id, authorId);
+      (pending && !building ? outcome.unsure : outcome.written).push(readerId);
+      if (this.liveReaders.has(readerId)) outcome.live.push(readerId);
     }
+    return outcome;
   }
 
   async retractUnfollowed(readerId: number, blogId: number, change: FollowChange): Promise<void> {
@@ -356,6 +365,10 @@ export class MemoryInbox implements Inbox {
     for (const { taskId, authorId } of tasks) {
       if (this.watermark?.tasks.get(taskId)?.authorId === authorId) this.watermark.tasks.delete(taskId);
     }
+  }
+
+  async isWatermarkSynced(epoch: number): Promise<boolean> {
+    return this.watermark?.markers.has(epoch) ?? false;
   }
 
   async inFlight(epoch: number): Promise<{ synced: boolean; tasks: TaskInFlight[] }> {

@@ -37,6 +37,7 @@ import {
   BUILD_STALE_MS,
   BuildOutcome,
   Delivery,
+  DeliveryOutcome,
   FeedSnapshot,
   FollowChange,
   FollowOutcome,
@@ -64,6 +65,16 @@ export const SCRIPT_BATCH = 250;
  * them for every followee instead, as if all were followed: still exact, a little more SQL.
  */
 export const CLUSTER_IN_FLIGHT_LOOKUP = 1000;
+
+/** The watermark's "synced" marker, before its generation (scripts/includes/watermark.lua). */
+const WATERMARK_MARKER = '~synced:';
+
+/** A delivery's code per inbox, bits as scripts/deliver.lua names them. */
+enum DeliverCode {
+  WRITTEN = 1,
+  UNSURE = 2,
+  LIVE = 4,
+}
 
 /** The replies of a read, as the scripts name them (scripts/includes/inbox.lua). */
 enum ReadReply {
@@ -211,13 +222,27 @@ export class RedisInbox implements Inbox {
     }
   }
 
-  async deliver(readerIds: readonly number[], delivery: Delivery): Promise<void> {
+  async deliver(readerIds: readonly number[], delivery: Delivery): Promise<DeliveryOutcome> {
     const args = [delivery.entry.score, inboxMember(delivery.entry.id), delivery.authorId, this.maxItems, this.ttlMs];
-    await this.forInboxes(
-      readerIds,
-      (id) => this.inboxKeys(id),
-      (keys) => SCRIPTS.deliver.run(this.redis, keys, args),
-    );
+    const outcome: DeliveryOutcome = { written: [], unsure: [], live: [] };
+    const keysOf = (id: number) => [...this.inboxKeys(id), this.keys.live(id)];
+    const record = (ids: readonly number[], codes: readonly number[]) => {
+      ids.forEach((id, i) => {
+        const code = codes[i];
+        if (code & DeliverCode.UNSURE) outcome.unsure.push(id);
+        else if (code & DeliverCode.WRITTEN) outcome.written.push(id);
+        if (code & DeliverCode.LIVE) outcome.live.push(id);
+      });
+    };
+    if (this.perInbox) {
+      await Promise.all(readerIds.map(async (id) => record([id], await SCRIPTS.deliver.run<number[]>(this.redis, keysOf(id), args))));
+      return outcome;
+    }
+    for (let start = 0; start < readerIds.length; start += SCRIPT_BATCH) {
+      const batch = readerIds.slice(start, start + SCRIPT_BATCH);
+      record(batch, await SCRIPTS.deliver.run<number[]>(this.redis, batch.flatMap(keysOf), args));
+    }
+    return outcome;
   }
 
   async retractUnfollowed(readerId: number, blogId: number, change: FollowChange): Promise<void> {
@@ -339,6 +364,10 @@ export class RedisInbox implements Inbox {
       [this.keys.watermarkTasks(), this.keys.watermarkAuthors(), ...tasks.map((task) => this.keys.watermarkAuthor(task.authorId))],
       tasks.flatMap((task) => [task.taskId, task.authorId]),
     );
+  }
+
+  async isWatermarkSynced(epoch: number): Promise<boolean> {
+    return (await this.redis.zscore(this.keys.watermarkAuthors(), `${WATERMARK_MARKER}${epoch}`)) !== null;
   }
 
   async inFlight(epoch: number): Promise<{ synced: boolean; tasks: TaskInFlight[] }> {

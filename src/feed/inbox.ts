@@ -63,12 +63,17 @@
  *
  * ## Deliveries: the fan-out's chunks
  * A chunk is made from the follow graph as MySQL showed it a moment before. It is written only to
- * inboxes that exist (a missing inbox is rebuilt from MySQL when read), at or above their floor.
- * After writing, the executor asks MySQL who still follows the author and takes the blog back
- * from the others, unless the inbox knows a newer state of the pair: a follow applied after that
- * answer's version, or a rebuild from a later snapshot (FeedService.deliver). No rule here
- * compares clocks: a chunk older than a rebuild writes what the snapshot has already, or what the
- * check then takes back.
+ * inboxes that exist (a missing inbox is rebuilt from MySQL when read), at or above their floor,
+ * and only where the inbox's own followees say its reader follows the author: a valid inbox's
+ * followees are exact (its follow changes are applied with their versions, and one committed but
+ * not applied yet marks it pending), so a chunk made before an unfollow writes nothing to that
+ * inbox, and one made before a follow finds the follow's backfill has the blog or writes it. Where
+ * the inbox cannot say, the blog is written: a rebuild records it (its finish keeps it only if
+ * the snapshot has the reader follow the author); a pending change's reader is reported, and the
+ * executor asks MySQL whether they follow the author and takes the blog back from an unfollower,
+ * unless the inbox knows a newer state of the pair: a follow applied after that answer's version,
+ * or a rebuild from a later snapshot (FeedService.deliver). In the steady state a chunk asks
+ * MySQL about nobody. No rule here compares clocks.
  *
  * ## Rebuild
  * begin (marks the inbox building, in the current generation, at Redis's time) -> snapshot (one
@@ -164,6 +169,16 @@ export interface Delivery {
   authorId: number;
 }
 
+/** What a delivery did, per reader (see Deliveries). */
+export interface DeliveryOutcome {
+  /** Readers whose inbox got the blog and, by its own followees, follow its author. */
+  written: number[];
+  /** Readers whose inbox got the blog while a follow change of theirs is pending: MySQL must say whether it stays. */
+  unsure: number[];
+  /** Of those two, the readers with a live-feed subscription open (the live bus's mark). */
+  live: number[];
+}
+
 /** A deliver task in the watermark. */
 export interface TaskInFlight {
   taskId: number;
@@ -198,7 +213,7 @@ export interface Inbox {
   renewBigAuthors(reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void>;
 
   /** Writes one blog into the inboxes of many readers (see Deliveries). */
-  deliver(readerIds: readonly number[], delivery: Delivery): Promise<void>;
+  deliver(readerIds: readonly number[], delivery: Delivery): Promise<DeliveryOutcome>;
   /** Takes a blog back from a reader who does not follow its author as of `change.version` (see Deliveries). */
   retractUnfollowed(readerId: number, blogId: number, change: FollowChange): Promise<void>;
   /** Takes a deleted blog out of the inboxes of many readers. */
@@ -243,6 +258,8 @@ export interface Inbox {
   markInFlight(task: TaskInFlight): Promise<void>;
   /** Removes finished tasks from the watermark. */
   clearInFlight(tasks: ReadonlyArray<Pick<TaskInFlight, 'taskId' | 'authorId'>>): Promise<void>;
+  /** Whether the watermark holds every task in flight of generation `epoch` (its marker). */
+  isWatermarkSynced(epoch: number): Promise<boolean>;
   /** The watermark's tasks (for its upkeep) and whether it is synced in generation `epoch`. */
   inFlight(epoch: number): Promise<{ synced: boolean; tasks: TaskInFlight[] }>;
   /** Adds tasks to the watermark, and marks it synced in generation `epoch` when `complete`. */

@@ -8,27 +8,42 @@
  *   unfinished tasks, read twice WATERMARK_SETTLE_MS apart (a publish adds its task just before
  *   its commit, so one whose commit the first read missed shows in the second), and only then
  *   marked synced: until then no page trusts an inbox.
- * - A publish that could not add its task (Redis down or hanging) leaves the set incomplete:
- *   the process remembers it, and when Redis can be used again, before it trusts an inbox, it
- *   marks the set unsynced (every process stops trusting inboxes) and rebuilds it (catchUp).
- * - The relay's pass (maintain), every second in every worker process, adds the outbox's
- *   unfinished tasks (a task whose publisher died before it could repair is in the set within a
- *   pass) and removes tasks that finished without leaving (a Redis error at that moment) or whose
- *   publish rolled back.
+ * - A publish that could not add its task (Redis down or hanging) says so in its own transaction
+ *   (tb_fanout_task.watermarked = false) and leaves the set incomplete: the process remembers
+ *   it, and when Redis can be used again, before it trusts an inbox, it marks the set unsynced
+ *   (every process stops trusting inboxes) and rebuilds it (catchUp).
+ * - The relay's pass (maintain), every second in every worker process, adds the tasks whose
+ *   publish could not add them (a publisher that died before it could repair): a read of a
+ *   handful of rows, not of every task in flight. Every ORPHAN_CHECK_PASSES passes it also
+ *   removes tasks that finished without leaving (a Redis error at that moment) or whose publish
+ *   rolled back.
  */
 import { performance } from 'node:perf_hooks';
+import type { Sql } from '../db/database';
 import type { Inbox, TaskInFlight } from './inbox';
 
 /** The fan-out's bookkeeping, as far as the watermark needs it (FanoutStore). */
 export interface InFlightSource {
   /** Deliver tasks not finished, with their authors and blogs' scores. */
   unfinishedDeliveries(): Promise<TaskInFlight[]>;
+  /** The publish of this deliver task could not add it to the watermark: recorded in its transaction. */
+  markUnwatermarked(sql: Sql, taskId: number): Promise<void>;
+  /** Unfinished deliver tasks whose publish could not add them (at most `limit`). */
+  unwatermarkedDeliveries(limit: number): Promise<TaskInFlight[]>;
+  /** These tasks are in the watermark now. */
+  markWatermarked(taskIds: readonly number[]): Promise<void>;
   /** Of these task ids, those that are finished, and those that do not exist (yet, or rolled back). */
   finishedAmong(taskIds: readonly number[]): Promise<{ done: number[]; missing: number[] }>;
 }
 
 /** A task in the watermark that MySQL does not know (its publish rolled back) is dropped after this. */
 const ORPHAN_MS = 60_000;
+
+/** The relay looks for finished and orphan tasks in the watermark at its first pass and every this many passes after (10 s by default). */
+const ORPHAN_CHECK_PASSES = 10;
+
+/** Tasks the relay adds to the watermark per pass. */
+const REPAIR_BATCH = 1000;
 
 export interface WatermarkDeps {
   inbox: Inbox;
@@ -45,25 +60,31 @@ export class FanoutWatermark {
   private readonly orphansSeenAt = new Map<number, number>();
   /** A publish of this process could not add its task: the set is incomplete until catchUp. */
   private missedTask = false;
+  private passes = 0;
 
   constructor(private readonly deps: WatermarkDeps) {}
 
   /**
-   * A deliver task is about to commit: readers stop trusting inboxes for its author at its score
-   * until it is delivered. Never fails the publish: with Redis away, the task is remembered as
-   * missed and the set repaired before this process trusts an inbox again.
+   * A deliver task is about to commit (in `sql`, its transaction): readers stop trusting inboxes
+   * for its author at its score until it is delivered. Never fails the publish: with Redis away,
+   * the task is recorded as not in the watermark (in the same transaction, for the relay) and
+   * remembered as missed, and the set is repaired before this process trusts an inbox again.
    */
-  async started(task: TaskInFlight): Promise<void> {
+  async started(sql: Sql, task: TaskInFlight): Promise<void> {
     const { inbox, warn } = this.deps;
-    if (!inbox.available()) {
-      this.missedTask = true;
-      warn(`fan-out task ${task.taskId} is not in the fan-out watermark: Redis is away; it is repaired when Redis is back`);
-      return;
-    }
-    await inbox.markInFlight(task).catch((error: unknown) => {
-      this.missedTask = true;
-      warn(`fan-out task ${task.taskId} is not in the fan-out watermark; it is repaired`, error);
-    });
+    const added = inbox.available()
+      ? await inbox.markInFlight(task).then(
+          () => true,
+          (error: unknown) => {
+            warn(`fan-out task ${task.taskId} is not in the fan-out watermark; it is repaired`, error);
+            return false;
+          },
+        )
+      : false;
+    if (added) return;
+    if (!inbox.available()) warn(`fan-out task ${task.taskId} is not in the fan-out watermark: Redis is away; it is repaired when Redis is back`);
+    this.missedTask = true;
+    await this.deps.inFlight?.markUnwatermarked(sql, task.taskId);
   }
 
   /** Every chunk of these deliver tasks is written. */
@@ -90,7 +111,20 @@ export class FanoutWatermark {
     }
     if (!inFlight) return;
     if (!(await inbox.inFlight(epoch)).synced) return this.sync(epoch);
-    await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), false, epoch);
+    await this.addUnwatermarked(epoch);
+  }
+
+  /** Adds the tasks whose publish could not add them, and records that they are in now. */
+  private async addUnwatermarked(epoch: number): Promise<void> {
+    const { inbox, inFlight } = this.deps;
+    if (!inFlight) return;
+    for (;;) {
+      const tasks = await inFlight.unwatermarkedDeliveries(REPAIR_BATCH);
+      if (tasks.length === 0) return;
+      await inbox.syncInFlight(tasks, false, epoch);
+      await inFlight.markWatermarked(tasks.map((task) => task.taskId));
+      if (tasks.length < REPAIR_BATCH) return;
+    }
   }
 
   /** Rebuilds the set in the background (a read found it unsynced). */
@@ -116,10 +150,17 @@ export class FanoutWatermark {
   async maintain(epoch: number): Promise<void> {
     const { inbox, inFlight } = this.deps;
     if (!inFlight) return;
-    const { synced, tasks } = await inbox.inFlight(epoch);
-    if (!synced) return this.sync(epoch);
-    await inbox.syncInFlight(await inFlight.unfinishedDeliveries(), false, epoch);
-    if (tasks.length === 0) return;
+    this.passes += 1;
+    if (!(await inbox.isWatermarkSynced(epoch))) return this.sync(epoch);
+    await this.addUnwatermarked(epoch);
+    if (this.passes % ORPHAN_CHECK_PASSES === 1) await this.dropFinished(epoch);
+  }
+
+  /** Removes tasks that finished without leaving, and orphans (their publish rolled back) seen for ORPHAN_MS. */
+  private async dropFinished(epoch: number): Promise<void> {
+    const { inbox, inFlight } = this.deps;
+    const { tasks } = await inbox.inFlight(epoch);
+    if (!inFlight || tasks.length === 0) return;
     const { done, missing } = await inFlight.finishedAmong(tasks.map((task) => task.taskId));
     const now = performance.now();
     const orphans = missing.filter((id) => {

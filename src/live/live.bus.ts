@@ -131,6 +131,11 @@ export interface LiveBus {
    * reader). Resolves with the number of messages sent. Never throws.
    */
   publish(readerIds: readonly number[], event: LiveEvent): Promise<number>;
+  /**
+   * Sends the event to readers already known to be live (the fan-out's delivery script reads
+   * their marks with its write, feed/inbox.ts): one message each, no lookup. Never throws.
+   */
+  publishToLive(liveReaderIds: readonly number[], event: LiveEvent): Promise<number>;
   /** Readers whose channel this process holds open (at least one listener each). */
   held(): number[];
   /** Ends every listener of this process (each sink's end()) and releases the bus's connections (not the client it was given). */

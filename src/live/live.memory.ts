@@ -27,7 +27,11 @@ export class MemoryLiveBus implements LiveBus {
   }
 
   async publish(readerIds: readonly number[], event: LiveEvent): Promise<number> {
-    const live = await this.liveAmong(readerIds);
+    return this.publishToLive(await this.liveAmong(readerIds), event);
+  }
+
+  async publishToLive(liveReaderIds: readonly number[], event: LiveEvent): Promise<number> {
+    const live = [...new Set(liveReaderIds)].filter((readerId) => this.readers.has(readerId));
     // A copy, as a message decoded from Redis would be: the publisher may reuse its object.
     for (const readerId of live) this.readers.deliver(readerId, { ...event });
     return live.length;

@@ -177,18 +177,22 @@ export class RedisLiveBus implements LiveBus {
 
   async publish(readerIds: readonly number[], event: LiveEvent): Promise<number> {
     const ids = [...new Set(readerIds)];
-    const message = encodeLiveEvent(event);
     let sent = 0;
     for (let start = 0; start < ids.length; start += LIVE_LOOKUP_BATCH) {
-      const live = await this.lookUp(ids.slice(start, start + LIVE_LOOKUP_BATCH));
-      if (live.length === 0) continue;
-      const outcomes = await this.eachReader(live, (commands, id) =>
-        this.sharded ? commands.spublish(this.keys.liveChannel(id), message) : commands.publish(this.keys.liveChannel(id), message),
-      );
-      sent += outcomes.filter((outcome) => !outcome.error).length;
-      this.warnFailures(outcomes, `publishing a live event to ${live.length} readers`);
+      sent += await this.publishToLive(await this.lookUp(ids.slice(start, start + LIVE_LOOKUP_BATCH)), event);
     }
     return sent;
+  }
+
+  async publishToLive(liveReaderIds: readonly number[], event: LiveEvent): Promise<number> {
+    const live = [...new Set(liveReaderIds)];
+    if (live.length === 0 || !redisAvailable(this.redis)) return 0;
+    const message = encodeLiveEvent(event);
+    const outcomes = await this.eachReader(live, (commands, id) =>
+      this.sharded ? commands.spublish(this.keys.liveChannel(id), message) : commands.publish(this.keys.liveChannel(id), message),
+    );
+    this.warnFailures(outcomes, `publishing a live event to ${live.length} readers`);
+    return outcomes.filter((outcome) => !outcome.error).length;
   }
 
   held(): number[] {

@@ -68,6 +68,7 @@ type Op =
   | { op: 'finishBuild'; reader: number; token: string; snapshot: FeedSnapshot }
   | { op: 'drop'; reader: number }
   | { op: 'evict'; reader: number; key: 'entries' | 'followees' }
+  | { op: 'live'; reader: number; live: boolean }
   | { op: 'markInFlight'; task: { taskId: number; authorId: number; score: number } }
   | { op: 'clearInFlight'; tasks: Array<{ taskId: number; authorId: number }> }
   | { op: 'syncInFlight'; tasks: Array<{ taskId: number; authorId: number; score: number }>; complete: boolean; epoch: number }
@@ -123,6 +124,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('finishBuild' as const), reader: readerArb, token: tokenArb, snapshot: snapshotArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('drop' as const), reader: readerArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('evict' as const), reader: readerArb, key: fc.constantFrom('entries' as const, 'followees' as const) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('live' as const), reader: readerArb, live: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('markInFlight' as const), task: taskArb }) },
   {
     weight: 1,
@@ -158,7 +160,14 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
  * clocks (the memory inbox's never moves, Redis's does: ages are compared as present or not,
  * tokens by their epoch and whether they are settled).
  */
-async function run(inbox: Inbox, op: Op, evict: (reader: number, key: 'entries' | 'followees') => Promise<void>): Promise<unknown> {
+interface Store {
+  /** Redis evicts one of the inbox's keys. */
+  evict(reader: number, key: 'entries' | 'followees'): Promise<void>;
+  /** The live bus marks the reader live, or not. */
+  live(reader: number, live: boolean): Promise<void>;
+}
+
+async function run(inbox: Inbox, op: Op, store: Store): Promise<unknown> {
   switch (op.op) {
     case 'read': {
       const { view, watermark, bigAuthors } = await inbox.read(op.reader, op.from, op.limit, op.epoch);
@@ -169,8 +178,11 @@ async function run(inbox: Inbox, op: Op, evict: (reader: number, key: 'entries' 
           : watermark;
       return { view: shownView, watermark: shownWatermark, bigAuthors: bigAuthors === null ? null : bigAuthors.split(':')[0] };
     }
-    case 'deliver':
-      return inbox.deliver(op.readers, { entry: op.blog, authorId: op.authorId });
+    case 'deliver': {
+      const outcome = await inbox.deliver(op.readers, { entry: op.blog, authorId: op.authorId });
+      const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
+      return { written: sorted(outcome.written), unsure: sorted(outcome.unsure), live: sorted(outcome.live) };
+    }
     case 'retractUnfollowed':
       return inbox.retractUnfollowed(op.reader, op.blogId, op.change);
     case 'retract':
@@ -202,7 +214,9 @@ async function run(inbox: Inbox, op: Op, evict: (reader: number, key: 'entries' 
     case 'drop':
       return inbox.drop(op.reader);
     case 'evict':
-      return evict(op.reader, op.key);
+      return store.evict(op.reader, op.key);
+    case 'live':
+      return store.live(op.reader, op.live);
     case 'markInFlight':
       return inbox.markInFlight(op.task);
     case 'clearInFlight':
@@ -296,9 +310,13 @@ it('does exactly what the memory inbox does, answer by answer and state by state
       try {
         for (const [step, op] of ops.entries()) {
           const where = `step ${step}: ${JSON.stringify(op)}`;
-          const expected = await run(memory, op, async (reader, key) => memory.evict(reader, key));
-          const actual = await run(redisInbox, op, async (reader, key) => {
-            await app.redis.del(key === 'entries' ? keys.feed(reader) : keys.feedFollowees(reader));
+          const expected = await run(memory, op, {
+            evict: async (reader, key) => memory.evict(reader, key),
+            live: async (reader, live) => void (live ? memory.liveReaders.add(reader) : memory.liveReaders.delete(reader)),
+          });
+          const actual = await run(redisInbox, op, {
+            evict: async (reader, key) => void (await app.redis.del(key === 'entries' ? keys.feed(reader) : keys.feedFollowees(reader))),
+            live: async (reader, live) => void (await (live ? app.redis.hset(keys.live(reader), 'p', '1') : app.redis.del(keys.live(reader)))),
           });
           expect({ where, answer: actual }).toEqual({ where, answer: expected });
           for (const reader of READERS) {

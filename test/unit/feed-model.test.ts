@@ -89,6 +89,8 @@ interface Task {
   authorId: number;
   score: number;
   done: boolean;
+  /** False when its publish could not add it to the watermark (tb_fanout_task.watermarked). */
+  watermarked: boolean;
   /** The process running it now, if any. */
   runner: number | null;
 }
@@ -96,6 +98,8 @@ interface Task {
 /** What a transaction wrote and has not committed. */
 interface Transaction {
   changes: Array<Omit<FollowChangeRow, 'id'> & { id: number }>;
+  /** A publish's task that could not be added to the watermark. */
+  unwatermarked?: number;
 }
 
 class Truth implements FeedTruth, GenerationRecord, InFlightSource {
@@ -277,6 +281,21 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
     return [...this.tasks]
       .filter(([, task]) => task.kind === 'deliver' && !task.done)
       .map(([taskId, task]) => ({ taskId, authorId: task.authorId, score: task.score }));
+  }
+
+  async markUnwatermarked(sql: unknown, taskId: number): Promise<void> {
+    (sql as Transaction).unwatermarked = taskId;
+  }
+
+  async unwatermarkedDeliveries(limit: number): Promise<TaskInFlight[]> {
+    return [...this.tasks]
+      .filter(([, task]) => task.kind === 'deliver' && !task.done && !task.watermarked)
+      .slice(0, limit)
+      .map(([taskId, task]) => ({ taskId, authorId: task.authorId, score: task.score }));
+  }
+
+  async markWatermarked(taskIds: readonly number[]): Promise<void> {
+    for (const id of taskIds) this.tasks.get(id)!.watermarked = true;
   }
 
   async finishedAmong(ids: readonly number[]): Promise<{ done: number[]; missing: number[] }> {
@@ -485,12 +504,16 @@ class World {
     // An author's first pulled blog unsettles the big-author generation, and the task enters
     // the watermark, just before the commit.
     if (becameBig) await process.feed.bigAuthorChange('changing');
-    if (taskId !== null) await process.feed.deliveryStarted({ taskId, authorId: author, score });
+    const tx: Transaction = { changes: [] };
+    if (taskId !== null) await process.feed.deliveryStarted(tx as never, { taskId, authorId: author, score });
     await process.step('commit publish');
     this.truth.blogs.set(blogId, { id: blogId, author, score, pushed, deleted: false });
     this.truth.unreplicated.set(blogId, this.ticks);
     if (becameBig || !pushed) this.truth.pulled.add(author);
-    if (taskId !== null) this.truth.tasks.set(taskId, { kind: 'deliver', blogId, authorId: author, score, done: false, runner: process.id });
+    if (taskId !== null) {
+      const watermarked = tx.unwatermarked !== taskId;
+      this.truth.tasks.set(taskId, { kind: 'deliver', blogId, authorId: author, score, done: false, watermarked, runner: process.id });
+    }
     this.time += 1;
     this.committedAt.set(blogId, this.time);
     if (becameBig) {
@@ -554,7 +577,15 @@ class World {
     this.deletedAt.set(blog.id, this.time);
     if (!process.feed.inInboxes(blog)) return;
     const taskId = this.nextTaskId++;
-    this.truth.tasks.set(taskId, { kind: 'retract', blogId: blog.id, authorId: blog.author, score: blog.score, done: false, runner: process.id });
+    this.truth.tasks.set(taskId, {
+      kind: 'retract',
+      blogId: blog.id,
+      authorId: blog.author,
+      score: blog.score,
+      done: false,
+      watermarked: true,
+      runner: process.id,
+    });
     await this.fanOut(process, taskId);
   }
 

@@ -1,32 +1,51 @@
 --[[
-  The fan-out's hot path: one blog into many inboxes. KEYS = inbox, meta, followees triples;
-  ARGV = score, member, authorId, maxItems, ttlMs.
+  The fan-out's hot path: one blog into many inboxes. KEYS = inbox, meta, followees, live-mark
+  quads; ARGV = score, member, authorId, maxItems, ttlMs. Replies one code per inbox:
+  NOTHING, WRITTEN (its reader follows the author, by the inbox's own followees), UNSURE (written,
+  but a follow change of the reader is pending: MySQL must say whether it stays), each plus LIVE
+  when the reader has a live-feed subscription open (the live bus's mark, in the reader's slot).
 
-  Redis runs this once per inbox, and each redis.call costs about 0.5 us beyond the command, so
-  it makes only the calls an inbox needs: an existing inbox costs 3 (HMGET, ZADD, ZCARD), a blog
-  it held already 2. Only inboxes that exist get it (fan-out skips inactive readers), at or above
-  their floor. While an inbox is being built the delivery is recorded (d:<member> = author), so
-  the build's finish can drop it if the snapshot does not have its reader follow the author.
+  Only inboxes that exist get the blog (fan-out skips inactive readers), at or above their floor,
+  and only when the inbox says its reader follows the author: a valid inbox's followees are its
+  reader's (versions, inbox.ts), so an unfollower costs one SISMEMBER and no write, and the
+  executor asks MySQL about no one. Where the inbox cannot say (a follow change marked pending,
+  a rebuild running) the blog is written as before: a pending change's reader is reported UNSURE
+  (the executor asks MySQL, and takes the blog back from an unfollower); a build records the
+  delivery (d:<member> = author) and its finish keeps it only if the snapshot has the reader
+  follow the author.
+  Redis runs this once per inbox, and each redis.call costs about 0.5 us beyond the command: a
+  new entry costs 5 calls (HMGET, SISMEMBER, ZADD, ZCARD, EXISTS), an unfollower's inbox 2.
   A set that holds only the new member lost its sentinel: Redis evicted it, and the inbox is gone
   (its pending marks stay); the next read rebuilds it.
 ]]
 --- @include "includes/inbox"
+local NOTHING, WRITTEN, UNSURE, LIVE = 0, 1, 2, 4
 local score, member, author, max, ttl = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local delivered = 'd:' .. member
-for i = 1, #KEYS, 3 do
-  local inbox, meta = KEYS[i], KEYS[i + 1]
-  local m = redis.call('HMGET', meta, 'floor', 'building')
+local codes = {}
+for i = 1, #KEYS, 4 do
+  local inbox, meta, followees, live = KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3]
+  local code = NOTHING
+  local m = redis.call('HMGET', meta, 'floor', 'building', 'pending')
   if m[1] and score >= tonumber(m[1]) then
-    local added = redis.call('ZADD', inbox, score, member)
-    if m[2] then redis.call('HSET', meta, delivered, author) end
-    if added == 1 then
-      local card = redis.call('ZCARD', inbox)
-      if card == 1 then
-        dropKeepingMarks(inbox, meta, KEYS[i + 2], ttl)
-      else
-        trim(inbox, meta, max, card)
+    local pending = m[3] and tonumber(m[3]) > 0
+    if m[2] or pending or redis.call('SISMEMBER', followees, author) == 1 then
+      code = (pending and not m[2]) and UNSURE or WRITTEN
+      if redis.call('ZADD', inbox, score, member) == 1 then
+        local card = redis.call('ZCARD', inbox)
+        if card == 1 then
+          dropKeepingMarks(inbox, meta, followees, ttl)
+          code = NOTHING
+        else
+          trim(inbox, meta, max, card)
+        end
+      end
+      if code ~= NOTHING then
+        if m[2] then redis.call('HSET', meta, delivered, author) end
+        if redis.call('EXISTS', live) == 1 then code = code + LIVE end
       end
     end
   end
+  codes[#codes + 1] = code
 end
-return #KEYS / 3
+return codes
