@@ -3,6 +3,7 @@
  * server serves a read is counted on the servers themselves (pair.selects()), and faults are
  * real (replication stopped, the replica frozen or killed). Only in `npm run test:replica`.
  */
+import { createConnection } from 'mysql2/promise';
 import { redactUrl } from '../../src/db/replicas';
 import { MariaDbPair, startMariaDbPair } from '../support/mariadb-pair';
 import { FEED_PAGE, follow, ok, publish, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
@@ -76,6 +77,11 @@ beforeAll(async () => {
   await follow(app, reader, author);
   blogIds = [];
   for (const title of ['one', 'two', 'three']) blogIds.push(await publish(app, author, title));
+  // An hour old: past the freshness window (REPLICA_MAX_LAG_MS + 10 s), within which a feed page
+  // reads the primary because a replica may not have the newest blogs yet.
+  const primary = await createConnection(`${pair.primaryUrl}/feed_test_${process.env.TEST_NAMESPACE ?? ''}replica_routing`);
+  await primary.query('UPDATE tb_blog SET created_at = created_at - INTERVAL 1 HOUR');
+  await primary.end();
   await caughtUp();
   // The sign-ups, the follow and the publishes made both users recent writers.
   await sleep(WRITER_WINDOW_MS);
@@ -86,13 +92,26 @@ afterAll(async () => {
   await pair?.stop();
 });
 
-test('a feed page of a reader who did not write recently, and an anonymous profile, are read on the replica', async () => {
+/** The reader's feed cursor at the blog titled `title` (read on the primary: the top of the feed). */
+async function cursorOf(title: string): Promise<string> {
+  const data = ok(await app.gql(FEED_PAGE, { first: 10 }, reader.token));
+  return data.followFeed.edges.find((edge: { node: { title: string } }) => edge.node.title === title).cursor;
+}
+
+test('the top of a feed is read on the primary; below it, a page of a reader who did not write recently and an anonymous profile are read on the replica', async () => {
+  const top = await selectsOf(async () => {
+    const data = ok(await app.gql(FEED_PAGE, { first: 1 }, reader.token));
+    expect(data.followFeed.edges.map((edge: { node: { title: string } }) => edge.node.title)).toEqual(['three']);
+  });
+  expect(top.primary).toBeGreaterThan(0);
+
+  const after = await cursorOf('three');
   let titles: string[] = [];
   const page = await selectsOf(async () => {
-    const data = ok(await app.gql(FEED_PAGE, { first: 10 }, reader.token));
+    const data = ok(await app.gql(FEED_PAGE, { first: 10, after }, reader.token));
     titles = data.followFeed.edges.map((edge: { node: { title: string } }) => edge.node.title);
   });
-  expect(titles).toEqual(['three', 'two', 'one']);
+  expect(titles).toEqual(['two', 'one']);
   expect(page.primary).toBe(0);
   expect(page.replica).toBeGreaterThan(0);
 
@@ -177,10 +196,12 @@ test('a frozen replica is bypassed with no error to the client', async () => {
 });
 
 test('a killed replica fails the reads in flight over to the primary, is bypassed, and serves again once restarted', async () => {
+  const below = { first: 10, after: await cursorOf('three') };
   await pair.killReplica();
   // Before the health check has noticed: the read fails on the replica and runs on the primary.
-  const first = await app.gql(FEED_PAGE, { first: 10 }, reader.token);
+  const first = await app.gql(FEED_PAGE, below, reader.token);
   expect(first.errors).toBeUndefined();
+  expect(first.data.followFeed.edges.map((edge: { node: { title: string } }) => edge.node.title)).toEqual(['two', 'one']);
   await replicaBecomes('down');
   const [status] = await replicaStates();
   expect(status.lagMs).toBeNull();
@@ -188,7 +209,7 @@ test('a killed replica fails the reads in flight over to the primary, is bypasse
 
   await pair.restartReplica();
   await caughtUp();
-  const again = await selectsOf(async () => ok(await app.gql(FEED_PAGE, { first: 10 }, reader.token)));
+  const again = await selectsOf(async () => ok(await app.gql(FEED_PAGE, below, reader.token)));
   expect(again).toMatchObject({ primary: 0 });
   expect(again.replica).toBeGreaterThan(0);
 });

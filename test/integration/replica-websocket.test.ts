@@ -35,8 +35,12 @@ async function selectsOf(work: () => Promise<unknown>): Promise<{ primary: numbe
   return { primary: after.primary - before.primary, replica: after.replica - before.replica };
 }
 
+/** /readyz lists the replicas only to a bearer of METRICS_TOKEN. */
+const METRICS_TOKEN = 'metrics-token-of-replica-websocket';
+
 async function replicaIs(state: 'ok' | 'lagging'): Promise<boolean> {
-  const body = (await (await fetch(app.url.replace(/\/graphql$/, '/readyz'))).json()) as { replicas: Array<{ state: string }> };
+  const response = await fetch(app.url.replace(/\/graphql$/, '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const body = (await response.json()) as { replicas: Array<{ state: string }> };
   return body.replicas[0].state === state;
 }
 
@@ -72,6 +76,7 @@ beforeAll(async () => {
       FANOUT_WORKERS: '0',
       DATABASE_REPLICA_URLS: `${pair.replicaUrl}/feed_test_${process.env.TEST_NAMESPACE ?? ''}replica_websocket`,
       REPLICA_MAX_LAG_MS: String(MAX_LAG_MS),
+      METRICS_TOKEN,
     },
   });
   author = await signUp(app, 'author');
