@@ -14,6 +14,7 @@ import { Sessions1765360000000 } from './1765360000000-Sessions';
 import { PublishIdempotencyKey1765370000000 } from './1765370000000-PublishIdempotencyKey';
 import { FanoutTraceContext1765450000000 } from './1765450000000-FanoutTraceContext';
 import { FeedGenerations1765785600000 } from './1765785600000-FeedGenerations';
+import { UserSearchRank1766130000000 } from './1766130000000-UserSearchRank';
 
 export const MIGRATIONS = [
   CreateFeedTables1764489600000,
@@ -28,4 +29,5 @@ export const MIGRATIONS = [
   PublishIdempotencyKey1765370000000,
   FanoutTraceContext1765450000000,
   FeedGenerations1765785600000,
+  UserSearchRank1766130000000,
 ];
