@@ -46,7 +46,7 @@ async function request<Result, Variables>(document: TypedDocumentNode<Result, Va
   const response = await fetch(API_URL, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ ...operation(document as TypedDocumentNode<unknown, never>), variables }),
+    body: JSON.stringify({ ...operation(document), variables }),
   });
   const body = (await response.json()) as { data?: Result; errors?: Array<{ message: string; extensions?: { code?: string } }> };
   if (body.errors?.length || !body.data) {

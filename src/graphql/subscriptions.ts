@@ -277,7 +277,7 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
           extensions: payload.extensions,
         });
         if ('refusal' in resolved) return [persistedDocumentRefused(resolved.refusal.code, resolved.refusal.message, resolved.refusal.field)];
-        const query = String(resolved.query ?? '');
+        const query = typeof resolved.query === 'string' ? resolved.query : '';
         let document;
         try {
           document = parse(query);

@@ -89,7 +89,7 @@ it('refuses an unknown id with PERSISTED_QUERY_NOT_FOUND naming the argument, an
 
 it('takes the id in a GET query string', async () => {
   const search = new URLSearchParams({ documentId: idOf('SearchUsers'), variables: JSON.stringify(SEARCH) });
-  const response = await fetch(`${only.url}?${search}`, { headers: { 'apollo-require-preflight': 'true' } });
+  const response = await fetch(`${only.url}?${search.toString()}`, { headers: { 'apollo-require-preflight': 'true' } });
   expect(response.status).toBe(200);
   expect(((await response.json()) as { data: { users: { edges: unknown[] } } }).data.users.edges).toEqual([]);
   const freeForm = await fetch(`${only.url}?query=${encodeURIComponent('{ __typename }')}`, { headers: { 'apollo-require-preflight': 'true' } });
