@@ -246,7 +246,25 @@ async function redisBenchmarkZadd(config: Config, requests: number): Promise<num
   const url = new URL(config.redisUrl);
   const key = `${config.redisKeyPrefix}zadd:__rand_int__`;
   const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn('redis-benchmark', ['-h', url.hostname, '-p', url.port || '6379', '-n', String(requests), '-P', '16', '-c', '50', '-r', '1000000', '-q', 'zadd', key, '__rand_int__', 'm']);
+    const child = spawn('redis-benchmark', [
+      '-h',
+      url.hostname,
+      '-p',
+      url.port || '6379',
+      '-n',
+      String(requests),
+      '-P',
+      '16',
+      '-c',
+      '50',
+      '-r',
+      '1000000',
+      '-q',
+      'zadd',
+      key,
+      '__rand_int__',
+      'm',
+    ]);
     let text = '';
     child.stdout.on('data', (chunk) => (text += chunk));
     child.on('error', reject);

@@ -1,10 +1,14 @@
 /**
  * An example client using the generated types (`npm run codegen`), against a running server:
  *   API_URL=http://localhost:4000/graphql node dist/examples/client.js
- * It signs up two users, makes one follow the other, publishes a few blogs, pages through the
- * follower's feed, 2 at a time, lists the author's followers, and watches the follower's feed
- * live (a graphql-ws subscription) while the author publishes once more. Every variable and
- * result below is typed from the schema.
+ * It signs up two users, finds one by the start of its nickName and makes the other follow it,
+ * publishes a few blogs, pages through the follower's feed, 2 at a time, lists the author's
+ * followers, and watches the follower's feed live (a graphql-ws subscription) while the author
+ * publishes once more. Every variable and result below is typed from the schema.
+ *
+ * With DOCUMENT_IDS=on it sends each operation's id (the client preset's `__meta__.hash`)
+ * instead of its text, as a production client does against a server run with
+ * PERSISTED_DOCUMENTS=only and the manifest examples/generated/persisted-documents.json.
  */
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print } from 'graphql';
@@ -18,17 +22,31 @@ import {
   NewPostsDocument,
   NewPostsSubscription,
   PublishBlogDocument,
+  SearchUsersDocument,
   SignUpDocument,
 } from './generated/graphql';
 
 const API_URL = process.env.API_URL ?? 'http://localhost:4000/graphql';
+const DOCUMENT_IDS = process.env.DOCUMENT_IDS === 'on';
+
+/** The trusted document's id that codegen's client preset put in the document (persisted-documents.json). */
+function documentId(document: TypedDocumentNode<unknown, never>): string {
+  const hash = (document as { __meta__?: { hash?: string } }).__meta__?.hash;
+  if (!hash) throw new Error('the document carries no id: run npm run codegen');
+  return hash;
+}
+
+/** What a request sends for `document`: its id, or its text. */
+function operation(document: TypedDocumentNode<unknown, never>): { documentId: string } | { query: string } {
+  return DOCUMENT_IDS ? { documentId: documentId(document) } : { query: print(document) };
+}
 
 /** A minimal typed client: the document fixes the types of `variables` and of the result. */
 async function request<Result, Variables>(document: TypedDocumentNode<Result, Variables>, variables: Variables, token?: string): Promise<Result> {
   const response = await fetch(API_URL, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ query: print(document), variables }),
+    body: JSON.stringify({ ...operation(document), variables }),
   });
   const body = (await response.json()) as { data?: Result; errors?: Array<{ message: string; extensions?: { code?: string } }> };
   if (body.errors?.length || !body.data) {
@@ -41,9 +59,19 @@ async function main(): Promise<void> {
   const suffix = Date.now().toString(36);
   const author = (await request(SignUpDocument, { nickName: `author-${suffix}`, password: 'example-password' })).signUp;
   const reader = (await request(SignUpDocument, { nickName: `reader-${suffix}`, password: 'example-password' })).signUp;
-  await request(FollowDocument, { userId: author.user.id }, reader.token);
+  // Finding the author by nickName typed in another case (the search folds case and width): the
+  // exact match comes first, before longer nickNames that start the same.
+  const typed = `AUTHOR-${suffix.toUpperCase()}`;
+  const found = (await request(SearchUsersDocument, { search: typed, first: 5 }, reader.token)).users.edges.map((edge) => edge.node);
+  console.log(`search "${typed}": ${found.map((user) => user.nickName).join(', ')}`);
+  const followed = await request(FollowDocument, { userId: found[0].id }, reader.token);
+  console.log(
+    `${followed.followUser.user.nickName} has ${followed.followUser.user.followerCount} follower(s); the reader follows ${followed.followUser.viewer.followingCount}`,
+  );
   for (let i = 1; i <= 5; i += 1) {
-    await request(PublishBlogDocument, { input: { title: `Example post ${i}`, content: 'Written by the example client.' } }, author.token);
+    const edge = (await request(PublishBlogDocument, { input: { title: `Example post ${i}`, content: 'Written by the example client.' } }, author.token))
+      .publishBlogEdge;
+    if (!edge.cursor) throw new Error('a published blog came without its feed cursor');
   }
   // Fan-out is asynchronous (and a new follow's blogs come in at once): the feed may take a moment.
   await new Promise((resolve) => setTimeout(resolve, 500));
@@ -56,15 +84,18 @@ async function main(): Promise<void> {
     after = feed.pageInfo.hasNextPage ? feed.pageInfo.endCursor : null;
     page += 1;
   } while (after);
-  const followed = (await request(FollowersDocument, { userId: author.user.id, first: 10 })).user;
-  console.log(`followers of ${followed?.nickName}: ${followed?.followers.edges.map((edge) => edge.node.nickName).join(', ')}`);
+  const listed = (await request(FollowersDocument, { userId: author.user.id, first: 10 })).user;
+  console.log(`followers of ${listed?.nickName}: ${listed?.followers.edges.map((edge) => edge.node.nickName).join(', ')}`);
 
   // The live feed: the same address over WebSocket, the token in connection_init.
   const live = createClient({ url: API_URL.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${reader.token}` } });
   const connected = new Promise<void>((resolve) => live.on('connected', () => resolve()));
   const arrived = new Promise<NewPostsSubscription['followFeedAdded']>((resolve, reject) => {
     live.subscribe<NewPostsSubscription>(
-      { query: print(NewPostsDocument) },
+      // Over WebSocket a trusted document's id goes in the extensions, with an empty query.
+      DOCUMENT_IDS
+        ? { query: '', extensions: { persistedQuery: { version: 1, sha256Hash: documentId(NewPostsDocument) } } }
+        : { query: print(NewPostsDocument) },
       { next: (result) => result.data && resolve(result.data.followFeedAdded), error: reject, complete: () => {} },
     );
   });

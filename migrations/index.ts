@@ -15,6 +15,7 @@ import { PublishIdempotencyKey1765370000000 } from './1765370000000-PublishIdemp
 import { FanoutTraceContext1765450000000 } from './1765450000000-FanoutTraceContext';
 import { FeedGenerations1765785600000 } from './1765785600000-FeedGenerations';
 import { FanoutWatermarked1765872000000 } from './1765872000000-FanoutWatermarked';
+import { UserSearchRank1766130000000 } from './1766130000000-UserSearchRank';
 
 export const MIGRATIONS = [
   CreateFeedTables1764489600000,
@@ -30,4 +31,5 @@ export const MIGRATIONS = [
   FanoutTraceContext1765450000000,
   FeedGenerations1765785600000,
   FanoutWatermarked1765872000000,
+  UserSearchRank1766130000000,
 ];

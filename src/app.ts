@@ -6,6 +6,8 @@
 import { Core, createCore, CoreDeps, RunningWorkers, startFanoutWorkers } from './composition';
 import { SqlStatementLog } from './db/database';
 import { startApi } from './graphql/api';
+import { PersistedDocuments } from './graphql/persisted-documents';
+import { buildFeedSchema } from './graphql/schema';
 import type { Services } from './graphql/context';
 import { logger } from './kernel/observability';
 
@@ -20,6 +22,8 @@ export interface RunningApp {
 }
 
 export async function startApp(deps: CoreDeps): Promise<RunningApp> {
+  // The trusted documents first: a manifest that cannot be used stops the start before anything runs.
+  const documents = PersistedDocuments.load(deps.config.persistedDocuments, buildFeedSchema());
   const core = createCore(deps);
   // Until the Redis generation is confirmed and this process has caught up, pages come from MySQL.
   core.feed.start();
@@ -27,7 +31,7 @@ export async function startApp(deps: CoreDeps): Promise<RunningApp> {
     core.fanoutQueue && deps.config.fanoutWorkers > 0
       ? startFanoutWorkers(core, deps.config.fanoutWorkers, { kind: 'own', sqlLog: new SqlStatementLog(logger) }, deps.now)
       : null;
-  const api = await startApi(core);
+  const api = await startApi(core, documents);
   return {
     url: api.url,
     services: { ...core, ...api.services },

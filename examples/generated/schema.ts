@@ -7,32 +7,39 @@ export type Scalars = {
   Boolean: { input: boolean; output: boolean; }
   Int: { input: number; output: number; }
   Float: { input: number; output: number; }
-  /** ISO-8601 date-time in UTC with milliseconds, e.g. 2026-11-30T09:52:42.123Z */
+  /** An instant in UTC, ISO-8601 with milliseconds, e.g. 2026-11-30T09:52:42.123Z */
   DateTime: { input: string; output: string; }
 };
 
 /** A signed-in session */
 export type AuthPayload = {
   __typename?: 'AuthPayload';
-  /** send as the header  Authorization: Bearer <token> */
+  /** Send as the header  Authorization: Bearer <token> */
   token: Scalars['String']['output'];
+  /** The signed-in user */
   user: User;
 };
 
 /** A post: a title, a text and up to 9 images */
 export type Blog = Node & {
   __typename?: 'Blog';
+  /** Who published it */
   author: User;
+  /** The text, 1..10000 characters; newlines and tabs kept */
   content: Scalars['String']['output'];
+  /** When it was published; feeds are ordered by it */
   createdAt: Scalars['DateTime']['output'];
+  /** Opaque global id */
   id: Scalars['ID']['output'];
+  /** Image URLs, at most 9, in the order the author gave them */
   images: Array<Scalars['String']['output']>;
-  /** false for an anonymous viewer */
+  /** Whether the viewer likes this blog; false for an anonymous viewer */
   isLiked: Scalars['Boolean']['output'];
-  /** How many users like this blog (exact) */
+  /** How many users like this blog, exact */
   likeCount: Scalars['Int']['output'];
-  /** Users who like this blog, earliest like first (the seed's like ranking shows the first 5) */
+  /** Users who like this blog, earliest like first */
   likers: UserConnection;
+  /** The title, 1..255 characters */
   title: Scalars['String']['output'];
 };
 
@@ -46,62 +53,109 @@ export type BlogLikersArgs = {
 /** A page of blogs, newest first (ties: larger blog id first) */
 export type BlogConnection = {
   __typename?: 'BlogConnection';
+  /** The blogs of this page, newest first */
   edges: Array<BlogEdge>;
+  /** Whether more pages follow, and the cursors to get them */
   pageInfo: PageInfo;
 };
 
+/** A blog and its position in a connection */
 export type BlogEdge = {
   __typename?: 'BlogEdge';
   /** Pass as `after` to continue after this blog */
   cursor: Scalars['String']['output'];
+  /** The blog */
   node: Blog;
 };
 
+/** The result of followUser: both users with their counts after the change, for a normalized cache */
+export type FollowUserPayload = {
+  __typename?: 'FollowUserPayload';
+  /** The user followed or unfollowed (followerCount, isFollowedByViewer updated) */
+  user: User;
+  /** The viewer (followingCount updated) */
+  viewer: User;
+};
+
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
 export type Mutation = {
   __typename?: 'Mutation';
   /** Only the author may delete; the blog leaves every feed. Returns the deleted blog's id. */
   deleteBlog: Scalars['ID']['output'];
-  /** Idempotent: sets whether the viewer follows userId; returns that user. */
+  /**
+   * Sets whether the viewer follows userId (idempotent); returns that user. A new follow past the most one user may follow (5,000 unless the operator set otherwise) is FORBIDDEN with extensions.limit "maxFollowing" and extensions.max.
+   * @deprecated Use followUser: the same change, and its payload carries the viewer's updated followingCount too.
+   */
   follow: User;
-  /** Idempotent: sets whether the viewer likes blogId; returns the blog. */
+  /** Sets whether the viewer follows userId (idempotent); answers both users as they are after the change, so that a normalized cache updates the user's followerCount and the viewer's followingCount at once. A new follow past the most one user may follow (5,000 unless the operator set otherwise) is FORBIDDEN with extensions.limit "maxFollowing" and extensions.max. */
+  followUser: FollowUserPayload;
+  /** Sets whether the viewer likes blogId (idempotent); returns the blog */
   likeBlog: Blog;
-  /** Signs in; the token expires (JWT_EXPIRES_IN_SECONDS) */
+  /** Signs in: a new session, whose token expires after a while (7 days unless the operator set otherwise) */
   login: AuthPayload;
-  /** Publishes a blog; it reaches the followers' feeds right after */
+  /** Ends this token's session: from then on the token is refused, in every API process. Always true. */
+  logout: Scalars['Boolean']['output'];
+  /** Ends every session of the viewer, this one included: every token issued to them so far is refused, in every API process. Always true. */
+  logoutEverywhere: Scalars['Boolean']['output'];
+  /**
+   * Publishes a blog; it reaches the followers' feeds right after. With input.idempotencyKey, a retry returns the blog instead of a second one.
+   * @deprecated Use publishBlogEdge: the same blog with its feed cursor, ready to insert into a cached connection.
+   */
   publishBlog: Blog;
-  /** Creates an account and signs in. nickName 1..32 characters, password 8..256 */
+  /** Publishes a blog and answers it as an edge: its cursor is the blog's place in followFeed and User.blogs, so a client can put it at the top of a cached connection (Relay's @prependEdge, Apollo Client's cache.modify). It reaches the followers' feeds right after. With input.idempotencyKey, a retry answers the blog of the first attempt instead of publishing a second one. */
+  publishBlogEdge: BlogEdge;
+  /** Creates an account and signs in */
   signUp: AuthPayload;
 };
 
 
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
 export type MutationDeleteBlogArgs = {
   blogId: Scalars['ID']['input'];
 };
 
 
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
 export type MutationFollowArgs = {
   follow?: Scalars['Boolean']['input'];
   userId: Scalars['ID']['input'];
 };
 
 
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
+export type MutationFollowUserArgs = {
+  follow?: Scalars['Boolean']['input'];
+  userId: Scalars['ID']['input'];
+};
+
+
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
 export type MutationLikeBlogArgs = {
   blogId: Scalars['ID']['input'];
   liked?: Scalars['Boolean']['input'];
 };
 
 
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
 export type MutationLoginArgs = {
   nickName: Scalars['String']['input'];
   password: Scalars['String']['input'];
 };
 
 
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
 export type MutationPublishBlogArgs = {
   input: PublishBlogInput;
 };
 
 
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
+export type MutationPublishBlogEdgeArgs = {
+  input: PublishBlogInput;
+};
+
+
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
 export type MutationSignUpArgs = {
   nickName: Scalars['String']['input'];
   password: Scalars['String']['input'];
@@ -113,71 +167,94 @@ export type Node = {
   id: Scalars['ID']['output'];
 };
 
-/** Relay page information; pagination here is forward only (first/after) */
+/** Where a page sits in its connection */
 export type PageInfo = {
   __typename?: 'PageInfo';
   /** Pass as `after` to get the next page */
   endCursor?: Maybe<Scalars['String']['output']>;
+  /** Whether more items come after this page */
   hasNextPage: Scalars['Boolean']['output'];
-  /** Always false: connections page forward only */
+  /** Whether more items come before this page; false when paging forward with first/after */
   hasPreviousPage: Scalars['Boolean']['output'];
+  /** The first edge's cursor; null for an empty page */
   startCursor?: Maybe<Scalars['String']['output']>;
 };
 
 /** A new blog. Limits: title 1..255 characters, content 1..10000, at most 9 images of 1..512 characters */
 export type PublishBlogInput = {
+  /** 1..10000 characters, not blank, no control characters but newline and tab */
   content: Scalars['String']['input'];
+  /** Optional, chosen by the client to make a retry safe: 1..64 characters of A-Z a-z 0-9 _ - (a UUID fits). A publishBlog with a key the viewer used before creates nothing and returns the blog the first one created (a retry after a timeout or a lost answer), or BAD_USER_INPUT if title, content or images differ. Keys are per author and remembered as long as the blog exists (a deleted blog keeps its key: its retry is NOT_FOUND). */
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  /** Image URLs, at most 9, each 1..512 characters; none when omitted */
   images?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** 1..255 characters, not blank, no control characters but newline and tab */
   title: Scalars['String']['input'];
 };
 
+/** What a client can read: the viewer, users, blogs and the follow feed */
 export type Query = {
   __typename?: 'Query';
-  /** null when no live blog has this id */
+  /** The blog with this global id; null when there is none or it was deleted */
   blog?: Maybe<Blog>;
   /** Blogs of the users the viewer follows, newest first (ties: larger blog id first). Requires a viewer. */
   followFeed: BlogConnection;
   /** Any object by its global id; null when it does not exist */
   node?: Maybe<Node>;
-  /** null when no user has this id */
+  /** The user with this global id; null when there is none */
   user?: Maybe<User>;
-  /** null when anonymous */
+  /** Users whose nickName starts with search (case- and width-insensitive), best match first */
+  users: UserConnection;
+  /** The signed-in user; null when anonymous */
   viewer?: Maybe<User>;
 };
 
 
+/** What a client can read: the viewer, users, blogs and the follow feed */
 export type QueryBlogArgs = {
   id: Scalars['ID']['input'];
 };
 
 
+/** What a client can read: the viewer, users, blogs and the follow feed */
 export type QueryFollowFeedArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
+/** What a client can read: the viewer, users, blogs and the follow feed */
 export type QueryNodeArgs = {
   id: Scalars['ID']['input'];
 };
 
 
+/** What a client can read: the viewer, users, blogs and the follow feed */
 export type QueryUserArgs = {
   id: Scalars['ID']['input'];
 };
 
+
+/** What a client can read: the viewer, users, blogs and the follow feed */
+export type QueryUsersArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  search: Scalars['String']['input'];
+};
+
+/** Live updates over graphql-ws at the same address as queries (ws:// or wss://); they need a viewer */
 export type Subscription = {
   __typename?: 'Subscription';
-  /** Each blog as it enters the viewer's follow feed, newest first in arrival order, over graphql-ws at the same /graphql address. Requires a viewer: the connection_init payload carries { "authorization": "Bearer <token>" }. */
+  /** Each blog as it enters the viewer's follow feed, in arrival order, over graphql-ws at the same /graphql address. Requires a viewer: the connection_init payload carries { "authorization": "Bearer <token>" }. */
   followFeedAdded: BlogEdge;
 };
 
 /** A person who publishes blogs and follows others */
 export type User = Node & {
   __typename?: 'User';
-  /** the user's own blogs, newest first */
+  /** The user's own blogs, newest first (ties: larger blog id first) */
   blogs: BlogConnection;
-  /** Users whom both the viewer and this user follow (the seed's common follows); empty when anonymous */
+  /** Users whom both the viewer and this user follow, most recent follow of this user first; empty for an anonymous viewer */
   commonFollows: UserConnection;
   /** How many users follow this user */
   followerCount: Scalars['Int']['output'];
@@ -187,10 +264,13 @@ export type User = Node & {
   following: UserConnection;
   /** How many users this user follows */
   followingCount: Scalars['Int']['output'];
+  /** Picture of the user, an http or https URL; null when none was set */
   icon?: Maybe<Scalars['String']['output']>;
+  /** Opaque global id */
   id: Scalars['ID']['output'];
-  /** false for an anonymous viewer */
+  /** Whether the viewer follows this user; false for an anonymous viewer */
   isFollowedByViewer: Scalars['Boolean']['output'];
+  /** The name the user chose, unique without regard to case or width; 1..32 characters */
   nickName: Scalars['String']['output'];
 };
 
@@ -225,13 +305,17 @@ export type UserFollowingArgs = {
 /** A page of users */
 export type UserConnection = {
   __typename?: 'UserConnection';
+  /** The users of this page, in the order of the connection */
   edges: Array<UserEdge>;
+  /** Whether more pages follow, and the cursors to get them */
   pageInfo: PageInfo;
 };
 
+/** A user and its position in a connection */
 export type UserEdge = {
   __typename?: 'UserEdge';
   /** Pass as `after` to continue after this user */
   cursor: Scalars['String']['output'];
+  /** The user */
   node: User;
 };

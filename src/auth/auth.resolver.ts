@@ -7,10 +7,13 @@ import { AuthPayload } from './auth.types';
 
 @Resolver()
 export class AuthResolver {
-  @Mutation(() => AuthPayload, { description: 'Creates an account and signs in. nickName 1..32 characters, password 8..256' })
+  @Mutation(() => AuthPayload, { description: 'Creates an account and signs in' })
   async signUp(
-    @Arg('nickName', () => String) nickName: string,
-    @Arg('password', () => String) password: string,
+    @Arg('nickName', () => String, {
+      description: '1..32 characters, no leading or trailing white space; unique without regard to case or width ("Alice" and "ａｌｉｃｅ" are one name)',
+    })
+    nickName: string,
+    @Arg('password', () => String, { description: '8..256 characters' }) password: string,
     @Ctx() { services, ip, wrote }: Context,
   ): Promise<AuthPayload> {
     await services.rateLimits.signUp(ip);
@@ -20,10 +23,10 @@ export class AuthResolver {
     return payload;
   }
 
-  @Mutation(() => AuthPayload, { description: 'Signs in: a new session, whose token expires (JWT_EXPIRES_IN_SECONDS)' })
+  @Mutation(() => AuthPayload, { description: 'Signs in: a new session, whose token expires after a while (7 days unless the operator set otherwise)' })
   async login(
-    @Arg('nickName', () => String) nickName: string,
-    @Arg('password', () => String) password: string,
+    @Arg('nickName', () => String, { description: 'The nickName as signed up, in any case or width' }) nickName: string,
+    @Arg('password', () => String, { description: 'The password' }) password: string,
     @Ctx() { services, ip }: Context,
   ): Promise<AuthPayload> {
     await services.rateLimits.login(ip, nickName);

@@ -3,9 +3,9 @@ import { User } from '../user/user.types';
 
 @ObjectType({ description: 'A signed-in session' })
 export class AuthPayload {
-  @Field(() => String, { description: 'send as the header  Authorization: Bearer <token>' })
+  @Field(() => String, { description: 'Send as the header  Authorization: Bearer <token>' })
   token!: string;
 
-  @Field(() => User)
+  @Field(() => User, { description: 'The signed-in user' })
   user!: User;
 }

@@ -1,41 +1,66 @@
 import { Arg, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { cursorsForPage, encodeCursor, START } from '../kernel/pagination/cursor';
 import { Context, optionalViewerId, requireViewerId } from '../graphql/context';
 import { idOfType } from '../kernel/global-id';
 import { User } from '../user/user.types';
-import { Blog, PublishBlogInput } from './blog.types';
+import { Blog, BlogEdge, PublishBlogInput } from './blog.types';
 
 @Resolver(() => Blog)
 export class BlogResolver {
-  @Query(() => Blog, { nullable: true, description: 'null when no live blog has this id' })
-  blog(@Arg('id', () => ID) id: string, @Ctx() { loaders }: Context): Promise<Blog | null> {
+  @Query(() => Blog, { nullable: true, description: 'The blog with this global id; null when there is none or it was deleted' })
+  blog(@Arg('id', () => ID, { description: 'Global id of a blog (Blog.id)' }) id: string, @Ctx() { loaders }: Context): Promise<Blog | null> {
     return loaders.blog.load(idOfType(id, 'Blog', 'id'));
   }
 
   @Mutation(() => Blog, {
     description: "Publishes a blog; it reaches the followers' feeds right after. With input.idempotencyKey, a retry returns the blog instead of a second one.",
+    deprecationReason: 'Use publishBlogEdge: the same blog with its feed cursor, ready to insert into a cached connection.',
   })
-  async publishBlog(@Arg('input', () => PublishBlogInput) input: PublishBlogInput, @Ctx() { auth, services }: Context): Promise<Blog> {
-    const viewerId = requireViewerId(auth);
-    await services.rateLimits.publish(viewerId);
-    return services.blogs.publish(viewerId, input);
+  publishBlog(@Arg('input', () => PublishBlogInput, { description: 'The new blog' }) input: PublishBlogInput, @Ctx() context: Context): Promise<Blog> {
+    return publish(input, context);
+  }
+
+  @Mutation(() => BlogEdge, {
+    description:
+      "Publishes a blog and answers it as an edge: its cursor is the blog's place in followFeed and User.blogs, so a client can put " +
+      "it at the top of a cached connection (Relay's @prependEdge, Apollo Client's cache.modify). It reaches the followers' feeds " +
+      'right after. With input.idempotencyKey, a retry answers the blog of the first attempt instead of publishing a second one.',
+  })
+  async publishBlogEdge(
+    @Arg('input', () => PublishBlogInput, { description: 'The new blog' }) input: PublishBlogInput,
+    @Ctx() context: Context,
+  ): Promise<BlogEdge> {
+    const blog = await publish(input, context);
+    // The position just after the blog: a page from there continues below it, as for any edge of a feed.
+    return { cursor: encodeCursor(cursorsForPage(START, [{ id: blog.dbId, score: blog.score }])[0]), node: blog };
   }
 
   @Mutation(() => ID, { description: "Only the author may delete; the blog leaves every feed. Returns the deleted blog's id." })
-  async deleteBlog(@Arg('blogId', () => ID) blogId: string, @Ctx() { auth, services }: Context): Promise<string> {
+  async deleteBlog(
+    @Arg('blogId', () => ID, { description: "Global id of one of the viewer's blogs" }) blogId: string,
+    @Ctx() { auth, services }: Context,
+  ): Promise<string> {
     const viewerId = requireViewerId(auth);
     await services.blogs.delete(viewerId, idOfType(blogId, 'Blog', 'blogId'));
     return blogId;
   }
 
-  @FieldResolver(() => User)
+  @FieldResolver(() => User, { description: 'Who published it' })
   async author(@Root() blog: Blog, @Ctx() { loaders }: Context): Promise<User> {
     const author = await loaders.user.load(blog.authorId);
     if (!author) throw new Error(`blog ${blog.dbId} has no author row (user ${blog.authorId})`);
     return author;
   }
 
-  @FieldResolver(() => Boolean, { description: 'false for an anonymous viewer' })
+  @FieldResolver(() => Boolean, { description: 'Whether the viewer likes this blog; false for an anonymous viewer' })
   isLiked(@Root() blog: Blog, @Ctx() { auth, loaders }: Context): Promise<boolean> | boolean {
     return optionalViewerId(auth) === null ? false : loaders.likedByViewer.load(blog.dbId);
   }
+}
+
+/** publishBlog and publishBlogEdge: the viewer's rate limit, then the blog (blog.service.ts). */
+async function publish(input: PublishBlogInput, { auth, services }: Context): Promise<Blog> {
+  const viewerId = requireViewerId(auth);
+  await services.rateLimits.publish(viewerId);
+  return services.blogs.publish(viewerId, input);
 }

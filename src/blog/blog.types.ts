@@ -7,22 +7,22 @@ import { DateTimeScalar } from '../kernel/scalars';
 
 @ObjectType({ implements: Node, description: 'A post: a title, a text and up to 9 images' })
 export class Blog implements Node {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'Opaque global id' })
   id!: string;
 
-  @Field(() => String)
+  @Field(() => String, { description: 'The title, 1..255 characters' })
   title!: string;
 
-  @Field(() => String)
+  @Field(() => String, { description: 'The text, 1..10000 characters; newlines and tabs kept' })
   content!: string;
 
-  @Field(() => [String])
+  @Field(() => [String], { description: 'Image URLs, at most 9, in the order the author gave them' })
   images!: string[];
 
-  @Field(() => Int, { description: 'How many users like this blog (exact)' })
+  @Field(() => Int, { description: 'How many users like this blog, exact' })
   likeCount!: number;
 
-  @Field(() => DateTimeScalar)
+  @Field(() => DateTimeScalar, { description: 'When it was published; feeds are ordered by it' })
   createdAt!: Date;
 
   /** The database id (not exposed; `id` is the global id). */
@@ -71,33 +71,33 @@ export interface KeyedBlogRow extends BlogRow {
   deleted_at: Date | null;
 }
 
-@ObjectType()
+@ObjectType({ description: 'A blog and its position in a connection' })
 export class BlogEdge {
   @Field(() => String, { description: 'Pass as `after` to continue after this blog' })
   cursor!: string;
 
-  @Field(() => Blog)
+  @Field(() => Blog, { description: 'The blog' })
   node!: Blog;
 }
 
 @ObjectType({ description: 'A page of blogs, newest first (ties: larger blog id first)' })
 export class BlogConnection {
-  @Field(() => [BlogEdge])
+  @Field(() => [BlogEdge], { description: 'The blogs of this page, newest first' })
   edges!: BlogEdge[];
 
-  @Field(() => PageInfo)
+  @Field(() => PageInfo, { description: 'Whether more pages follow, and the cursors to get them' })
   pageInfo!: PageInfo;
 }
 
 @InputType({ description: 'A new blog. Limits: title 1..255 characters, content 1..10000, at most 9 images of 1..512 characters' })
 export class PublishBlogInput {
-  @Field(() => String)
+  @Field(() => String, { description: '1..255 characters, not blank, no control characters but newline and tab' })
   title!: string;
 
-  @Field(() => String)
+  @Field(() => String, { description: '1..10000 characters, not blank, no control characters but newline and tab' })
   content!: string;
 
-  @Field(() => [String], { nullable: true })
+  @Field(() => [String], { nullable: true, description: 'Image URLs, at most 9, each 1..512 characters; none when omitted' })
   images?: string[] | null;
 
   @Field(() => String, {

@@ -27,7 +27,7 @@ export class FeedResolver {
 
   @Subscription(() => BlogEdge, {
     description:
-      "Each blog as it enters the viewer's follow feed, newest first in arrival order, over graphql-ws at the same /graphql address. " +
+      "Each blog as it enters the viewer's follow feed, in arrival order, over graphql-ws at the same /graphql address. " +
       'Requires a viewer: the connection_init payload carries { "authorization": "Bearer <token>" }.',
     subscribe: ({ context }: SubscribeResolverData<unknown, unknown, Context>) => context.services.liveFeed.subscribe(requireViewerId(context.auth)),
   })

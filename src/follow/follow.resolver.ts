@@ -5,29 +5,40 @@ import { userConnection } from '../graphql/user-connection';
 import { idOfType } from '../kernel/global-id';
 import { ConnectionArgs, readKeysetPageArgs } from '../kernel/pagination/connection';
 import { User, UserConnection } from '../user/user.types';
+import { FollowUserPayload } from './follow.types';
 
 @Resolver(() => User)
 export class FollowResolver {
   @Mutation(() => User, {
     description:
-      'Idempotent: sets whether the viewer follows userId; returns that user. A new follow past MAX_FOLLOWING is FORBIDDEN ' +
-      '(extensions.limit "maxFollowing", extensions.max); follows and unfollows count toward RATE_LIMIT_FOLLOW_PER_USER.',
+      'Sets whether the viewer follows userId (idempotent); returns that user. A new follow past the most one user may follow ' +
+      '(5,000 unless the operator set otherwise) is FORBIDDEN with extensions.limit "maxFollowing" and extensions.max.',
+    deprecationReason: "Use followUser: the same change, and its payload carries the viewer's updated followingCount too.",
   })
-  async follow(
-    @Arg('userId', () => ID) userId: string,
-    @Arg('follow', () => Boolean, { defaultValue: true }) follow: boolean,
-    @Ctx() { auth, services, loaders }: Context,
+  follow(
+    @Arg('userId', () => ID, { description: 'Global id of the user to follow or unfollow' }) userId: string,
+    @Arg('follow', () => Boolean, { defaultValue: true, description: 'true to follow, false to unfollow' }) follow: boolean,
+    @Ctx() context: Context,
   ): Promise<User> {
-    const viewerId = requireViewerId(auth);
-    await services.rateLimits.follow(viewerId);
-    const target = await services.follows.setFollowing(viewerId, idOfType(userId, 'User', 'userId'), follow);
-    // The request's caches may hold the state from before the change (an earlier field of the
-    // same document): the follow itself, both users' counters, and the pages of users.
-    loaders.followedByViewer.clear(target.dbId).prime(target.dbId, follow);
-    loaders.user.clear(target.dbId).prime(target.dbId, target);
-    loaders.user.clear(viewerId);
-    for (const pages of [loaders.followers, loaders.following, loaders.commonFollows]) pages.clearAll();
-    return target;
+    return setFollowing(userId, follow, context);
+  }
+
+  @Mutation(() => FollowUserPayload, {
+    description:
+      'Sets whether the viewer follows userId (idempotent); answers both users as they are after the change, so that a normalized ' +
+      "cache updates the user's followerCount and the viewer's followingCount at once. A new follow past the most one user may " +
+      'follow (5,000 unless the operator set otherwise) is FORBIDDEN with extensions.limit "maxFollowing" and extensions.max.',
+  })
+  async followUser(
+    @Arg('userId', () => ID, { description: 'Global id of the user to follow or unfollow' }) userId: string,
+    @Arg('follow', () => Boolean, { defaultValue: true, description: 'true to follow, false to unfollow' }) follow: boolean,
+    @Ctx() context: Context,
+  ): Promise<FollowUserPayload> {
+    const user = await setFollowing(userId, follow, context);
+    // The viewer's row was cleared from the request's loader by the change: this reads it anew.
+    const viewer = await context.loaders.user.load(requireViewerId(context.auth));
+    if (!viewer) throw new Error('the viewer has no user row');
+    return { user, viewer };
   }
 
   @FieldResolver(() => UserConnection, { complexity: connectionCost, description: 'Users who follow this user, most recent follow first' })
@@ -42,7 +53,7 @@ export class FollowResolver {
 
   @FieldResolver(() => UserConnection, {
     complexity: connectionCost,
-    description: "Users whom both the viewer and this user follow (the seed's common follows); empty when anonymous",
+    description: 'Users whom both the viewer and this user follow, most recent follow of this user first; empty for an anonymous viewer',
   })
   commonFollows(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { auth, loaders }: Context): Promise<UserConnection> {
     const request = readKeysetPageArgs(args);
@@ -51,4 +62,18 @@ export class FollowResolver {
     optionalViewerId(auth);
     return userConnection(loaders.commonFollows, user.dbId, request, loaders);
   }
+}
+
+/** follow and followUser: the viewer's rate limit, the change (follow.service.ts), and the request's caches brought up to date. */
+async function setFollowing(userId: string, follow: boolean, { auth, services, loaders }: Context): Promise<User> {
+  const viewerId = requireViewerId(auth);
+  await services.rateLimits.follow(viewerId);
+  const target = await services.follows.setFollowing(viewerId, idOfType(userId, 'User', 'userId'), follow);
+  // The request's caches may hold the state from before the change (an earlier field of the
+  // same document): the follow itself, both users' counters, and the pages of users.
+  loaders.followedByViewer.clear(target.dbId).prime(target.dbId, follow);
+  loaders.user.clear(target.dbId).prime(target.dbId, target);
+  loaders.user.clear(viewerId);
+  for (const pages of [loaders.followers, loaders.following, loaders.commonFollows]) pages.clearAll();
+  return target;
 }

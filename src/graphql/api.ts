@@ -9,11 +9,13 @@ import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import type { Core } from '../composition';
 import { Config, ConfigError } from '../kernel/config';
+import { logger } from '../kernel/observability';
 import { readPrimaryInScope, replicasOf } from '../db/replicas';
 import { createApollo } from './apollo';
 import { clientAddressOf } from './client-address';
 import type { Context, Services } from './context';
 import { graphqlHandler, isGraphQLPost } from './http';
+import { PersistedDocuments } from './persisted-documents';
 import { createLoaders, loaderSources } from './loaders';
 import { serveSubscriptions } from './subscriptions';
 import type { TokenCheck } from '../auth/auth.tokens';
@@ -39,7 +41,8 @@ export interface RunningApi {
   stop(): Promise<void>;
 }
 
-export async function startApi(core: Core): Promise<RunningApi> {
+/** `documents`: the trusted documents, loaded (and their manifest checked) before anything started. */
+export async function startApi(core: Core, documents: PersistedDocuments): Promise<RunningApi> {
   const { config } = core;
   const services: Services = { ...core, rateLimits: new RateLimits(core.redis, core.keys, config.rateLimits) };
   const routes = createRoutes(core);
@@ -77,6 +80,8 @@ export async function startApi(core: Core): Promise<RunningApi> {
   const readScopes = config.databaseReplicaUrls.length > 0;
 
   const schema = buildFeedSchema();
+  if (documents.mode !== 'off')
+    logger.info(`trusted documents: PERSISTED_DOCUMENTS=${documents.mode}, ${documents.size} in ${config.persistedDocuments.manifestFile}`);
   // Subscriptions over graphql-ws share the port and the path (ws://.../graphql).
   const subscriptions = serveSubscriptions(httpServer, {
     schema,
@@ -86,6 +91,7 @@ export async function startApi(core: Core): Promise<RunningApi> {
     clientAddress,
     contextOf: contextFor,
     readsOf,
+    documents,
     readScopes,
     maxSubscriptionsPerUser: config.maxSubscriptionsPerUser,
     limits: config.webSockets,
@@ -103,6 +109,7 @@ export async function startApi(core: Core): Promise<RunningApi> {
     // prevention stays on: a request without a JSON content type or an Apollo header is refused.
     cors: cors({ origin: config.corsOrigins, credentials: false }),
     maxBodyBytes: MAX_BODY_BYTES,
+    documents,
     maxResponseBytes: config.responseMaxBytes,
     readScopes,
     requestIdOf,

@@ -38,6 +38,12 @@ export function createApollo(
     // server.ts owns SIGTERM/SIGINT; a second, overlapping stop() from Apollo's own handler
     // never settles and would keep the process from exiting.
     stopOnTerminationSignals: false,
+    // Automatic persisted queries stay off: Apollo would keep every document a client registers in
+    // this process's memory only (each process of a deployment its own cache, and as many
+    // documents as clients care to send). Trusted documents replace them
+    // (persisted-documents.ts, PERSISTED_DOCUMENTS); a request for one answers
+    // PERSISTED_QUERY_NOT_SUPPORTED, on which clients' links send the document whole.
+    persistedQueries: false,
     formatError: (formatted, error) => formatError(formatted, error, config.nodeEnv === 'production'),
     plugins: [
       // Connections still open halfway through SHUTDOWN_TIMEOUT_MS are cut (a keep-alive client
@@ -52,6 +58,7 @@ export function createApollo(
       queryLimitsPlugin(schema),
       requestLogPlugin(metrics, operationLabeler(schema)),
       readYourWritesPlugin(),
+      refusedWholePlugin(),
       ...extraPlugins,
     ],
   });
@@ -105,6 +112,33 @@ function errorCodesOf(errors: ReadonlyArray<{ extensions?: Record<string, unknow
 }
 
 const KNOWN_CODES = new Set<string>(Object.values(ErrorCode));
+
+/**
+ * A request refused whole by rate limits answers HTTP 429 with Retry-After, wherever the limit
+ * was met: the anonymous per-address limit refuses it before it runs (its error carries the
+ * status itself, kernel/errors.ts requestRateLimited), and a mutation over a per-user limit
+ * (publishBlog, likeBlog, follow, signUp, login...) leaves it without data. So: no data at all,
+ * and every error RATE_LIMITED, is 429, and Retry-After is the longest wait they ask for. A
+ * response with data (a partial response: some fields refused, others answered) stays 200 with
+ * the refusals in its errors.
+ */
+function refusedWholePlugin(): ApolloServerPlugin<Context> {
+  return {
+    async requestDidStart() {
+      return {
+        async willSendResponse({ response }) {
+          if (response.body.kind !== 'single') return;
+          const { data, errors } = response.body.singleResult;
+          if ((data !== null && data !== undefined) || !errors?.length) return;
+          if (!errors.every((error) => error.extensions?.code === ErrorCode.RATE_LIMITED)) return;
+          const waits = errors.map((error) => Number(error.extensions?.retryAfterSeconds)).filter((seconds) => Number.isFinite(seconds) && seconds > 0);
+          response.http.status = 429;
+          response.http.headers.set('retry-after', String(Math.max(1, ...waits)));
+        },
+      };
+    },
+  };
+}
 
 /** Read-your-writes with replicas (read-your-writes.ts): a mutation reads the primary, and marks its viewer as a recent writer once it ran. */
 function readYourWritesPlugin(): ApolloServerPlugin<Context> {

@@ -24,6 +24,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Context } from './context';
+import type { PersistedDocuments } from './persisted-documents';
 import { badRequest, HttpError, httpInternalError, payloadTooLarge, responseTooLarge, unsupportedMediaType } from '../kernel/errors';
 import { logger } from '../kernel/observability';
 
@@ -35,6 +36,8 @@ export interface GraphQLHandlerOptions {
   cors: Middleware;
   /** Largest body accepted. */
   maxBodyBytes: number;
+  /** The trusted documents (PERSISTED_DOCUMENTS): a request's document id becomes its document, or the request is refused. */
+  documents: PersistedDocuments;
   /** Largest answer sent (RESPONSE_MAX_BYTES); a larger one is replaced by RESPONSE_TOO_LARGE. */
   maxResponseBytes: number;
   /**
@@ -174,7 +177,9 @@ async function execute(options: GraphQLHandlerOptions, req: IncomingMessage, res
     if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
   }
   const queryAt = req.url!.indexOf('?');
-  const httpGraphQLRequest: HTTPGraphQLRequest = { method: req.method!.toUpperCase(), headers, search: queryAt >= 0 ? req.url!.slice(queryAt) : '', body };
+  const sent: HTTPGraphQLRequest = { method: req.method!.toUpperCase(), headers, search: queryAt >= 0 ? req.url!.slice(queryAt) : '', body };
+  const httpGraphQLRequest = options.documents.resolveHttp(sent);
+  if (!('method' in httpGraphQLRequest)) return sendError(res, httpGraphQLRequest);
   try {
     const response = await options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: () => options.contextOf(req, requestId) });
     if (response.body.kind === 'complete') {

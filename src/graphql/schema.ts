@@ -1,7 +1,7 @@
 /** Builds the GraphQL schema from the resolver classes (one per type or domain). */
 import 'reflect-metadata';
 import { GraphQLSchema, printSchema } from 'graphql';
-import { buildSchemaSync, PubSub } from 'type-graphql';
+import { buildSchemaSync, getMetadataStorage, PubSub } from 'type-graphql';
 import { AuthResolver } from '../auth/auth.resolver';
 import { BlogResolver } from '../blog/blog.resolver';
 import { FeedResolver } from '../feed/feed.resolver';
@@ -26,8 +26,32 @@ const NO_TOPICS: PubSub = {
   },
 };
 
+/**
+ * Puts every resolver's arguments in the order its method declares them, which is the order
+ * the contract gives them (`signUp(nickName, password)`, `follow(userId, follow)`).
+ * TypeScript applies parameter decorators last parameter first, so type-graphql records a
+ * method's @Arg parameters in reverse and would print `signUp(password, nickName)`; a stable
+ * sort by parameter index undoes that for every method at once. (The fields of an @ArgsType
+ * class keep their declaration order, which property decorators follow.)
+ */
+function argumentsInDeclarationOrder(): void {
+  getMetadataStorage().params.sort((a, b) => a.index - b.index);
+}
+
+/** type-graphql gives the root types no description; clients read them in GraphiQL and generated code. */
+function describeRootTypes(schema: GraphQLSchema): void {
+  const query = schema.getQueryType();
+  const mutation = schema.getMutationType();
+  const subscription = schema.getSubscriptionType();
+  if (query) query.description = 'What a client can read: the viewer, users, blogs and the follow feed';
+  if (mutation)
+    mutation.description = 'What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer.';
+  if (subscription) subscription.description = 'Live updates over graphql-ws at the same address as queries (ws:// or wss://); they need a viewer';
+}
+
 /** The schema; built once per process (type-graphql's metadata is global anyway). */
 export function buildFeedSchema(): GraphQLSchema {
+  if (!built) argumentsInDeclarationOrder();
   built ??= buildSchemaSync({
     resolvers: [NodeResolver, UserResolver, BlogResolver, FeedResolver, AuthResolver, FollowResolver, LikeResolver],
     // Input rules live in the services (they name the field and what was received);
@@ -35,6 +59,7 @@ export function buildFeedSchema(): GraphQLSchema {
     validate: false,
     pubSub: NO_TOPICS,
   });
+  describeRootTypes(built);
   return built;
 }
 

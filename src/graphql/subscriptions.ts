@@ -61,11 +61,12 @@ import { SESSION_END_REASON, type SessionEnd } from '../auth/auth.sessions';
 import type { TokenCheck, ViewerToken } from '../auth/auth.tokens';
 import { readPrimaryInScope, withReadScope } from '../db/replicas';
 import type { WebSocketLimits } from '../kernel/config';
-import { badUserInput, ErrorCode, rateLimited } from '../kernel/errors';
+import { badUserInput, ErrorCode, persistedDocumentRefused, rateLimited } from '../kernel/errors';
 import type { Metrics } from '../kernel/observability';
 import { formatError } from './apollo';
 import type { Context, Services } from './context';
 import { checkQueryLimits } from './limits';
+import type { PersistedDocuments } from './persisted-documents';
 import { operationEnded, operationStarts } from './read-your-writes';
 
 /** The close code of a socket whose viewer is not (or no longer) authenticated (graphql-ws uses 4401 for "Unauthorized"). */
@@ -102,6 +103,8 @@ export interface SubscriptionDeps {
   contextOf(auth: TokenCheck, ip: string, requestId: string): Context;
   /** What an operation's reads need before it runs, as over HTTP: a recent writer's go to the primary (api.ts). */
   readsOf(context: Context): Promise<void>;
+  /** The trusted documents (PERSISTED_DOCUMENTS): a subscribe message may name one instead of sending it. */
+  documents: PersistedDocuments;
   /** Whether operations run in read scopes of their own (replicas are configured), as HTTP requests do. */
   readScopes: boolean;
   maxSubscriptionsPerUser: number;
@@ -267,9 +270,17 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
             ),
           ];
         }
+        // A trusted document's id, in the message's documentId or extensions, with an empty query.
+        const resolved = deps.documents.resolve({
+          query: payload.query,
+          documentId: (payload as { documentId?: unknown }).documentId,
+          extensions: payload.extensions,
+        });
+        if ('refusal' in resolved) return [persistedDocumentRefused(resolved.refusal.code, resolved.refusal.message, resolved.refusal.field)];
+        const query = typeof resolved.query === 'string' ? resolved.query : '';
         let document;
         try {
-          document = parse(payload.query);
+          document = parse(query);
         } catch (error) {
           return [error instanceof GraphQLError ? withCode(error, ErrorCode.GRAPHQL_PARSE_FAILED) : new GraphQLError(String(error))];
         }
@@ -278,7 +289,7 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
         const operation = operationOf(document.definitions, payload.operationName);
         if (!operation) return [badUserInput(`no operation named "${payload.operationName ?? ''}" in the document`, 'operationName')];
         try {
-          checkQueryLimits(deps.schema, document, operation, payload.variables ?? undefined, payload.query);
+          checkQueryLimits(deps.schema, document, operation, payload.variables ?? undefined, query);
         } catch (error) {
           if (error instanceof GraphQLError) return [error];
           throw error;

@@ -143,6 +143,8 @@ export interface Config {
   trustedProxies: string[];
   /** INTROSPECTION: whether the schema may be introspected (GraphiQL and codegen need it). */
   introspection: boolean;
+  /** PERSISTED_DOCUMENTS and PERSISTED_DOCUMENTS_MANIFEST: which documents the API runs (graphql/persisted-documents.ts). */
+  persistedDocuments: PersistedDocumentsSettings;
   /** METRICS_TOKEN: when set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken: string | null;
   /** SHUTDOWN_TIMEOUT_MS: how long SIGTERM/SIGINT may drain before the process exits anyway (with 1). */
@@ -159,6 +161,17 @@ export interface Config {
   httpRequestTimeoutMs: number;
   /** Running it: migrations, the worker's HTTP port, tracing (see OperationsSettings). */
   operations: OperationsSettings;
+}
+
+/**
+ * Trusted documents: `off` runs any document a client sends; `allow` runs a document named by its
+ * id in the manifest (a JSON object of id: document, as graphql-codegen's client preset writes
+ * it) or any document sent whole; `only` runs nothing but the manifest's documents.
+ */
+export interface PersistedDocumentsSettings {
+  mode: 'off' | 'allow' | 'only';
+  /** The manifest's path; set exactly when mode is allow or only. */
+  manifestFile: string | null;
 }
 
 /**
@@ -354,6 +367,7 @@ export function loadConfig(env: Env = process.env): Config {
       .filter((origin) => origin !== ''),
     trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
     introspection: parseOnOff(env, 'INTROSPECTION', true),
+    persistedDocuments: parsePersistedDocuments(env),
     metricsToken: parseMetricsToken(env.METRICS_TOKEN),
     shutdownTimeoutMs: parseIntVar(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 100, 600_000),
     // An app needs one subscription; 10 leaves room for a phone and a few tabs on one process.
@@ -503,6 +517,19 @@ function parseClusterNodes(raw: string | undefined): Array<{ host: string; port:
     }
     return { host: match[1], port: Number(match[2]) };
   });
+}
+
+function parsePersistedDocuments(env: Env): PersistedDocumentsSettings {
+  const mode = env.PERSISTED_DOCUMENTS ?? 'off';
+  if (mode !== 'off' && mode !== 'allow' && mode !== 'only') throw new ConfigError(`PERSISTED_DOCUMENTS must be off, allow or only (got "${mode}")`);
+  const manifestFile = env.PERSISTED_DOCUMENTS_MANIFEST || null;
+  if (mode !== 'off' && !manifestFile) {
+    throw new ConfigError(`PERSISTED_DOCUMENTS=${mode} needs PERSISTED_DOCUMENTS_MANIFEST, the path of the manifest of trusted documents`);
+  }
+  if (mode === 'off' && manifestFile) {
+    throw new ConfigError(`PERSISTED_DOCUMENTS_MANIFEST is set (got "${manifestFile}") but PERSISTED_DOCUMENTS is off: set it to allow or only`);
+  }
+  return { mode, manifestFile };
 }
 
 function parseOnOff(env: Env, name: string, fallback: boolean): boolean {

@@ -34,6 +34,21 @@ export const ErrorCode = {
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   /** An answer over RESPONSE_MAX_BYTES, sent instead of it (HTTP 400, http.ts). */
   RESPONSE_TOO_LARGE: 'RESPONSE_TOO_LARGE',
+  /**
+   * A request names a trusted document (persisted operation) that the server does not know
+   * (graphql/persisted-documents.ts); extensions.field names how it was named. HTTP 200, as
+   * Apollo answers the same code, so that persisted-query links read it and may send the
+   * document whole where the server allows it.
+   */
+  PERSISTED_QUERY_NOT_FOUND: 'PERSISTED_QUERY_NOT_FOUND',
+  /** With PERSISTED_DOCUMENTS=only, a request that names no trusted document (HTTP 400). */
+  PERSISTED_QUERY_ID_REQUIRED: 'PERSISTED_QUERY_ID_REQUIRED',
+  /**
+   * A request for an automatic persisted query (extensions.persistedQuery) that no trusted
+   * document answers while PERSISTED_DOCUMENTS=off: Apollo's own answer, automatic persisted
+   * queries being off. Clients' persisted-query links then send the document whole.
+   */
+  PERSISTED_QUERY_NOT_SUPPORTED: 'PERSISTED_QUERY_NOT_SUPPORTED',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -163,6 +178,21 @@ export function responseTooLarge(maxBytes: number, actualBytes: number): HttpErr
       'The operation ran: a mutation took effect.',
     { max: maxBytes, actual: actualBytes },
   );
+}
+
+/** A request that names a trusted document the server does not have; `field` says how it was named. */
+export function persistedDocumentNotFound(message: string, field: string): HttpError {
+  return httpError(200, ErrorCode.PERSISTED_QUERY_NOT_FOUND, message, { field });
+}
+
+/** A request without a trusted document's id while the server runs only those. */
+export function persistedDocumentRequired(message: string): HttpError {
+  return httpError(400, ErrorCode.PERSISTED_QUERY_ID_REQUIRED, message);
+}
+
+/** The same refusals over WebSocket, where there is no status: a GraphQL error with the code. */
+export function persistedDocumentRefused(code: ErrorCode, message: string, field?: string): GraphQLError {
+  return typedError(code, message, field ? { field } : {});
 }
 
 /** A failure of ours before or outside Apollo (a CORS check that threw, a broken response). */

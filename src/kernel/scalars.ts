@@ -10,6 +10,7 @@ import { DateTimeResolver } from 'graphql-scalars';
 export const DateTimeScalar = new GraphQLScalarType({
   ...DateTimeResolver.toConfig(),
   name: 'DateTime',
-  description: 'ISO-8601 date-time in UTC with milliseconds, e.g. 2026-11-30T09:52:42.123Z',
+  description: 'An instant in UTC, ISO-8601 with milliseconds, e.g. 2026-11-30T09:52:42.123Z',
+  specifiedByURL: 'https://www.rfc-editor.org/rfc/rfc3339',
   serialize: (value) => DateTimeResolver.serialize(value).toISOString(),
 });

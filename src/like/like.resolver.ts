@@ -10,10 +10,10 @@ import { UserConnection } from '../user/user.types';
 
 @Resolver(() => Blog)
 export class LikeResolver {
-  @Mutation(() => Blog, { description: 'Idempotent: sets whether the viewer likes blogId; returns the blog.' })
+  @Mutation(() => Blog, { description: 'Sets whether the viewer likes blogId (idempotent); returns the blog' })
   async likeBlog(
-    @Arg('blogId', () => ID) blogId: string,
-    @Arg('liked', () => Boolean, { defaultValue: true }) liked: boolean,
+    @Arg('blogId', () => ID, { description: 'Global id of the blog' }) blogId: string,
+    @Arg('liked', () => Boolean, { defaultValue: true, description: 'true to like it, false to take the like back' }) liked: boolean,
     @Ctx() { auth, services, loaders }: Context,
   ): Promise<Blog> {
     const viewerId = requireViewerId(auth);
@@ -28,13 +28,18 @@ export class LikeResolver {
 
   @FieldResolver(() => UserConnection, {
     complexity: connectionCost,
-    description: "Users who like this blog, earliest like first (the seed's like ranking shows the first 5)",
+    description: 'Users who like this blog, earliest like first',
   })
   likers(
     @Root() blog: Blog,
     // Arguments of their own rather than ConnectionArgs: the page is shorter by default.
-    @Arg('first', () => Int, { nullable: true, defaultValue: DEFAULT_LIKERS_PAGE_SIZE, description: `0..${MAX_PAGE_SIZE}` }) first: number | null,
-    @Arg('after', () => String, { nullable: true }) after: string | null,
+    @Arg('first', () => Int, { nullable: true, defaultValue: DEFAULT_LIKERS_PAGE_SIZE, description: `How many users to return, 0..${MAX_PAGE_SIZE}` })
+    first: number | null,
+    @Arg('after', () => String, {
+      nullable: true,
+      description: "Returns the users after this cursor (an edge's cursor or pageInfo.endCursor); none for the first page",
+    })
+    after: string | null,
     @Ctx() { loaders }: Context,
   ): Promise<UserConnection> {
     return userConnection(loaders.likers, blog.dbId, readKeysetPageArgs({ first, after }, DEFAULT_LIKERS_PAGE_SIZE), loaders);

@@ -5,27 +5,50 @@ import { blogConnection } from '../graphql/blog-connection';
 import { Context, optionalViewerId } from '../graphql/context';
 import { idOfType } from '../kernel/global-id';
 import { connectionCost } from '../graphql/limits';
-import { User } from './user.types';
+import { User, UserConnection } from './user.types';
 
 @Resolver(() => User)
 export class UserResolver {
-  @Query(() => User, { nullable: true, description: 'null when anonymous' })
+  @Query(() => User, { nullable: true, description: 'The signed-in user; null when anonymous' })
   async viewer(@Ctx() { auth, loaders }: Context): Promise<User | null> {
     const viewerId = optionalViewerId(auth);
     return viewerId === null ? null : loaders.user.load(viewerId);
   }
 
-  @Query(() => User, { nullable: true, description: 'null when no user has this id' })
-  user(@Arg('id', () => ID) id: string, @Ctx() { loaders }: Context): Promise<User | null> {
+  @Query(() => User, { nullable: true, description: 'The user with this global id; null when there is none' })
+  user(@Arg('id', () => ID, { description: 'Global id of a user (User.id)' }) id: string, @Ctx() { loaders }: Context): Promise<User | null> {
     return loaders.user.load(idOfType(id, 'User', 'id'));
   }
 
-  @FieldResolver(() => Boolean, { description: 'false for an anonymous viewer' })
+  @Query(() => UserConnection, {
+    complexity: connectionCost,
+    description: 'Users whose nickName starts with search (case- and width-insensitive), best match first',
+  })
+  async users(
+    @Arg('search', () => String, {
+      description:
+        'The start of a nickName, 1..32 characters. Matched without regard to case or width ("ＡＬ" finds "alice"); ' +
+        'the exact match comes first, then shorter nickNames, then alphabetical order.',
+    })
+    search: string,
+    @Args(() => ConnectionArgs) args: ConnectionArgs,
+    @Ctx() { services, loaders }: Context,
+  ): Promise<UserConnection> {
+    const page = await services.users.search(search, args.first, args.after);
+    for (const edge of page.edges) loaders.user.prime(edge.user.dbId, edge.user);
+    const edges = page.edges.map(({ cursor, user }) => ({ cursor, node: user }));
+    return {
+      edges,
+      pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: false, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+    };
+  }
+
+  @FieldResolver(() => Boolean, { description: 'Whether the viewer follows this user; false for an anonymous viewer' })
   isFollowedByViewer(@Root() user: User, @Ctx() { auth, loaders }: Context): Promise<boolean> | boolean {
     return optionalViewerId(auth) === null ? false : loaders.followedByViewer.load(user.dbId);
   }
 
-  @FieldResolver(() => BlogConnection, { complexity: connectionCost, description: "the user's own blogs, newest first" })
+  @FieldResolver(() => BlogConnection, { complexity: connectionCost, description: "The user's own blogs, newest first (ties: larger blog id first)" })
   async blogs(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { services, loaders }: Context): Promise<BlogConnection> {
     const page = await services.blogs.pageOfAuthor(user.dbId, readPageArgs(args));
     for (const item of page.items) loaders.blog.prime(item.id, item.blog);

@@ -1,17 +1,19 @@
 /** Users: lookups by id (batched for the loader) and by nickName, and creation. */
 import { isDuplicateKey, Sql } from '../db/database';
 import { badUserInput } from '../kernel/errors';
+import { InvalidPageSizeError, pageSize } from '../kernel/pagination/page';
+import { nickNameKey } from './user.key';
 import { Credentials, UserStore } from './user.store';
+import { decodeSearchCursor, encodeSearchCursor, lengthsFrom, positionOf, prefixRange, searchKeyOf } from './user.search';
 import { User } from './user.types';
 
-/**
- * The key that makes nickNames unique and finds them at login: NFKC-normalised (full-width
- * "Ａ" is "A") and lower-cased, so "Alice" and "alice" are one account, while different
- * characters ("René" and "Rene", two different emoji) stay different accounts.
- */
-export function nickNameKey(nickName: string): string {
-  return nickName.normalize('NFKC').toLowerCase();
+/** A page of found users: each with its cursor, and whether more come after the last. */
+export interface UserSearchPage {
+  edges: Array<{ cursor: string; user: User }>;
+  hasNextPage: boolean;
 }
+
+export { nickNameKey };
 
 export class UserService {
   constructor(
@@ -26,6 +28,35 @@ export class UserService {
 
   async findById(id: number, sql?: Sql): Promise<User | null> {
     return (await this.findByIds([id], sql)).get(id) ?? null;
+  }
+
+  /**
+   * Users whose nickName key starts with the key of `text`, best match first (user.search.ts
+   * says the order), `first` of them after the cursor `after`. Bad input is BAD_USER_INPUT naming
+   * `search`, `first` or `after`.
+   */
+  async search(text: string, first: number | null | undefined, after: string | null | undefined): Promise<UserSearchPage> {
+    const key = searchKeyOf(text);
+    let size: number;
+    try {
+      size = pageSize(first);
+    } catch (error) {
+      if (error instanceof InvalidPageSizeError) throw badUserInput(error.message, 'first');
+      throw error;
+    }
+    const position = after === null || after === undefined ? null : decodeSearchCursor(after, key);
+    const { from, below } = prefixRange(key);
+    const found = await this.store.searchPage({
+      from,
+      below,
+      lengths: lengthsFrom(position?.length ?? positionOf(key).length),
+      after: position,
+      limit: size + 1,
+    });
+    return {
+      edges: found.slice(0, size).map(({ user, key: userKey }) => ({ cursor: encodeSearchCursor(userKey), user })),
+      hasNextPage: found.length > size,
+    };
   }
 
   /** The user, stored password hash and token version for a login. */

@@ -12,6 +12,19 @@ export interface Credentials {
 /** The columns of UserRow, for SELECTs. */
 const USER_COLUMNS = 'id, nick_name, icon, follower_count, following_count';
 
+/**
+ * One page of a search (user.search.ts): the keys in [from, below), whose length is one of
+ * `lengths` (ascending, none shorter than `from`), after the position `after`, in the order
+ * (nick_len, nick_key), at most `limit` of them.
+ */
+export interface SearchPageQuery {
+  from: string;
+  below: string | null;
+  lengths: readonly number[];
+  after: { length: number; key: string } | null;
+  limit: number;
+}
+
 export class UserStore {
   constructor(private readonly db: Database) {}
 
@@ -29,6 +42,36 @@ export class UserStore {
       [nickKey],
     );
     return row ? { user: User.fromRow(row), passwordHash: row.password, tokenVersion: Number(row.token_version) } : null;
+  }
+
+  /**
+   * A page of users whose nick_key starts with a prefix, on ix_user_nick_rank (nick_len,
+   * nick_key): the IN list on the first column and the key range on the second make one index
+   * range per length, each holding exactly the matching keys, read in index order and stopped at
+   * the LIMIT (no sort). A range, not LIKE: SQLite's LIKE cannot use a binary index, and
+   * MariaDB's range for `LIKE 'al%'` on utf8mb4_bin stops below the characters past U+FFFF
+   * ("al😀" is not found). Under MySQL's PAD SPACE collations the range of "al " also holds
+   * "al" (equal once padded), but no key shorter than the search is in `lengths`: the match is
+   * exact. From a replica: a search may lag.
+   */
+  async searchPage(query: SearchPageQuery): Promise<Array<{ user: User; key: string }>> {
+    const params: unknown[] = [query.lengths, query.from];
+    let where = 'nick_len IN (?) AND nick_key >= ?';
+    if (query.below !== null) {
+      where += ' AND nick_key < ?';
+      params.push(query.below);
+    }
+    if (query.after) {
+      where += ' AND (nick_len > ? OR (nick_len = ? AND nick_key > ?))';
+      params.push(query.after.length, query.after.length, query.after.key);
+    }
+    const rows = await this.db
+      .lagging()
+      .select<UserRow & { nick_key: string }>(`SELECT ${USER_COLUMNS}, nick_key FROM tb_user WHERE ${where} ORDER BY nick_len, nick_key LIMIT ?`, [
+        ...params,
+        query.limit,
+      ]);
+    return rows.map((row) => ({ user: User.fromRow(row), key: row.nick_key }));
   }
 
   /** Inserts a user; the new id. A taken nick_key fails with a duplicate-key error. */

@@ -6,13 +6,13 @@ import { Node } from '../kernel/node';
 
 @ObjectType({ implements: Node, description: 'A person who publishes blogs and follows others' })
 export class User implements Node {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'Opaque global id' })
   id!: string;
 
-  @Field(() => String)
+  @Field(() => String, { description: 'The name the user chose, unique without regard to case or width; 1..32 characters' })
   nickName!: string;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { nullable: true, description: 'Picture of the user, an http or https URL; null when none was set' })
   icon!: string | null;
 
   @Field(() => Int, { description: 'How many users follow this user' })
@@ -45,20 +45,20 @@ export interface UserRow {
   following_count: number;
 }
 
-@ObjectType()
+@ObjectType({ description: 'A user and its position in a connection' })
 export class UserEdge {
   @Field(() => String, { description: 'Pass as `after` to continue after this user' })
   cursor!: string;
 
-  @Field(() => User)
+  @Field(() => User, { description: 'The user' })
   node!: User;
 }
 
 @ObjectType({ description: 'A page of users' })
 export class UserConnection {
-  @Field(() => [UserEdge])
+  @Field(() => [UserEdge], { description: 'The users of this page, in the order of the connection' })
   edges!: UserEdge[];
 
-  @Field(() => PageInfo)
+  @Field(() => PageInfo, { description: 'Whether more pages follow, and the cursors to get them' })
   pageInfo!: PageInfo;
 }

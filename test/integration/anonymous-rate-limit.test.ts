@@ -8,7 +8,9 @@ import { startTestApp, TestApp } from '../support/harness';
 let app: TestApp;
 
 beforeAll(async () => {
-  app = await startTestApp('anonymous_rate', { env: { RATE_LIMITS: 'on', RATE_LIMIT_ANONYMOUS_PER_IP: '5/60', TRUSTED_PROXIES: '127.0.0.1' } });
+  app = await startTestApp('anonymous_rate', {
+    env: { RATE_LIMITS: 'on', RATE_LIMIT_ANONYMOUS_PER_IP: '5/60', RATE_LIMIT_PUBLISH_PER_USER: '1/60', TRUSTED_PROXIES: '127.0.0.1' },
+  });
 });
 afterAll(() => app.close());
 
@@ -49,4 +51,19 @@ it('does not count signed-in requests', async () => {
   // The sign-up was the address's one anonymous request so far: four more pass.
   for (let i = 0; i < 4; i += 1) expect((await post('203.0.113.4', '{ __typename }')).status).toBe(200);
   expect((await post('203.0.113.4', '{ __typename }')).status).toBe(429);
+});
+
+it('answers 429 with Retry-After to a signed-in request that a per-user limit refused whole, and 200 while it is not over', async () => {
+  const signUp = await post('203.0.113.5', 'mutation { signUp(nickName: "publisher", password: "password-123") { token } }');
+  const token = `Bearer ${signUp.body.data.signUp.token as string}`;
+  const publish = 'mutation { publishBlogEdge(input: {title: "t", content: "c"}) { cursor } }';
+  expect((await post('203.0.113.5', publish, token)).status).toBe(200);
+  const refused = await post('203.0.113.5', publish, token);
+  expect(refused.status).toBe(429);
+  expect(refused.body.data).toBeNull();
+  expect(refused.body.errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', limit: 'publishPerUser' });
+  expect(Number(refused.retryAfter)).toBe(refused.body.errors[0].extensions.retryAfterSeconds);
+  // A request refused for another reason (an id this API did not issue) keeps its 200.
+  const mixed = await post('203.0.113.5', 'mutation { a: likeBlog(blogId: "bad") { id } }', token);
+  expect(mixed.status).toBe(200);
 });

@@ -24,6 +24,17 @@ describe('configuration', () => {
     refused({ TRUSTED_PROXIES: 'fd00::/129' }, 'TRUSTED_PROXIES has a bad entry "fd00::/129"');
   });
 
+  it('reads PERSISTED_DOCUMENTS (off by default) and wants a manifest exactly when it is allow or only', () => {
+    expect(loadConfig({}).persistedDocuments).toEqual({ mode: 'off', manifestFile: null });
+    expect(loadConfig({ PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: 'm.json' }).persistedDocuments).toEqual({
+      mode: 'only',
+      manifestFile: 'm.json',
+    });
+    refused({ PERSISTED_DOCUMENTS: 'on' }, 'PERSISTED_DOCUMENTS must be off, allow or only (got "on")');
+    refused({ PERSISTED_DOCUMENTS: 'allow' }, 'PERSISTED_DOCUMENTS=allow needs PERSISTED_DOCUMENTS_MANIFEST');
+    refused({ PERSISTED_DOCUMENTS_MANIFEST: 'm.json' }, 'PERSISTED_DOCUMENTS_MANIFEST is set (got "m.json") but PERSISTED_DOCUMENTS is off');
+  });
+
   it('reads INTROSPECTION, METRICS_TOKEN and SHUTDOWN_TIMEOUT_MS', () => {
     expect(loadConfig({ INTROSPECTION: 'off' }).introspection).toBe(false);
     refused({ INTROSPECTION: 'no' }, 'INTROSPECTION must be on or off (got "no")');

@@ -17,15 +17,15 @@ import {
 } from './page';
 import { badUserInput } from '../errors';
 
-@ObjectType({ description: 'Relay page information; pagination here is forward only (first/after)' })
+@ObjectType({ description: 'Where a page sits in its connection' })
 export class PageInfo {
-  @Field(() => Boolean)
+  @Field(() => Boolean, { description: 'Whether more items come after this page' })
   hasNextPage!: boolean;
 
-  @Field(() => Boolean, { description: 'Always false: connections page forward only' })
+  @Field(() => Boolean, { description: 'Whether more items come before this page; false when paging forward with first/after' })
   hasPreviousPage!: boolean;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { nullable: true, description: "The first edge's cursor; null for an empty page" })
   startCursor!: string | null;
 
   @Field(() => String, { nullable: true, description: 'Pass as `after` to get the next page' })
@@ -78,13 +78,12 @@ function connectionOf<T, N>(items: readonly T[], cursorOf: (item: T, i: number) 
 /** The arguments of every connection field: forward pagination, Relay style. */
 @ArgsType()
 export class ConnectionArgs {
-  // Declared after `first` in reverse: type-graphql lists an ArgsType's fields last-declared
-  // first, and the contract's order is (first, after).
-  @Field(() => String, { nullable: true })
-  after!: string | null;
-
-  @Field(() => Int, { nullable: true, defaultValue: DEFAULT_PAGE_SIZE, description: `0..${MAX_PAGE_SIZE}` })
+  // In the contract's order: the SDL lists an ArgsType's fields as they are declared.
+  @Field(() => Int, { nullable: true, defaultValue: DEFAULT_PAGE_SIZE, description: `How many items to return, 0..${MAX_PAGE_SIZE}` })
   first!: number | null;
+
+  @Field(() => String, { nullable: true, description: "Returns the items after this cursor (an edge's cursor or pageInfo.endCursor); none for the first page" })
+  after!: string | null;
 }
 
 type PageArgs = { first?: number | null; after?: string | null };
