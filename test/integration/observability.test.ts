@@ -94,7 +94,13 @@ it('counts errors by code, open sockets and subscriptions, inbox rebuilds in fli
   await waitFor('the socket closed', async () => metric(await scrape(), 'graphql_ws_sockets_open') === 0, 10_000);
   expect(metric(await scrape(), 'graphql_subscriptions_open')).toBe(0);
 
-  // A reader without an inbox gets one rebuilt from MySQL; holding tb_blog holds the rebuild.
+  // A reader without an inbox gets one rebuilt from MySQL; holding tb_blog holds the rebuild. The
+  // reader follows someone: a rebuild for a reader who follows nobody reads no blog at all.
+  const author = await signUp(app, 'metrics_author');
+  await follow(app, reader, author);
+  await publish(app, author, 'held by the lock');
+  await app.services.fanout?.idle();
+  await app.services.feed.idle();
   expect(metric(await scrape(), 'feed_inbox_rebuilds_in_flight')).toBe(0);
   await dropInbox(app, Number(Buffer.from(reader.id, 'base64').toString().split(':')[1]));
   const lock = await createConnection({ uri: `${MYSQL_URL}/${testDatabase('observability')}` });
