@@ -11,7 +11,9 @@ describe('a worker killed mid-fan-out', () => {
   let app: TestApp;
   beforeAll(async () => {
     // API only: the fan-out runs in worker processes that the test starts and kills.
-    app = await startTestApp('fanout_kill', { env: { FANOUT_WORKERS: '0' } });
+    // 20,000 inboxes are written and read back in bulk: on a loaded CI machine a pipelined batch can
+    // wait longer than the 300 ms default command timeout, which is not what this test is about.
+    app = await startTestApp('fanout_kill', { env: { FANOUT_WORKERS: '0', REDIS_COMMAND_TIMEOUT_MS: '5000' } });
   });
   afterAll(() => app.close());
 

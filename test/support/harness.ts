@@ -296,8 +296,8 @@ export async function currentGeneration(app: TestApp): Promise<number> {
 export async function inboxScores(app: TestApp, readerIds: readonly number[], blogId: string): Promise<Array<string | null>> {
   const member = Buffer.from(blogId, 'base64').toString().split(':')[1].padStart(20, '0');
   const scores: Array<string | null> = [];
-  for (let start = 0; start < readerIds.length; start += 5000) {
-    scores.push(...(await Promise.all(readerIds.slice(start, start + 5000).map((id) => app.redis.zscore(app.keys.feed(id), member)))));
+  for (let start = 0; start < readerIds.length; start += 1000) {
+    scores.push(...(await Promise.all(readerIds.slice(start, start + 1000).map((id) => app.redis.zscore(app.keys.feed(id), member)))));
   }
   return scores;
 }
