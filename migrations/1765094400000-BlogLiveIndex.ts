@@ -5,7 +5,8 @@
  * With deleted_at in the key, `deleted_at IS NULL` is part of the range: deleted blogs are
  * neither stepped over nor looked up, and the index covers the page (MariaDB's EXPLAIN of a
  * branch: ref, or range after a cursor, "Using where; Using index", no filesort).
- * ix_blog_user_created (user_id, created_at, id) is kept: src/db/entities.ts declares it.
+ * ix_blog_user_created (user_id, created_at, id) was kept here; a later migration drops it
+ * (1766240000000-DropBlogUserCreatedIndex), unused since.
  */
 import { MigrationInterface, QueryRunner, TableIndex } from 'typeorm';
 

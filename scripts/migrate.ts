@@ -15,10 +15,11 @@ import { migrateDatabase, migrateSqlite } from '../src/db/migrate';
 import { redactUrl } from '../src/db/replicas';
 import { loadMigrationConfig } from '../src/kernel/config';
 import { runEntryPoint } from '../src/kernel/lifecycle';
-import { logger } from '../src/kernel/observability';
+import { logger, setLogLevel } from '../src/kernel/observability';
 
 async function main(): Promise<void> {
   const config = loadMigrationConfig();
+  setLogLevel(config.logLevel);
   const log = new SqlStatementLog(logger);
   const target = config.embedded ? `the embedded SQLite file ${resolve(config.embeddedDbFile)}` : `MySQL ${redactUrl(config.databaseUrl)}`;
   logger.info(`migrating ${target}`);

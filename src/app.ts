@@ -9,7 +9,7 @@ import { startApi } from './graphql/api';
 import { PersistedDocuments } from './graphql/persisted-documents';
 import { buildFeedSchema } from './graphql/schema';
 import type { Services } from './graphql/context';
-import { logger } from './kernel/observability';
+import { logger, setLogLevel } from './kernel/observability';
 
 export interface RunningApp {
   url: string;
@@ -22,6 +22,7 @@ export interface RunningApp {
 }
 
 export async function startApp(deps: CoreDeps): Promise<RunningApp> {
+  setLogLevel(deps.config.logLevel);
   // The trusted documents first: a manifest that cannot be used stops the start before anything runs.
   const documents = PersistedDocuments.load(deps.config.persistedDocuments, buildFeedSchema());
   const core = createCore(deps);

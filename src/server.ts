@@ -11,11 +11,12 @@ import { resolve } from 'node:path';
 import { readOrCreateSecretFile } from './auth/auth.secret';
 import { Config, loadConfig } from './kernel/config';
 import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
-import { logger } from './kernel/observability';
+import { logger, setLogLevel } from './kernel/observability';
 import { startTracing } from './telemetry';
 
 async function main(): Promise<void> {
   const loaded = loadConfig();
+  setLogLevel(loaded.logLevel);
   const tracing = await startTracing(loaded.operations, 'follow-feed-api');
   const [{ startApp }, { checkInboxEncoding }, { describeStores, openStores }] = await Promise.all([
     import('./app'),

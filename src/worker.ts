@@ -13,7 +13,7 @@ import type { MysqlDatabase } from './db/database';
 import type { RedisClient } from './redis/redis.client';
 import { ConfigError, loadConfig } from './kernel/config';
 import { runEntryPoint, stopOnSignals } from './kernel/lifecycle';
-import { logger, warn } from './kernel/observability';
+import { logger, setLogLevel, warn } from './kernel/observability';
 import { Readiness, serveProbes } from './kernel/probes';
 import { withTimeout } from './kernel/timeout';
 import { startTracing } from './telemetry';
@@ -23,6 +23,7 @@ const READY_TIMEOUT_MS = 1000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  setLogLevel(config.logLevel);
   if (config.embedded) {
     throw new ConfigError(
       'a fan-out worker needs Redis and MySQL: the embedded mode (no DATABASE_URL, REDIS_URL or REDIS_CLUSTER_NODES) ' +

@@ -174,9 +174,14 @@ export class StatementNotSent extends Error {
 }
 
 /** What limitStatementTime needs of mysql2's connections (callback API). */
-interface RawConnection {
-  _handshakePacket?: { serverVersion?: string } | null;
-  query(sql: string, params: unknown[], callback: (error: Error | null) => void): void;
+/**
+ * The server's version string from the connection's handshake. mysql2 keeps the handshake on an
+ * undeclared field (`_handshakePacket`), read here without pretending the connection is typed so.
+ */
+function handshakeServerVersion(connection: PoolConnection): string {
+  const packet: unknown = Reflect.get(connection, '_handshakePacket');
+  const version: unknown = packet && typeof packet === 'object' ? Reflect.get(packet, 'serverVersion') : undefined;
+  return typeof version === 'string' ? version : '';
 }
 
 /**
@@ -189,10 +194,9 @@ interface RawConnection {
  */
 function limitStatementTime(pool: Pool, timeoutMs: number, sink: LogSink): void {
   pool.on('connection', (connection) => {
-    const raw = connection as unknown as RawConnection;
-    const mariaDb = /mariadb/i.test(raw._handshakePacket?.serverVersion ?? '');
+    const mariaDb = /mariadb/i.test(handshakeServerVersion(connection));
     const [statement, value] = mariaDb ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000] : ['SET SESSION max_execution_time = ?', timeoutMs];
-    raw.query(statement, [value], (error) => {
+    connection.query(statement, [value], (error) => {
       if (error) sink.warn(`[sql] cannot limit statement time (DATABASE_STATEMENT_TIMEOUT_MS): ${error.message}`);
     });
   });

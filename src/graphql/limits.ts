@@ -31,6 +31,7 @@ import {
   DocumentNode,
   FieldNode,
   FragmentDefinitionNode,
+  getVariableValues,
   getArgumentValues,
   getDirectiveValues,
   getNamedType,
@@ -51,7 +52,6 @@ import {
   TypeMetaFieldDef,
   TypeNameMetaFieldDef,
 } from 'graphql';
-import { getVariableValues } from 'graphql/execution/values';
 import { queryLimitExceeded } from '../kernel/errors';
 
 /**

@@ -11,6 +11,10 @@ import { hidePasswords } from './redaction';
 
 export type NodeEnv = 'production' | 'development' | 'test';
 
+/** pino's levels, most verbose first. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 /**
  * How a follow feed is assembled (DESIGN.md, "The feed"); all three return the same pages.
  * - push: every blog is fanned out into the followers' inboxes; a page reads the inbox.
@@ -50,6 +54,8 @@ export interface RateLimitSettings {
 
 export interface Config {
   nodeEnv: NodeEnv;
+  /** LOG_LEVEL: the least severe log line written (info by default: one line per request). */
+  logLevel: LogLevel;
   host: string;
   port: number;
   /**
@@ -300,6 +306,7 @@ export function loadConfig(env: Env = process.env): Config {
   const embedded = [env.DATABASE_URL, env.REDIS_URL, env.REDIS_CLUSTER_NODES].every((value) => value === undefined || value === '');
   return {
     nodeEnv,
+    logLevel: parseLogLevel(env.LOG_LEVEL),
     // Outside production only this machine can reach the service unless HOST says otherwise
     // (a laptop on a café's network); the Docker image sets HOST=0.0.0.0.
     host: env.HOST || (nodeEnv === 'production' ? '0.0.0.0' : '127.0.0.1'),
@@ -413,10 +420,10 @@ const MIGRATIONS_SIGN_NOTHING = 'migrations-sign-no-tokens-so-this-secret-is-nev
  * none of the store URLs is set), by the same rules as loadConfig. Migrating needs no secret, so
  * JWT_SECRET is not required even in production.
  */
-export function loadMigrationConfig(env: Env = process.env): Pick<Config, 'nodeEnv' | 'embedded' | 'embeddedDbFile' | 'databaseUrl'> {
+export function loadMigrationConfig(env: Env = process.env): Pick<Config, 'nodeEnv' | 'logLevel' | 'embedded' | 'embeddedDbFile' | 'databaseUrl'> {
   // Any valid secret: loadConfig checks the one it is given, and migrations sign nothing.
   const full = loadConfig({ ...env, JWT_SECRET: MIGRATIONS_SIGN_NOTHING });
-  return { nodeEnv: full.nodeEnv, embedded: full.embedded, embeddedDbFile: full.embeddedDbFile, databaseUrl: full.databaseUrl };
+  return { nodeEnv: full.nodeEnv, logLevel: full.logLevel, embedded: full.embedded, embeddedDbFile: full.embeddedDbFile, databaseUrl: full.databaseUrl };
 }
 
 function parseOperations(env: Env, nodeEnv: NodeEnv, embedded: boolean): OperationsSettings {
@@ -499,6 +506,13 @@ function parseMetricsToken(raw: string | undefined): string | null {
     throw new ConfigError(`METRICS_TOKEN must be at least ${MIN_METRICS_TOKEN_LENGTH} characters (got ${raw.length})`);
   }
   return raw;
+}
+
+function parseLogLevel(value: string | undefined): LogLevel {
+  if (value === undefined || value === '') return 'info';
+  const level = LOG_LEVELS.find((known) => known === value.toLowerCase());
+  if (!level) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${value}")`);
+  return level;
 }
 
 function parseNodeEnv(value: string | undefined): NodeEnv {

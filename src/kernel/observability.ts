@@ -43,12 +43,19 @@ export type { Logger };
  * Writes to stdout asynchronously (pino's sonic-boom): a request's log line does not wait for the
  * write. pino flushes what is left when the process exits.
  */
-export function createLogger(level = process.env.LOG_LEVEL ?? 'info'): Logger {
+export function createLogger(level = 'info'): Logger {
   return pino({ level, base: { service: 'follow-feed' } }, pino.destination({ dest: 1, sync: false }));
 }
 
-/** The service's log (JSON lines), for every process: API, fan-out worker, scripts. */
+/**
+ * The service's log (JSON lines), for every process: API, fan-out worker, scripts. It starts at
+ * info; each entry point sets the level its configuration parsed (LOG_LEVEL) with setLogLevel.
+ */
 export const logger = createLogger();
+
+export function setLogLevel(level: string): void {
+  logger.level = level;
+}
 
 /** Warnings of background work (fan-out, relay, inbox repairs): logged, never thrown at a request. */
 export function warn(message: string, error?: unknown): void {

@@ -11,7 +11,7 @@
  * sends one PING of its own (callers still skip Redis meanwhile); an answer closes it, a failure
  * opens it for another cool-down.
  */
-import type { Cluster, Redis } from 'ioredis';
+import type { Cluster, Command, Redis } from 'ioredis';
 
 /** A client of a single Redis or a Cluster (redis.client.ts builds them; named here again so that the two files do not import each other). */
 type RedisClient = Redis | Cluster;
@@ -102,7 +102,7 @@ export class RedisBreaker {
 
 const breakers = new WeakMap<RedisClient, RedisBreaker>();
 
-type SendCommand = (...args: unknown[]) => unknown;
+type SendCommand = (command: Command, ...rest: never[]) => unknown;
 
 /**
  * Puts a breaker on a client: every command it sends (single, pipelined, scripted, from any
@@ -111,10 +111,11 @@ type SendCommand = (...args: unknown[]) => unknown;
 export function watchRedis(redis: RedisClient, coolDownMs: number, onChange?: (state: BreakerState, error?: unknown) => void): RedisBreaker {
   const breaker = new RedisBreaker(redis, coolDownMs, onChange);
   breakers.set(redis, breaker);
-  const target = redis as unknown as { sendCommand: SendCommand };
-  const send = target.sendCommand.bind<SendCommand>(redis);
-  target.sendCommand = (...args: unknown[]) => {
-    const result = send(...args);
+  // Every command, pipelined and scripted ones too, goes through sendCommand (Redis and Cluster alike).
+  const target: { sendCommand: SendCommand } = redis;
+  const send = target.sendCommand.bind(redis);
+  target.sendCommand = (command: Command, ...rest: never[]) => {
+    const result = send(command, ...rest);
     if (result instanceof Promise) result.catch((error: unknown) => breaker.failed(error));
     return result;
   };

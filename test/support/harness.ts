@@ -127,6 +127,8 @@ export async function postGraphQL<T = any>(url: string, query: string, variables
 export async function startTestApp(name: string, options: TestAppOptions = {}): Promise<TestApp> {
   const env: Record<string, string> = {
     NODE_ENV: 'test',
+    // Warnings and errors only (test/support/setup-env.ts): one line per request would drown the output.
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
     HOST: '127.0.0.1',
     PORT: '0',
     ...(options.shareWith ? sharedStoresEnv(options.shareWith) : await freshStoresEnv(name, options.mysqlUrl)),

@@ -35,6 +35,13 @@ describe('configuration', () => {
     refused({ PERSISTED_DOCUMENTS_MANIFEST: 'm.json' }, 'PERSISTED_DOCUMENTS_MANIFEST is set (got "m.json") but PERSISTED_DOCUMENTS is off');
   });
 
+  it('reads LOG_LEVEL (info by default, any case), naming a level pino does not know', () => {
+    expect(loadConfig({}).logLevel).toBe('info');
+    expect(loadConfig({ LOG_LEVEL: 'WARN' }).logLevel).toBe('warn');
+    expect(loadConfig({ LOG_LEVEL: 'silent' }).logLevel).toBe('silent');
+    refused({ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent (got "verbose")');
+  });
+
   it('reads INTROSPECTION, METRICS_TOKEN and SHUTDOWN_TIMEOUT_MS', () => {
     expect(loadConfig({ INTROSPECTION: 'off' }).introspection).toBe(false);
     refused({ INTROSPECTION: 'no' }, 'INTROSPECTION must be on or off (got "no")');
@@ -250,6 +257,7 @@ describe('configuration of operations (migrations, the worker port, tracing)', (
   it('npm run migrate needs no JWT_SECRET, even in production', () => {
     expect(loadMigrationConfig({ NODE_ENV: 'production', DATABASE_URL: 'mysql://ddl@db:3306/feed' })).toEqual({
       nodeEnv: 'production',
+      logLevel: 'info',
       embedded: false,
       embeddedDbFile: 'data/feed.sqlite',
       databaseUrl: 'mysql://ddl@db:3306/feed',
