@@ -2,7 +2,7 @@
  * Read replicas (DATABASE_REPLICA_URLS): a MysqlDatabase whose every method runs on the primary
  * (writes, transactions, the fan-out's reads, read-your-writes), plus `lagging()`, the reads
  * that may be a little stale: a healthy replica, taken in turn, or the primary when there is
- * none or when the request is a recent writer's (see `withReadScope`).
+ *  none or when the request is a recent writer's (see read-scope.ts).
  *
  * A replica is healthy when a health check, every REPLICA_CHECK_INTERVAL_MS, finds both its
  * replication threads running and its lag at most REPLICA_MAX_LAG_MS. The statements are those
@@ -21,11 +21,11 @@
  * gets SERVICE_UNAVAILABLE), and the replica is skipped until a check finds it well; a slow
  * statement is not run a second time on the primary, which would double the load that made it slow.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { withTimeout } from '../kernel/timeout';
 import { hidePasswords } from '../kernel/redaction';
 import { isDatabaseTooSlow, Isolation, MysqlDatabase, Params, Sql, SqlStatementLog, WriteResult } from './database';
 import { MysqlPool, PoolLimits, StatementNotSent } from './mysql';
+import { readsPrimaryInScope } from './read-scope';
 import {
   covers,
   GtidSet,
@@ -65,24 +65,6 @@ export interface ReplicaStatus {
 }
 
 export type ReadTarget = 'primary' | 'replica';
-
-/** A request's routing: set to primary when the viewer wrote recently, or the operation writes. */
-interface ReadScope {
-  primary: boolean;
-}
-
-const scopes = new AsyncLocalStorage<ReadScope>();
-
-/** Runs `work` (a request) in a scope of its own, whose lag-tolerant reads go to replicas until readPrimaryInScope(). */
-export function withReadScope<T>(work: () => T): T {
-  return scopes.run({ primary: false }, work);
-}
-
-/** From here on, the current request reads the primary only (its viewer wrote recently, or it writes). */
-export function readPrimaryInScope(): void {
-  const scope = scopes.getStore();
-  if (scope) scope.primary = true;
-}
 
 /** The URL without its password, for /readyz, /metrics and messages. */
 export function redactUrl(url: string): string {
@@ -203,7 +185,7 @@ export class ReplicatedDatabase implements MysqlDatabase {
   }
 
   lagging(): Sql {
-    if (scopes.getStore()?.primary) return this.primaryReads;
+    if (readsPrimaryInScope()) return this.primaryReads;
     for (let tried = 0; tried < this.replicas.length; tried += 1) {
       const replica = this.replicas[this.next % this.replicas.length];
       this.next = (this.next + 1) % this.replicas.length;

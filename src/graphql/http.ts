@@ -17,7 +17,7 @@
  * goes out with Connection: close and the connection ends. An answer over RESPONSE_MAX_BYTES is
  * replaced by RESPONSE_TOO_LARGE.
  */
-import { withReadScope } from '../db/replicas';
+import { withReadScope } from '../db/read-scope';
 import type { ApolloServer, HTTPGraphQLRequest } from '@apollo/server';
 import { HeaderMap } from '@apollo/server';
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -6,7 +6,8 @@
  * down (then only the process that took the write knows: another one may serve a stale read).
  */
 import { OperationTypeNode } from 'graphql';
-import { readPrimaryInScope, REPLICA_CHECK_INTERVAL_MS } from '../db/replicas';
+import { readPrimaryInScope } from '../db/read-scope';
+import { REPLICA_CHECK_INTERVAL_MS } from '../db/replicas';
 import { warn } from '../kernel/observability';
 import { redisAvailable } from '../redis/breaker';
 import type { RedisKeys } from '../redis/keys';

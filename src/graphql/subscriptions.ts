@@ -59,7 +59,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { WebSocket, WebSocketServer } from 'ws';
 import { SESSION_END_REASON, type SessionEnd } from '../auth/auth.sessions';
 import type { TokenCheck, ViewerToken } from '../auth/auth.tokens';
-import { readPrimaryInScope, withReadScope } from '../db/replicas';
+import { readPrimaryInScope, withReadScope } from '../db/read-scope';
 import type { WebSocketLimits } from '../kernel/config';
 import { badUserInput, ErrorCode, persistedDocumentRefused, rateLimited } from '../kernel/errors';
 import type { Metrics } from '../kernel/observability';
