@@ -2,7 +2,7 @@
  * Read replicas (DATABASE_REPLICA_URLS): a MysqlDatabase whose every method runs on the primary
  * (writes, transactions, the fan-out's reads, read-your-writes), plus `lagging()`, the reads
  * that may be a little stale: a healthy replica, taken in turn, or the primary when there is
- *  none or when the request is a recent writer's (see read-scope.ts).
+ * none or when the request is a recent writer's (see read-scope.ts).
  *
  * A replica is healthy when a health check, every REPLICA_CHECK_INTERVAL_MS, finds both its
  * replication threads running and its lag at most REPLICA_MAX_LAG_MS. The statements are those
