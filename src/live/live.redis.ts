@@ -25,10 +25,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
+import { join } from 'node:path';
 import { withTimeout } from '../kernel/timeout';
 import { redisAvailable } from '../redis/breaker';
 import { RedisKeys } from '../redis/keys';
+import { loadScripts } from '../redis/lua';
 import { isCluster, RedisClient } from '../redis/redis.client';
 import {
   decodeLiveEvent,
@@ -53,46 +54,17 @@ import { LocalReaders } from './live.local';
  */
 export const LIVE_LOOKUP_BATCH = 1000;
 
-/**
- * KEYS = [live:{reader}]; ARGV = process, time to live (ms), 'mark' | 'unmark'.
- * Drops the fields of other processes that have not refreshed for a time to live (they died),
- * then sets this process's field, with the time by Redis's clock (no skew between hosts), and
- * the key's time to live; or deletes the field (a hash left empty is deleted with it).
- */
-const MARK = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl = tonumber(ARGV[2])
-local fields = redis.call('HGETALL', KEYS[1])
-for i = 1, #fields, 2 do
-  local at = tonumber(fields[i + 1])
-  if fields[i] ~= ARGV[1] and (not at or at < now - ttl) then redis.call('HDEL', KEYS[1], fields[i]) end
-end
-if ARGV[3] == 'mark' then
-  redis.call('HSET', KEYS[1], ARGV[1], string.format('%d', now))
-  redis.call('PEXPIRE', KEYS[1], ttl)
-else
-  redis.call('HDEL', KEYS[1], ARGV[1])
-end
-return 1
-`;
+/** The bus's scripts (scripts/*.lua): a reader's mark, and which readers of a batch are marked. */
+const SCRIPTS = loadScripts(join(__dirname, 'scripts'), ['mark', 'look-up'] as const);
 
-/** KEYS = marks of one batch of readers; returns the (1-based) positions of the keys that exist. */
-const LOOK_UP = `
-local live = {}
-for i, key in ipairs(KEYS) do
-  if redis.call('EXISTS', key) == 1 then live[#live + 1] = i end
-end
-return live
-`;
+/** What mark.lua's last argument says. */
+type MarkMode = 'mark' | 'unmark';
 
-/** The commands the bus sends, on a client or a pipeline alike. */
+/** The per-reader commands the bus sends, on a client or a pipeline alike. */
 interface Commands {
   exists(key: string): unknown;
   publish(channel: string, message: string): unknown;
   spublish(channel: string, message: string): unknown;
-  liveMark(key: string, processId: string, ttlMs: number, mode: 'mark' | 'unmark'): unknown;
-  liveLookUp(keyCount: number, ...keys: string[]): Promise<number[]>;
 }
 
 interface Outcome {
@@ -137,8 +109,6 @@ export class RedisLiveBus implements LiveBus {
     this.ttlMs = options.ttlMs ?? LIVE_TTL_MS;
     this.refreshMs = options.refreshMs ?? LIVE_REFRESH_MS;
     this.sharded = isCluster(redis);
-    redis.defineCommand('liveMark', { lua: MARK, numberOfKeys: 1 });
-    redis.defineCommand('liveLookUp', { lua: LOOK_UP });
     this.stepTimeoutMs = options.stepTimeoutMs ?? LIVE_STEP_TIMEOUT_MS;
     this.readers = new LocalReaders({ open: (id) => this.open(id), shut: (id) => this.shut(id) }, warn, {
       capacity: options.bufferEvents ?? LIVE_BUFFER_EVENTS,
@@ -158,7 +128,7 @@ export class RedisLiveBus implements LiveBus {
 
   /**
    * LIVE_LOOKUP_BATCH readers per round trip. On one server, one script call that checks every
-   * mark of the batch (LOOK_UP). On a cluster a script may only touch one slot, and the marks of
+   * mark of the batch (scripts/look-up.lua). On a cluster a script may only touch one slot, and the marks of
    * a chunk lie in about as many slots as it has readers (1000 readers over 16,384 slots: about
    * 970), so there it is one EXISTS per reader, which ioredis auto-pipelines per node: one
    * pipeline to each master, all at once. (Not MGET: a cluster refuses it across slots, and the
@@ -216,7 +186,7 @@ export class RedisLiveBus implements LiveBus {
     if (!this.sharded) {
       try {
         const keys = ids.map((id) => this.keys.live(id));
-        const positions = await (this.redis as unknown as Commands).liveLookUp(keys.length, ...keys);
+        const positions = await SCRIPTS['look-up'].run<number[]>(this.redis, keys);
         return positions.map((position) => ids[position - 1]);
       } catch (error) {
         this.warn(`live feed: looking up ${ids.length} live readers failed (${asError(error).message})`, error);
@@ -235,11 +205,13 @@ export class RedisLiveBus implements LiveBus {
   private async eachReader(ids: readonly number[], send: (commands: Commands, id: number) => unknown): Promise<Outcome[]> {
     try {
       if (this.sharded) {
-        const settled = await Promise.allSettled(ids.map((id) => send(this.redis as unknown as Commands, id) as Promise<unknown>));
+        const cluster: Commands = this.redis;
+        const settled = await Promise.allSettled(ids.map(async (id) => send(cluster, id)));
         return settled.map((result) => (result.status === 'fulfilled' ? { error: null, value: result.value } : { error: asError(result.reason), value: null }));
       }
-      const pipeline = (this.redis as Redis).pipeline();
-      for (const id of ids) send(pipeline as unknown as Commands, id);
+      const pipeline = this.redis.pipeline();
+      const batch: Commands = pipeline;
+      for (const id of ids) send(batch, id);
       const results = (await pipeline.exec()) ?? [];
       return ids.map((_, i) => ({ error: results[i]?.[0] ?? (results[i] ? null : new Error('no reply')), value: results[i]?.[1] ?? null }));
     } catch (error) {
@@ -252,8 +224,8 @@ export class RedisLiveBus implements LiveBus {
     if (failed.length > 0) this.warn(`live feed: ${what}: ${failed.length} commands failed (${failed[0].error?.message})`, failed[0].error);
   }
 
-  private async mark(readerId: number, mode: 'mark' | 'unmark'): Promise<void> {
-    await (this.redis as unknown as Commands).liveMark(this.keys.live(readerId), this.processId, this.ttlMs, mode);
+  private async mark(readerId: number, mode: MarkMode): Promise<void> {
+    await SCRIPTS.mark.run<number>(this.redis, [this.keys.live(readerId)], [this.processId, this.ttlMs, mode]);
   }
 
   /** The reader's first subscription here: listen first, then let publishers know (see live.bus.ts). */

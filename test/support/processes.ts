@@ -133,7 +133,8 @@ export function startDistProcess(file: string, env: Record<string, string>, args
   let output = '';
   const child = spawn(process.execPath, [join(root, 'dist', file), ...args], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    // At info whatever the app's env says: tests wait for a process's info lines (listening, migrated).
+    env: { PATH: process.env.PATH ?? '', ...env, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (chunk) => (output += chunk));
