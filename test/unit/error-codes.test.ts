@@ -1,5 +1,5 @@
 /**
- * The README's error table and the error vocabulary (src/kernel/errors.ts) list the same codes:
+ * The API guide's error table (docs/api.md) and the error vocabulary (src/kernel/errors.ts) list the same codes:
  * a code added to one without the other fails here, so clients' documentation cannot drift.
  */
 import { readFileSync } from 'node:fs';
@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { ERROR_CODES } from '../../src/kernel/errors';
 
 /** The codes named in the first column of the table headed "| `extensions.code` |". */
-function readmeErrorCodes(): string[] {
-  const lines = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8').split('\n');
+const API_GUIDE = join(__dirname, '..', '..', 'docs', 'api.md');
+
+function guideErrorCodes(): string[] {
+  const lines = readFileSync(API_GUIDE, 'utf8').split('\n');
   const header = lines.findIndex((line) => line.startsWith('| `extensions.code` |'));
   expect(header).toBeGreaterThanOrEqual(0);
   const codes: string[] = [];
@@ -21,13 +23,13 @@ function readmeErrorCodes(): string[] {
   return codes;
 }
 
-test("the README's error table lists exactly the codes of the error vocabulary", () => {
-  expect(new Set(readmeErrorCodes())).toEqual(new Set(ERROR_CODES));
+test("the API guide's error table lists exactly the codes of the error vocabulary", () => {
+  expect(new Set(guideErrorCodes())).toEqual(new Set(ERROR_CODES));
 });
 
-test('every code of the vocabulary has a row of its own in the README', () => {
+test('every code of the vocabulary has a row of its own in the API guide', () => {
   // A row may repeat a code with an extra extension (GRAPHQL_VALIDATION_FAILED + extensions.limit),
   // but each code needs at least one row that names it alone.
-  const lines = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8').split('\n');
+  const lines = readFileSync(API_GUIDE, 'utf8').split('\n');
   for (const code of ERROR_CODES) expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\| \`${code}\` \\|`)));
 });
