@@ -52,7 +52,7 @@ import { createRedis } from '../src/redis/redis.client';
 import { poolLimits } from '../src/stores';
 import { benchConfig, freshBenchDatabase, ms, progress, rate } from './bench.support';
 import type { GeneratorResult, GeneratorSpec } from './mixed.generator';
-import { DEFAULT_SHARES, Operation, OPERATIONS, parseShares, partsCapacity, seededRandom, Shares, summarize, zipfSampler } from './mixed.model';
+import { DEFAULT_SHARES, Operation, OPERATIONS, parseShares, partsCapacity, seededRandom, summarize, zipfSampler } from './mixed.model';
 
 const QUICK = process.env.MIXED_QUICK === '1';
 
