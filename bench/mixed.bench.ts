@@ -258,7 +258,7 @@ async function main(): Promise<void> {
     });
 
     // Redis lost: FLUSHALL LOST_AT s into an open-loop run at half the peak.
-    const lost = await redisLost(redisServer, probes, (onStart) =>
+    const lost = await redisLost(redisServer, probes, half, (onStart) =>
       phase(
         `mix at half peak, Redis lost at ${LOST_AT} s`,
         { shares: SHARES, mode: { kind: 'open', rate: halfRate }, durationSeconds: LOST_SECONDS, series: true },
@@ -426,12 +426,18 @@ interface LostResult {
   backAfterSeconds: number | null;
   rebuilds: number;
   rowsPerRebuild: number | null;
-  mysqlRowsPerRebuild: number | null;
+  /** MySQL rows read in the phase beyond what the same load read without the loss (the half-peak phase's rate), per rebuild. */
+  extraRowsPerRebuild: number | null;
   pageP99UntilBack: number;
 }
 
 /** The "Redis lost" phase: FLUSHALL mid-run, then per second the pages' p99, where they came from, the rebuilds. */
-async function redisLost(redisServer: PrivateRedis, probes: Probes, run: (onStart: () => void) => Promise<PhaseResult>): Promise<LostResult> {
+async function redisLost(
+  redisServer: PrivateRedis,
+  probes: Probes,
+  without: PhaseResult,
+  run: (onStart: () => void) => Promise<PhaseResult>,
+): Promise<LostResult> {
   const samples: Array<{ at: number; sources: Record<string, number>; snapshots: number }> = [];
   let startedAt = 0;
   let flushedAt = 0;
@@ -478,7 +484,10 @@ async function redisLost(redisServer: PrivateRedis, probes: Probes, run: (onStar
     backAfterSeconds: back ? back.second - flushSecond : null,
     rebuilds,
     rowsPerRebuild: rebuilds > 0 ? rows / rebuilds : null,
-    mysqlRowsPerRebuild: rebuilds > 0 && phase.costs.rowsRead !== null ? phase.costs.rowsRead / rebuilds : null,
+    extraRowsPerRebuild:
+      rebuilds > 0 && phase.costs.rowsRead !== null && without.costs.rowsRead !== null
+        ? (phase.costs.rowsRead - (without.costs.rowsRead / without.generator.seconds) * phase.generator.seconds) / rebuilds
+        : null,
     pageP99UntilBack: Math.max(0, ...recovering.map((bucket) => bucket.p99)),
   };
 }
@@ -571,7 +580,8 @@ function report(input: {
   console.log(
     `  inboxes back (${BACK_SHARE * 100}% of a second's pages) after ${lost.backAfterSeconds === null ? 'MORE than the run' : `${lost.backAfterSeconds} s`}; page p99 until then ${ms(lost.pageP99UntilBack)}; ` +
       `${lost.rebuilds.toLocaleString('en-US')} rebuilds, ${fixed(lost.rowsPerRebuild, 0)} rows returned per rebuild snapshot, ` +
-      `${fixed(lost.mysqlRowsPerRebuild, 0)} MySQL rows read per rebuild (every statement of the phase, pages included)`,
+      `${fixed(lost.extraRowsPerRebuild, 0)} MySQL rows read per rebuild (TABLE_STATISTICS: the phase's rows beyond the same load without the loss, ` +
+      'pull pages of readers waiting for their inbox included)',
   );
 
   console.log('');
@@ -580,6 +590,13 @@ function report(input: {
   console.log(`  mix vs parts:                ${mixRatio.toFixed(2)}x  (target >= 0.9x)`);
   if (firstRate && publishRate) console.log(`  publishes alone / first pages alone: ${(publishRate / firstRate).toFixed(2)}x  (target >= 0.5x)`);
   console.log(`  feed page p99 at half peak (${halfRate}/s, open loop): ${ms(pages(half))}  (target < 50 ms)`);
+  console.log(`  fan-out lag p99 at half peak: ${ms(lagOf(half).p99)} (${lagOf(half).count} fan-outs); with the mix at peak: ${ms(lagOf(mixPeak).p99)}`);
+  console.log(
+    `  Redis lost: inboxes back after ${lost.backAfterSeconds === null ? 'more than the run' : `${lost.backAfterSeconds} s`}, page p99 until then ${ms(lost.pageP99UntilBack)}, ` +
+      `${fixed(lost.rowsPerRebuild, 0)} rows per rebuild snapshot`,
+  );
+  const generatorCpu = Math.max(...[...Object.values(alone), mixPeak, half, lost.phase].map((phase) => phase.generator.cpuSeconds / phase.generator.seconds));
+  console.log(`  load generator (another process): at most ${Math.round(generatorCpu * 100)}% of a core in a phase`);
   console.log(`  errors: ${errors}${errors > 0 ? '  (must be 0)' : ''}`);
 
   if (process.env.MIXED_JSON === '1') {
