@@ -80,8 +80,12 @@ const SHARES = process.env.MIXED_SHARES ? parseShares(process.env.MIXED_SHARES) 
 const DEEP_READERS = Math.min(ACTIVE, 2_000);
 /** How often the "Redis lost" phase reads the server's page sources and rebuild count. */
 const SAMPLE_MS = 200;
-/** Inboxes are back when this share of a second's feed pages came from them. */
+/** Inboxes are back when pages served from them reach this share of the returning readers' pages ... */
 const BACK_SHARE = 0.9;
+/** ... over this many seconds in a row ... */
+const BACK_WINDOW = 3;
+/** ... with at least this many returning pages in them. */
+const BACK_MIN_RETURNING = 10;
 /** Blogs the likes pick from: the newest ones. */
 const LIKED_POOL = 5_000;
 /** Rows per multi-row INSERT of the seed. */
@@ -193,7 +197,10 @@ async function main(): Promise<void> {
     };
     const specFile = join(mkdtempSync(join(tmpdir(), 'feed-mixed-')), 'spec.json');
     let seedOfRun = SEED;
-    const generate = (spec: Pick<GeneratorSpec, 'shares' | 'mode' | 'durationSeconds'> & { series?: boolean }, onStart?: () => void) => {
+    const generate = (
+      spec: Pick<GeneratorSpec, 'shares' | 'mode' | 'durationSeconds'> & Partial<Pick<GeneratorSpec, 'series' | 'markSecond'>>,
+      onStart?: () => void,
+    ) => {
       writeFileSync(specFile, JSON.stringify({ ...base, series: false, ...spec, seed: (seedOfRun += 1) }));
       return runGenerator(specFile, onStart);
     };
@@ -261,7 +268,7 @@ async function main(): Promise<void> {
     const lost = await redisLost(redisServer, probes, half, (onStart) =>
       phase(
         `mix at half peak, Redis lost at ${LOST_AT} s`,
-        { shares: SHARES, mode: { kind: 'open', rate: halfRate }, durationSeconds: LOST_SECONDS, series: true },
+        { shares: SHARES, mode: { kind: 'open', rate: halfRate }, durationSeconds: LOST_SECONDS, series: true, markSecond: LOST_AT },
         onStart,
       ),
     );
@@ -421,9 +428,17 @@ function instrument(app: RunningApp): Probes {
 
 interface LostResult {
   phase: PhaseResult;
-  timeline: Array<{ second: number; pages: number; p99: number; errors: number; fromInbox: number | null; rebuilds: number }>;
-  /** Seconds from the FLUSHALL until pages came from inboxes again (BACK_SHARE of a second's), null if not within the run. */
+  timeline: Array<{ second: number; pages: number; p99: number; errors: number; fromInbox: number | null; returning: number; rebuilds: number }>;
+  /**
+   * Seconds from the FLUSHALL until the inboxes are back: pages served from inboxes reach
+   * BACK_SHARE of the returning pages (readers who read since the loss, at least a second before)
+   * over BACK_WINDOW seconds. null if not within the run.
+   */
   backAfterSeconds: number | null;
+  /** Seconds from the FLUSHALL until BACK_SHARE of a second's pages came from inboxes (null: not within the run). */
+  ninetyAfterSeconds: number | null;
+  /** The share of pages served from inboxes over the run's last BACK_WINDOW seconds. */
+  inboxShareAtEnd: number | null;
   rebuilds: number;
   rowsPerRebuild: number | null;
   /** MySQL rows read in the phase beyond what the same load read without the loss (the half-peak phase's rate), per rebuild. */
@@ -470,11 +485,21 @@ async function redisLost(
       p99: bucket.p99,
       errors: bucket.errors,
       fromInbox: served > 0 ? (reads(to, 'inbox') - reads(from, 'inbox')) / served : null,
+      returning: bucket.pages > 0 ? bucket.returning / bucket.pages : 0,
       rebuilds: from && to ? to.snapshots - from.snapshots : 0,
     };
   });
   const flushSecond = Math.floor((flushedAt - startedAt) / 1000);
-  const back = timeline.find((row) => row.second > flushSecond && row.fromInbox !== null && row.fromInbox >= BACK_SHARE);
+  const back = timeline.find((row, i) => {
+    const window = timeline.slice(i, i + BACK_WINDOW);
+    if (row.second <= flushSecond || window.length < BACK_WINDOW) return false;
+    const fromInbox = window.reduce((sum, each) => sum + (each.fromInbox ?? 0) * each.pages, 0);
+    const returning = window.reduce((sum, each) => sum + each.returning * each.pages, 0);
+    return returning >= BACK_MIN_RETURNING && fromInbox >= BACK_SHARE * returning;
+  });
+  const ninety = timeline.find((row) => row.second > flushSecond && row.fromInbox !== null && row.fromInbox >= BACK_SHARE);
+  const last = timeline.slice(-BACK_WINDOW);
+  const lastPages = last.reduce((sum, row) => sum + row.pages, 0);
   const rebuilds = probes.snapshots.count - snapshotsBefore.count;
   const rows = probes.snapshots.rows - snapshotsBefore.rows;
   const recovering = series.filter((bucket) => bucket.second >= flushSecond && (!back || bucket.second < back.second));
@@ -482,6 +507,8 @@ async function redisLost(
     phase,
     timeline,
     backAfterSeconds: back ? back.second - flushSecond : null,
+    ninetyAfterSeconds: ninety ? ninety.second - flushSecond : null,
+    inboxShareAtEnd: lastPages > 0 ? last.reduce((sum, row) => sum + (row.fromInbox ?? 0) * row.pages, 0) / lastPages : null,
     rebuilds,
     rowsPerRebuild: rebuilds > 0 ? rows / rebuilds : null,
     extraRowsPerRebuild:
@@ -568,18 +595,26 @@ function report(input: {
     console.log(`  ${phase.name.padEnd(40)} ${lag.count} fan-outs  ${ms(lag.p50)} / ${ms(lag.p99)} / ${ms(lag.max)}`);
   }
   console.log('');
-  console.log('Redis lost (FLUSHALL) at half peak: second, feed pages, page p99, share served from inboxes, rebuild snapshots');
+  console.log(
+    'Redis lost (FLUSHALL) at half peak, per second: feed pages, their p99, the share served from inboxes, the share of returning readers ' +
+      '(a page at least 1 s after their first since the loss: the most inboxes could serve), rebuild snapshots',
+  );
   const flushSecond = LOST_AT;
   for (const row of lost.timeline) {
     const mark = row.second === flushSecond ? '  <- FLUSHALL' : '';
     console.log(
       `  ${String(row.second).padStart(3)} s  ${String(row.pages).padStart(5)} pages  p99 ${row.p99.toFixed(1).padStart(7)} ms  ` +
-        `inbox ${row.fromInbox === null ? '  -' : `${Math.round(row.fromInbox * 100)}%`.padStart(4)}  rebuilds ${row.rebuilds}${row.errors > 0 ? `  errors ${row.errors}` : ''}${mark}`,
+        `inbox ${row.fromInbox === null ? '  -' : `${Math.round(row.fromInbox * 100)}%`.padStart(4)}  returning ${`${Math.round(row.returning * 100)}%`.padStart(4)}  rebuilds ${row.rebuilds}${row.errors > 0 ? `  errors ${row.errors}` : ''}${mark}`,
     );
   }
   console.log(
-    `  inboxes back (${BACK_SHARE * 100}% of a second's pages) after ${lost.backAfterSeconds === null ? 'MORE than the run' : `${lost.backAfterSeconds} s`}; page p99 until then ${ms(lost.pageP99UntilBack)}; ` +
-      `${lost.rebuilds.toLocaleString('en-US')} rebuilds, ${fixed(lost.rowsPerRebuild, 0)} rows returned per rebuild snapshot, ` +
+    `  inboxes back (pages from inboxes at ${BACK_SHARE * 100}% of the returning readers' over ${BACK_WINDOW} s) after ` +
+      `${lost.backAfterSeconds === null ? 'MORE than the run' : `${lost.backAfterSeconds} s`}; page p99 until then ${ms(lost.pageP99UntilBack)}; ` +
+      `${BACK_SHARE * 100}% of the pages from inboxes after ${lost.ninetyAfterSeconds === null ? 'more than the run' : `${lost.ninetyAfterSeconds} s`} ` +
+      `(${fixed(lost.inboxShareAtEnd === null ? null : lost.inboxShareAtEnd * 100, 0)}% in the last ${BACK_WINDOW} s)`,
+  );
+  console.log(
+    `  ${lost.rebuilds.toLocaleString('en-US')} rebuilds, ${fixed(lost.rowsPerRebuild, 0)} rows returned per rebuild snapshot, ` +
       `${fixed(lost.extraRowsPerRebuild, 0)} MySQL rows read per rebuild (TABLE_STATISTICS: the phase's rows beyond the same load without the loss, ` +
       'pull pages of readers waiting for their inbox included)',
   );
@@ -592,8 +627,9 @@ function report(input: {
   console.log(`  feed page p99 at half peak (${halfRate}/s, open loop): ${ms(pages(half))}  (target < 50 ms)`);
   console.log(`  fan-out lag p99 at half peak: ${ms(lagOf(half).p99)} (${lagOf(half).count} fan-outs); with the mix at peak: ${ms(lagOf(mixPeak).p99)}`);
   console.log(
-    `  Redis lost: inboxes back after ${lost.backAfterSeconds === null ? 'more than the run' : `${lost.backAfterSeconds} s`}, page p99 until then ${ms(lost.pageP99UntilBack)}, ` +
-      `${fixed(lost.rowsPerRebuild, 0)} rows per rebuild snapshot`,
+    `  Redis lost: inboxes back for returning readers after ${lost.backAfterSeconds === null ? 'more than the run' : `${lost.backAfterSeconds} s`}, ` +
+      `page p99 until then ${ms(lost.pageP99UntilBack)}, ${fixed(lost.rowsPerRebuild, 0)} rows per rebuild snapshot, ` +
+      `${fixed(lost.extraRowsPerRebuild, 0)} MySQL rows read per rebuild`,
   );
   const generatorCpu = Math.max(...[...Object.values(alone), mixPeak, half, lost.phase].map((phase) => phase.generator.cpuSeconds / phase.generator.seconds));
   console.log(`  load generator (another process): at most ${Math.round(generatorCpu * 100)}% of a core in a phase`);

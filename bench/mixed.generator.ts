@@ -32,6 +32,8 @@ export interface GeneratorSpec {
   seed: number;
   /** Feed pages' latency per second (the "Redis lost" timeline). */
   series: boolean;
+  /** With series: the second of the schedule from which pages count as returning (see GeneratorResult.series). */
+  markSecond?: number;
 }
 
 export interface GeneratorResult {
@@ -39,8 +41,12 @@ export interface GeneratorResult {
   /** CPU seconds this process used (user + system). */
   cpuSeconds: number;
   operations: Partial<Record<Operation, LatencySummary & { errors: number; firstError?: string }>>;
-  /** Per second of the schedule: feed pages (first and deeper) answered, their p99 (ms), errors. */
-  series?: Array<{ second: number; pages: number; p50: number; p99: number; errors: number }>;
+  /**
+   * Per second of the schedule: feed pages (first and deeper) answered, their p99 (ms), errors, and
+   * how many were returning: due at markSecond or later for a reader with a page due since then
+   * at least RETURNING_AFTER_MS earlier (a reader whose inbox, lost at the mark, could be back).
+   */
+  series?: Array<{ second: number; pages: number; p50: number; p99: number; errors: number; returning: number }>;
   /** open: requests still unanswered 30 s after the schedule ended (counted as errors). */
   abandoned: number;
 }
@@ -56,6 +62,8 @@ const FOLLOW = 'mutation($u: ID!, $f: Boolean!) { followUser(userId: $u, follow:
 
 /** Sockets at most (open loop): past it requests wait in the agent, their wait counted in their latency. */
 const MAX_SOCKETS = 512;
+/** A page counts as returning when its reader's first page since the mark was due this long before. */
+const RETURNING_AFTER_MS = 1000;
 /** How long an open-loop run waits for its last answers. */
 const DRAIN_MS = 30_000;
 
@@ -68,31 +76,40 @@ async function main(): Promise<void> {
   const any = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)];
 
   /** The request of one operation: the viewer's token and the body. */
-  const requestOf = (operation: Operation): { token: string; body: string } => {
-    const viewer = any(spec.viewers);
+  const requestOf = (operation: Operation): { token: string; body: string; viewer: number } => {
+    const index = Math.floor(random() * spec.viewers.length);
+    const viewer = spec.viewers[index];
     switch (operation) {
       case 'first':
-        return { token: viewer.token, body: JSON.stringify({ query: FEED, variables: { after: null } }) };
+        return { token: viewer.token, viewer: index, body: JSON.stringify({ query: FEED, variables: { after: null } }) };
       case 'deeper': {
         const deep = any(spec.deep);
-        return { token: spec.viewers[deep.viewer].token, body: JSON.stringify({ query: FEED, variables: { after: deep.after } }) };
+        return { token: spec.viewers[deep.viewer].token, viewer: deep.viewer, body: JSON.stringify({ query: FEED, variables: { after: deep.after } }) };
       }
       case 'profile':
-        return { token: viewer.token, body: JSON.stringify({ query: PROFILE, variables: { id: spec.ranked[popular()] } }) };
+        return { token: viewer.token, viewer: index, body: JSON.stringify({ query: PROFILE, variables: { id: spec.ranked[popular()] } }) };
       case 'publish':
-        return { token: viewer.token, body: JSON.stringify({ query: PUBLISH, variables: { t: `mixed ${Date.now()} ${Math.floor(random() * 1e9)}` } }) };
+        return {
+          token: viewer.token,
+          viewer: index,
+          body: JSON.stringify({ query: PUBLISH, variables: { t: `mixed ${Date.now()} ${Math.floor(random() * 1e9)}` } }),
+        };
       case 'like':
-        return { token: viewer.token, body: JSON.stringify({ query: LIKE, variables: { b: any(spec.blogIds), l: random() < 0.6 } }) };
+        return { token: viewer.token, viewer: index, body: JSON.stringify({ query: LIKE, variables: { b: any(spec.blogIds), l: random() < 0.6 } }) };
       case 'follow': {
         let target = spec.ranked[popular()];
         while (target === viewer.userId) target = spec.ranked[popular()];
-        return { token: viewer.token, body: JSON.stringify({ query: FOLLOW, variables: { u: target, f: random() < 0.6 } }) };
+        return { token: viewer.token, viewer: index, body: JSON.stringify({ query: FOLLOW, variables: { u: target, f: random() < 0.6 } }) };
       }
     }
   };
 
-  /** Resolves with an error text, or null when the answer is a 200 without GraphQL errors. */
-  const send = (token: string, body: string): Promise<string | null> =>
+  /**
+   * Resolves with an error text, or null when the answer is a 200 without GraphQL errors. A
+   * kept-alive socket the server closed as the request went out (its idle timeout) is no answer of
+   * the server's: sent again once on a new socket, as node:http's documentation advises.
+   */
+  const send = (token: string, body: string, retried = false): Promise<string | null> =>
     new Promise((resolve) => {
       const request = http.request(
         {
@@ -113,14 +130,19 @@ async function main(): Promise<void> {
           response.on('error', (error) => resolve(String(error)));
         },
       );
-      request.on('error', (error) => resolve(String(error)));
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        if (!retried && request.reusedSocket && error.code === 'ECONNRESET') resolve(send(token, body, true));
+        else resolve(String(error));
+      });
       request.end(body);
     });
 
   const latencies = new Map<Operation, number[]>(OPERATIONS.map((operation) => [operation, []]));
   const errors = new Map<Operation, { count: number; first?: string }>(OPERATIONS.map((operation) => [operation, { count: 0 }]));
-  const perSecond: Array<{ pages: number[]; errors: number }> = [];
-  const record = (operation: Operation, dueAt: number, startedAt: number, error: string | null) => {
+  const perSecond: Array<{ pages: number[]; errors: number; returning: number }> = [];
+  /** Per reader, when their first page since the mark was due. */
+  const firstSinceMark = new Map<number, number>();
+  const record = (operation: Operation, viewer: number, dueAt: number, startedAt: number, error: string | null) => {
     const elapsed = performance.now() - dueAt;
     latencies.get(operation)!.push(elapsed);
     if (error) {
@@ -130,9 +152,14 @@ async function main(): Promise<void> {
     }
     if (spec.series && (operation === 'first' || operation === 'deeper')) {
       const second = Math.floor((dueAt - startedAt) / 1000);
-      perSecond[second] ??= { pages: [], errors: 0 };
+      perSecond[second] ??= { pages: [], errors: 0, returning: 0 };
       perSecond[second].pages.push(elapsed);
       if (error) perSecond[second].errors += 1;
+      if (spec.markSecond !== undefined && dueAt - startedAt >= spec.markSecond * 1000) {
+        const first = firstSinceMark.get(viewer);
+        if (first === undefined) firstSinceMark.set(viewer, dueAt);
+        else if (dueAt - first >= RETURNING_AFTER_MS) perSecond[second].returning += 1;
+      }
     }
   };
 
@@ -155,9 +182,9 @@ async function main(): Promise<void> {
     const client = async () => {
       while (performance.now() < end) {
         const operation = pickOperation(spec.shares, random());
-        const { token, body } = requestOf(operation);
+        const { token, body, viewer } = requestOf(operation);
         const at = performance.now();
-        record(operation, at, started, await send(token, body));
+        record(operation, viewer, at, started, await send(token, body));
       }
     };
     await Promise.all(Array.from({ length: spec.mode.connections }, client));
@@ -171,8 +198,8 @@ async function main(): Promise<void> {
           index = i + 1;
           const due = started + (i * 1000) / rate;
           const operation = pickOperation(spec.shares, random());
-          const { token, body } = requestOf(operation);
-          const work = send(token, body).then((error) => record(operation, due, started, error));
+          const { token, body, viewer } = requestOf(operation);
+          const work = send(token, body).then((error) => record(operation, viewer, due, started, error));
           inFlight.add(work);
           void work.finally(() => inFlight.delete(work));
         }
@@ -199,9 +226,9 @@ async function main(): Promise<void> {
   }
   if (spec.series) {
     result.series = Array.from({ length: perSecond.length }, (_, second) => {
-      const bucket = perSecond[second] as { pages: number[]; errors: number } | undefined;
+      const bucket = perSecond[second] as (typeof perSecond)[number] | undefined;
       const summary = summarize(bucket?.pages ?? []);
-      return { second, pages: summary.count, p50: summary.p50, p99: summary.p99, errors: bucket?.errors ?? 0 };
+      return { second, pages: summary.count, p50: summary.p50, p99: summary.p99, errors: bucket?.errors ?? 0, returning: bucket?.returning ?? 0 };
     });
   }
   console.log(JSON.stringify(result));
