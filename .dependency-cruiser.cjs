@@ -14,7 +14,15 @@
  */
 const KERNEL = '^src/kernel/';
 const TYPES = '[.]types[.]ts$';
-const STORAGE = ['^src/db/', '^src/redis/', '^src/live/', '^src/stores[.]ts$', '[.]store[.]ts$', '^src/feed/inbox[.a-z]*[.]ts$', '^src/fanout/fanout[.]queue[.]ts$'];
+const STORAGE = [
+  '^src/db/',
+  '^src/redis/',
+  '^src/live/',
+  '^src/stores[.]ts$',
+  '[.]store[.]ts$',
+  '^src/feed/inbox[.a-z]*[.]ts$',
+  '^src/fanout/fanout[.]queue[.]ts$',
+];
 const API = ['^src/graphql/', '[.]resolver[.]ts$'];
 const ROOT = ['^src/composition[.]ts$', '^src/app[.]ts$', '^src/server[.]ts$', '^src/worker[.]ts$'];
 const SRC = '^src/';
