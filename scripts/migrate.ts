@@ -4,7 +4,7 @@
  * DATABASE_URL, REDIS_URL or REDIS_CLUSTER_NODES, the embedded SQLite file (EMBEDDED_DB_FILE).
  *
  * The step a deploy runs once before it starts (or rolls) the API and the workers, as a user with
- * DDL rights, so that they can run with MIGRATE_ON_START=off as a user without (README,
+ * DDL rights, so that they can run with MIGRATE_ON_START=off as a user without (docs/operations.md,
  * "Database users"). Two runs at once are safe: a named lock lets one migrate while the other
  * waits and then finds nothing pending. Exits 1 with the reason when a migration fails.
  */

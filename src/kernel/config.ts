@@ -16,7 +16,7 @@ export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
- * How a follow feed is assembled (DESIGN.md, "The feed"); all three return the same pages.
+ * How a follow feed is assembled (docs/design.md, "The three feed models"); all three return the same pages.
  * - push: every blog is fanned out into the followers' inboxes; a page reads the inbox.
  * - pull: no inboxes; a page is one query over the followees' blogs in MySQL.
  * - hybrid: like push, but blogs of authors with BIG_V_FOLLOWERS or more followers are not
@@ -59,7 +59,7 @@ export interface Config {
   host: string;
   port: number;
   /**
-   * The embedded mode (DESIGN.md, "Embedded default"): none of DATABASE_URL, REDIS_URL and
+   * The embedded mode (docs/operations.md): none of DATABASE_URL, REDIS_URL and
    * REDIS_CLUSTER_NODES is set, so the service runs on a SQLite file (embeddedDbFile) with the
    * pull model and its limits in process memory: no MySQL, no Redis, nothing to install.
    * databaseUrl and redisUrl are then unused.

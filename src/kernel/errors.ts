@@ -1,7 +1,7 @@
 /**
  * The error vocabulary of the API: every `extensions.code` it answers with, and a factory per
  * code. Every error a client can cause carries a code, so a client branches on the code, never
- * on the message; the message says what was received. README.md's "Errors and limits" table
+ * on the message; the message says what was received. docs/api.md's "Errors and limits" table
  * lists exactly these codes (test/unit/error-codes.test.ts holds the two together).
  *
  * Services throw these directly: authorisation and validation live in services (the rules hold
@@ -53,7 +53,7 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** Every code the API answers with (the README's table lists the same ones). */
+/** Every code the API answers with (docs/api.md's table lists the same ones). */
 export const ERROR_CODES: readonly ErrorCode[] = Object.values(ErrorCode);
 
 function typedError(code: ErrorCode, message: string, extra: Record<string, unknown> = {}): GraphQLError {

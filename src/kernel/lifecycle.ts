@@ -10,7 +10,7 @@ import { hidePasswords } from './redaction';
 /**
  * Runs an entry point; both kinds of failure exit 1. Anything but a ConfigError is logged in full
  * (pino's err: message and stack). A ConfigError is one plain line on stderr, not a JSON log line:
- * it is read by whoever just started the process with a wrong setting, and the README quotes it.
+ * it is read by whoever just started the process with a wrong setting, and docs/operations.md quotes it.
  */
 export function runEntryPoint(main: () => Promise<void>): void {
   main().catch((error: unknown) => {

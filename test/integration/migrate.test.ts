@@ -2,7 +2,7 @@
  * Migrations as a step of their own: `npm run migrate` (dist/scripts/migrate.js) migrates and
  * exits; with MIGRATE_ON_START=off a process runs no DDL, refuses a database that lacks
  * migrations, and runs the whole API and fan-out as a MySQL user with only SELECT, INSERT,
- * UPDATE and DELETE (the grants README's "Database users" gives the API and the workers).
+ * UPDATE and DELETE (the grants docs/operations.md's "Database users" gives the API and the workers).
  */
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -113,7 +113,7 @@ test('a read whose connection to the replica cannot be made runs on the primary'
   await replicaBecomes('ok');
 });
 
-test("the health check needs only SELECT and MariaDB's REPLICA MONITOR on the replica (README, Database users)", async () => {
+test("the health check needs only SELECT and MariaDB's REPLICA MONITOR on the replica (docs/operations.md, Database users)", async () => {
   const primary = await createConnection({ uri: pair.primaryUrl });
   try {
     // Made on the primary: replication brings both users to the replica.
