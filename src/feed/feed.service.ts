@@ -266,6 +266,18 @@ export class FeedService {
     return slicePage(request, await this.entries(viewerId, request.from, fetchSize(request)));
   }
 
+  /**
+   * Which of `authorIds` the viewer follows, as the viewer's inbox knows it (no SQL): what a page
+   * shows only of followed authors checks. null when no trusted inbox can say (Redis away, the
+   * pull model, the inbox missing, building or with a follow change pending): ask MySQL then.
+   */
+  async followedAmong(viewerId: number, authorIds: readonly number[]): Promise<Set<number> | null> {
+    const { inbox } = this;
+    const epoch = this.trustedEpoch();
+    if (!this.readsInboxes || !inbox || epoch === null || !inbox.available()) return null;
+    return inbox.followedAmong(viewerId, authorIds, epoch);
+  }
+
   /** The first `n` feed entries of the viewer after `from`, in canonical order. */
   async entries(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
     const { inbox } = this;
