@@ -35,8 +35,8 @@ import { join } from 'node:path';
 import type { Sql } from '../db/database';
 import { breakerOf, redisAvailable } from '../redis/breaker';
 import { inboxMember, RedisKeys } from '../redis/keys';
-import { loadScripts } from '../redis/lua';
-import type { RedisClient } from '../redis/redis.client';
+import { LuaScript, loadScripts } from '../redis/lua';
+import { isCluster, RedisClient } from '../redis/redis.client';
 import { Blog, BlogRow } from '../blog/blog.types';
 import { User } from '../user/user.types';
 import { CacheStore, DEBTS_PER_READ, DebtKind } from './cache.store';
@@ -110,6 +110,7 @@ export class HydrationCache implements CacheWrites {
   private timer: NodeJS.Timeout | undefined;
   /** How many settles have run (tests tell their statements from a page's). */
   settles = 0;
+  private readonly cluster: boolean;
 
   constructor(
     private readonly redis: RedisClient,
@@ -117,6 +118,7 @@ export class HydrationCache implements CacheWrites {
     private readonly store: CacheStore,
     private readonly warn: Warn,
   ) {
+    this.cluster = isCluster(redis);
     breakerOf(redis)?.onClose(() => {
       this.trusted = false;
     });
@@ -177,11 +179,7 @@ export class HydrationCache implements CacheWrites {
   async readBlogs(viewerId: number | null, ids: readonly number[]): Promise<Map<number, BlogRead>> {
     const token = lease();
     const viewer = viewerId === null ? '' : inboxMember(viewerId);
-    const replies = await Promise.all(
-      ids.map((id) =>
-        SCRIPTS['blog-read'].run<[string, string?, number?, number?]>(this.redis, this.keysOf('b', id), [viewer, token, WRITE_STALE_MS, LEASE_MS]),
-      ),
-    );
+    const replies = await this.perSlot<[string, string?, number?, number?]>(SCRIPTS['blog-read'], ids, 'b', [viewer, token, WRITE_STALE_MS, LEASE_MS]);
     const reads = new Map<number, BlogRead>();
     ids.forEach((id, i) => {
       const [kind, data, count, liked] = replies[i];
@@ -190,6 +188,16 @@ export class HydrationCache implements CacheWrites {
       else reads.set(id, { kind: kind as 'gone' | 'busy' });
     });
     return reads;
+  }
+
+  /**
+   * A read script over the entries of `ids`: one call on a single server (one command for the
+   * page), one per entry on a cluster, whose scripts keep to one slot (pipelined: one round trip).
+   */
+  private async perSlot<Reply>(script: LuaScript, ids: readonly number[], kind: DebtKind, args: Array<string | number>): Promise<Reply[]> {
+    if (ids.length === 0) return [];
+    if (!this.cluster) return script.run<Reply[]>(this.redis, ids.flatMap((id) => this.keysOf(kind, id)), args);
+    return (await Promise.all(ids.map((id) => script.run<Reply[]>(this.redis, this.keysOf(kind, id), args)))).map((replies) => replies[0]);
   }
 
   /**
@@ -212,9 +220,7 @@ export class HydrationCache implements CacheWrites {
   /** The cached nickName and icon of each user (one round trip). */
   async readUsers(ids: readonly number[]): Promise<Map<number, UserRead>> {
     const token = lease();
-    const replies = await Promise.all(
-      ids.map((id) => SCRIPTS['user-read'].run<[string, string?]>(this.redis, this.keysOf('u', id), [token, WRITE_STALE_MS, LEASE_MS])),
-    );
+    const replies = await this.perSlot<[string, string?]>(SCRIPTS['user-read'], ids, 'u', [token, WRITE_STALE_MS, LEASE_MS]);
     const reads = new Map<number, UserRead>();
     ids.forEach((id, i) => {
       const [kind, data] = replies[i];
