@@ -196,7 +196,12 @@ export class HydrationCache implements CacheWrites {
    */
   private async perSlot<Reply>(script: LuaScript, ids: readonly number[], kind: DebtKind, args: Array<string | number>): Promise<Reply[]> {
     if (ids.length === 0) return [];
-    if (!this.cluster) return script.run<Reply[]>(this.redis, ids.flatMap((id) => this.keysOf(kind, id)), args);
+    if (!this.cluster)
+      return script.run<Reply[]>(
+        this.redis,
+        ids.flatMap((id) => this.keysOf(kind, id)),
+        args,
+      );
     return (await Promise.all(ids.map((id) => script.run<Reply[]>(this.redis, this.keysOf(kind, id), args)))).map((replies) => replies[0]);
   }
 

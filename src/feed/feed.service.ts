@@ -33,7 +33,7 @@
  * big followees (only with such followees; the list of them only when the reader's kept list is
  * out of date, see big-followees.ts), the followees' blogs above the watermark only while one of
  * them is being fanned out, the cold path only past the floor, then one statement for the page's
- * data (BlogStore.forViewer). None depends on `first`.
+ * data (BlogStore.forViewer: from the hydration cache, else one statement). None depends on `first`.
  */
 import { hostname } from 'node:os';
 import type { Sql } from '../db/database';

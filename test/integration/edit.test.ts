@@ -39,8 +39,8 @@ async function mutate(token: string | undefined, mutation: DocumentNode, variabl
   try {
     const result = await client(token).mutate({ mutation, variables, errorPolicy: 'all' });
     const errors = CombinedGraphQLErrors.is(result.error) ? [...result.error.errors] : [];
-    if (result.error && errors.length === 0) throw result.error;
-    return { data: result.data, errors: errors as Outcome['errors'] };
+    if (result.error && errors.length === 0) throw new Error(`the request failed: ${result.error.message}`);
+    return { data: result.data, errors };
   } catch (error) {
     // A variable the server refuses before running (the URL scalar) comes back as a failed request.
     if (CombinedGraphQLErrors.is(error)) return { data: null, errors: [...error.errors] as Outcome['errors'] };

@@ -139,7 +139,13 @@ it('runs no SQL statement for a warm page, and shows what MySQL holds', async ()
 
 it('shows an edit, a like, an unlike, a rename and a delete made on the other process on the next page', async () => {
   const [first, second, third] = await warmPage();
-  ok(await writer.gql(EDIT, { i: { blogId: first.id, title: 'edited title', images: ['https://img.example/e.png'] } }, authors.find((a) => a.id === first.author.id)!.token));
+  ok(
+    await writer.gql(
+      EDIT,
+      { i: { blogId: first.id, title: 'edited title', images: ['https://img.example/e.png'] } },
+      authors.find((a) => a.id === first.author.id)!.token,
+    ),
+  );
   ok(await writer.gql(LIKE, { b: second.id, l: true }, viewer.token));
   ok(await writer.gql(LIKE, { b: first.id, l: false }, viewer.token));
   ok(await writer.gql(RENAME, { i: { nickName: 'Ann2', icon: 'https://img.example/ann.png' } }, authors[0].token));
