@@ -208,7 +208,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now, config.maxFollowing);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
   const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now, { writes: cacheWrites, hydration, users, warn });
-  const likes = new LikeService(db, new LikeStore(db), blogs, now, cacheWrites);
+  const likes = new LikeService(db, new LikeStore(db), blogs, now, cacheWrites, hydration);
   // A new user's inbox is only a head start: like any missing inbox, it is built from MySQL on
   // the first feed read. So with Redis away the account is created and the sign-up succeeds
   // (failing it would make the retry say "taken"); the inbox is skipped with a warning.

@@ -38,6 +38,7 @@ import { inboxMember, RedisKeys } from '../redis/keys';
 import { LuaScript, loadScripts } from '../redis/lua';
 import { isCluster, RedisClient } from '../redis/redis.client';
 import { Blog, BlogRow } from '../blog/blog.types';
+import type { KeysetPosition } from '../kernel/pagination/cursor';
 import { User } from '../user/user.types';
 import { CacheStore, DEBTS_PER_READ, DebtKind } from './cache.store';
 
@@ -52,7 +53,7 @@ export const LIKE_SET_MAX = 10_000;
 /** How often a process settles the debts other processes may have written while it could reach Redis. */
 export const SETTLE_EVERY_MS = 5_000;
 
-const SCRIPTS = loadScripts(join(__dirname, 'scripts'), ['blog-read', 'blog-fill', 'lock', 'like-mark', 'like-done', 'user-read', 'user-fill'] as const);
+const SCRIPTS = loadScripts(join(__dirname, 'scripts'), ['blog-read', 'blog-fill', 'lock', 'like-mark', 'like-done', 'user-read', 'user-fill', 'likers-read'] as const);
 
 export type BlogRead =
   | { kind: 'hit'; blog: Blog; liked: boolean }
@@ -220,6 +221,18 @@ export class HydrationCache implements CacheWrites {
       ...pairs,
     ]);
     return stored === 1;
+  }
+
+  /**
+   * The first `limit` likers of a blog from its like set (Blog.likers' first page), earliest
+   * first, as keyset positions; null when the set is not filled or a write is in flight.
+   */
+  async firstLikers(blogId: number, limit: number): Promise<KeysetPosition[] | null> {
+    const flat = await SCRIPTS['likers-read'].run<string[] | 0>(this.redis, this.keysOf('b', blogId), [Math.max(limit, 1)]);
+    if (!Array.isArray(flat)) return null;
+    const likers: KeysetPosition[] = [];
+    for (let i = 0; i < flat.length; i += 2) likers.push({ id: Number(flat[i]), time: Number(flat[i + 1]) });
+    return limit === 0 ? [] : likers;
   }
 
   /** The cached nickName and icon of each user (one round trip). */

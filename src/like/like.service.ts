@@ -1,6 +1,6 @@
 /** Likes: tb_blog_like rows with tb_blog.liked kept exact. */
 import type { BlogService } from '../blog/blog.service';
-import type { CacheWrites } from '../cache/cache.service';
+import type { CacheWrites, HydrationCache } from '../cache/cache.service';
 import type { Blog } from '../blog/blog.types';
 import type { Database } from '../db/database';
 import { notFound } from '../kernel/errors';
@@ -17,6 +17,8 @@ export class LikeService {
     private readonly now: () => Date,
     /** The hydration cache's like sets, kept in the likes' commit order (NO_CACHE in the embedded mode). */
     private readonly cache: CacheWrites,
+    /** Blog.likers' first pages from the like sets; null in the embedded mode. */
+    private readonly hydration: HydrationCache | null = null,
   ) {}
 
   /**
@@ -55,8 +57,25 @@ export class LikeService {
     return this.store.likedAmong(viewerId, blogIds);
   }
 
-  /** Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first, all in one read (db/keyset.ts). */
-  likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
-    return this.store.likers(fetches);
+  /**
+   * Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first: first pages from the
+   * hydration cache's like sets where they are filled, the rest in one read (db/keyset.ts).
+   */
+  async likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    const { hydration } = this;
+    const cached: Array<KeysetPosition[] | null> = fetches.map(() => null);
+    if (hydration?.usable()) {
+      try {
+        const firsts = await Promise.all(fetches.map((fetch) => (fetch.after === null ? hydration.firstLikers(fetch.of, fetch.limit) : null)));
+        firsts.forEach((page, i) => (cached[i] = page));
+      } catch {
+        // Redis failed: every page from MySQL.
+        cached.fill(null);
+      }
+    }
+    const missing = fetches.filter((_, i) => cached[i] === null);
+    const read = missing.length > 0 ? await this.store.likers(missing) : [];
+    let next = 0;
+    return cached.map((page) => page ?? read[next++]);
   }
 }

@@ -311,3 +311,26 @@ it('serves pages from MySQL while Redis hangs, records the writes it missed, and
   const [{ debts }] = await writer.query<{ debts: number }>('SELECT COUNT(*) AS debts FROM tb_cache_debt');
   expect(Number(debts)).toBe(0);
 });
+
+it("serves Blog.likers' first page from the like set, in MySQL's order, and the next pages from MySQL", async () => {
+  const nodes = await warmPage();
+  const blog = nodes.find((node) => node.likeCount >= 3);
+  expect(blog).toBeDefined();
+  const rows = await writer.query<{ user_id: string }>('SELECT user_id FROM tb_blog_like WHERE blog_id = ? ORDER BY created_at, user_id', [dbId(blog.id)]);
+  const expected = rows.map((row) => toGlobalId('User', Number(row.user_id)));
+  const LIKERS = `query($id: ID!, $after: String) { blog(id: $id) { likers(first: 2, after: $after) {
+    edges { node { id } } pageInfo { hasNextPage endCursor } } } }`;
+  const ids: string[] = [];
+  let after: string | null = null;
+  for (let pageNumber = 0; pageNumber < 20; pageNumber += 1) {
+    const settles = cacheOf(reader).settles;
+    const before = reader.sqlLog.statements;
+    const data: any = ok(await reader.gql(LIKERS, { id: blog.id, after }, viewer.token));
+    // The first page: the blog and the likers' users (the likers themselves come from the like set).
+    if (after === null && cacheOf(reader).settles === settles) expect(reader.sqlLog.statements - before).toBe(2);
+    ids.push(...data.blog.likers.edges.map((edge: any) => edge.node.id));
+    if (!data.blog.likers.pageInfo.hasNextPage) break;
+    after = data.blog.likers.pageInfo.endCursor;
+  }
+  expect(ids).toEqual(expected);
+});
