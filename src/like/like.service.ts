@@ -66,7 +66,7 @@ export class LikeService {
     const cached: Array<KeysetPosition[] | null> = fetches.map(() => null);
     if (hydration?.usable()) {
       try {
-        const firsts = await Promise.all(fetches.map((fetch) => (fetch.after === null ? hydration.firstLikers(fetch.of, fetch.limit) : null)));
+        const firsts = await Promise.all(fetches.map((fetch) => (fetch.after === null ? hydration.firstLikers(fetch.of, fetch.limit) : Promise.resolve(null))));
         firsts.forEach((page, i) => (cached[i] = page));
       } catch {
         // Redis failed: every page from MySQL.
