@@ -53,7 +53,16 @@ export const LIKE_SET_MAX = 10_000;
 /** How often a process settles the debts other processes may have written while it could reach Redis. */
 export const SETTLE_EVERY_MS = 5_000;
 
-const SCRIPTS = loadScripts(join(__dirname, 'scripts'), ['blog-read', 'blog-fill', 'lock', 'like-mark', 'like-done', 'user-read', 'user-fill', 'likers-read'] as const);
+const SCRIPTS = loadScripts(join(__dirname, 'scripts'), [
+  'blog-read',
+  'blog-fill',
+  'lock',
+  'like-mark',
+  'like-done',
+  'user-read',
+  'user-fill',
+  'likers-read',
+] as const);
 
 export type BlogRead =
   | { kind: 'hit'; blog: Blog; liked: boolean }
