@@ -280,6 +280,8 @@ async function seed(db: Database, now: number, authorIds: number[], bigIds: numb
   const blogIds = await db.select<{ id: string }>('SELECT id FROM tb_blog ORDER BY id');
   const likes = readerIds.flatMap((reader, r) => blogIds.filter((_, i) => (i + r) % 9 === 0).map((b) => [Number(b.id), reader, new Date(now)]));
   await db.insertRows('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', likes);
+  // The counter the like transaction keeps equal to the rows (a page's likeCount, from either).
+  await db.write('UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id)');
 }
 
 /** The baseline: node:http, no framework, the same services and loaders, a hand-built JSON. */

@@ -41,6 +41,7 @@ export async function startApp(deps: CoreDeps): Promise<RunningApp> {
       await core.fanout?.flush();
       await workers?.stop();
       core.feed.stop();
+      core.hydration?.close();
       await core.fanoutQueue?.close();
       await Promise.allSettled([core.liveBuses.readers.close(), core.liveBuses.authors.close(), core.sessions.close()]);
     },

@@ -18,6 +18,8 @@ import { AuthStore } from './auth/auth.store';
 import { TokenService } from './auth/auth.tokens';
 import { BlogService } from './blog/blog.service';
 import { BlogStore } from './blog/blog.store';
+import { CacheWrites, HydrationCache, NO_CACHE } from './cache/cache.service';
+import { CacheStore } from './cache/cache.store';
 import type { Database, MysqlDatabase, SqlStatementLog } from './db/database';
 import { isMysql, MysqlPool } from './db/mysql';
 import { replicasOf } from './db/replicas';
@@ -68,6 +70,8 @@ export interface Core {
   blogs: BlogService;
   follows: FollowService;
   likes: LikeService;
+  /** The hydration cache of pages (cache/cache.service.ts); null in the embedded mode. */
+  hydration: HydrationCache | null;
   feed: FeedService;
   /** Blogs as they enter viewers' feeds, for subscriptions. */
   liveFeed: LiveFeed;
@@ -191,7 +195,10 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
     warn,
   });
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds, sessions);
-  const users = new UserService(new UserStore(db), now);
+  // Pages' blogs and authors from Redis; without Redis (the embedded mode) pages read SQL.
+  const hydration = redis ? new HydrationCache(redis, keys, new CacheStore(db), warn) : null;
+  const cacheWrites: CacheWrites = hydration ?? NO_CACHE;
+  const users = new UserService(new UserStore(db), now, db, cacheWrites);
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
   const liveBuses = createLiveBuses(config, redis, warn);
@@ -200,15 +207,35 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   metrics.watchRebuilds(() => feed.rebuildsInFlight());
   const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now, config.maxFollowing);
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
-  const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now);
-  const likes = new LikeService(db, new LikeStore(db), blogs, now);
+  const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now, { writes: cacheWrites, hydration, users, warn });
+  const likes = new LikeService(db, new LikeStore(db), blogs, now, cacheWrites, hydration);
   // A new user's inbox is only a head start: like any missing inbox, it is built from MySQL on
   // the first feed read. So with Redis away the account is created and the sign-up succeeds
   // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
   const openInbox = (id: number): Promise<void> =>
     feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
   const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, authStore, sessions, openInbox, warn, now);
-  return { config, db, redis, keys, users, blogs, follows, likes, feed, liveFeed, liveBuses, auth, tokens, sessions, fanout, fanoutQueue, metrics, warn };
+  return {
+    config,
+    db,
+    redis,
+    keys,
+    users,
+    blogs,
+    follows,
+    likes,
+    hydration,
+    feed,
+    liveFeed,
+    liveBuses,
+    auth,
+    tokens,
+    sessions,
+    fanout,
+    fanoutQueue,
+    metrics,
+    warn,
+  };
 }
 
 export interface RunningWorkers {

@@ -10,7 +10,7 @@ export type PublishBlogInput = {
   content: string;
   /** Optional, chosen by the client to make a retry safe: 1..64 characters of A-Z a-z 0-9 _ - (a UUID fits). A publishBlog with a key the viewer used before creates nothing and returns the blog the first one created (a retry after a timeout or a lost answer), or BAD_USER_INPUT if title, content or images differ. Keys are per author and remembered as long as the blog exists (a deleted blog keeps its key: its retry is NOT_FOUND). */
   idempotencyKey?: string | null | undefined;
-  /** Image URLs, at most 9, each 1..512 characters; none when omitted */
+  /** Image URLs (http or https), at most 9, each 1..512 characters; none when omitted */
   images?: Array<string> | null | undefined;
   /** 1..255 characters, not blank, no control characters but newline and tab */
   title: string;

@@ -9,6 +9,8 @@ export type Scalars = {
   Float: { input: number; output: number; }
   /** An instant in UTC, ISO-8601 with milliseconds, e.g. 2026-11-30T09:52:42.123Z */
   DateTime: { input: string; output: string; }
+  /** An absolute http or https URL */
+  URL: { input: unknown; output: unknown; }
 };
 
 /** A signed-in session */
@@ -29,6 +31,8 @@ export type Blog = Node & {
   content: Scalars['String']['output'];
   /** When it was published; feeds are ordered by it */
   createdAt: Scalars['DateTime']['output'];
+  /** When the author last edited it; null if never */
+  editedAt?: Maybe<Scalars['DateTime']['output']>;
   /** Opaque global id */
   id: Scalars['ID']['output'];
   /** Image URLs, at most 9, in the order the author gave them */
@@ -106,6 +110,10 @@ export type Mutation = {
   publishBlogEdge: BlogEdge;
   /** Creates an account and signs in */
   signUp: AuthPayload;
+  /** Edits one's own blog: the fields given replace the old ones, and editedAt is set. FORBIDDEN for another user's blog (nothing changes). */
+  updateBlog: Blog;
+  /** Changes one's own nickName or icon */
+  updateProfile: User;
 };
 
 
@@ -161,6 +169,18 @@ export type MutationSignUpArgs = {
   password: Scalars['String']['input'];
 };
 
+
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
+export type MutationUpdateBlogArgs = {
+  input: UpdateBlogInput;
+};
+
+
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
+export type MutationUpdateProfileArgs = {
+  input: UpdateProfileInput;
+};
+
 /** An object with a global id, refetchable with Query.node */
 export type Node = {
   /** Opaque global id */
@@ -186,7 +206,7 @@ export type PublishBlogInput = {
   content: Scalars['String']['input'];
   /** Optional, chosen by the client to make a retry safe: 1..64 characters of A-Z a-z 0-9 _ - (a UUID fits). A publishBlog with a key the viewer used before creates nothing and returns the blog the first one created (a retry after a timeout or a lost answer), or BAD_USER_INPUT if title, content or images differ. Keys are per author and remembered as long as the blog exists (a deleted blog keeps its key: its retry is NOT_FOUND). */
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
-  /** Image URLs, at most 9, each 1..512 characters; none when omitted */
+  /** Image URLs (http or https), at most 9, each 1..512 characters; none when omitted */
   images?: InputMaybe<Array<Scalars['String']['input']>>;
   /** 1..255 characters, not blank, no control characters but newline and tab */
   title: Scalars['String']['input'];
@@ -247,6 +267,26 @@ export type Subscription = {
   __typename?: 'Subscription';
   /** Each blog as it enters the viewer's follow feed, in arrival order, over graphql-ws at the same /graphql address. Requires a viewer: the connection_init payload carries { "authorization": "Bearer <token>" }. */
   followFeedAdded: BlogEdge;
+};
+
+/** A change to one's own blog; omitted fields stay as they are. The limits of a new blog apply */
+export type UpdateBlogInput = {
+  /** Global id of one of the viewer's blogs */
+  blogId: Scalars['ID']['input'];
+  /** The new text: 1..10000 characters, not blank, no control characters but newline and tab */
+  content?: InputMaybe<Scalars['String']['input']>;
+  /** Image URLs (http or https), at most 9, each 1..512 characters; they replace the old ones ([] removes them all) */
+  images?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** The new title: 1..255 characters, not blank, no control characters but newline and tab */
+  title?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** A change to one's own profile; omitted fields stay as they are */
+export type UpdateProfileInput = {
+  /** The new picture: an http or https URL of 1..512 characters; null removes it */
+  icon?: InputMaybe<Scalars['URL']['input']>;
+  /** The new nickName: 1..32 characters, unique without regard to case or width, no control characters, no white space at either end */
+  nickName?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** A person who publishes blogs and follows others */

@@ -1,48 +1,23 @@
 /** Sign-up, login and logout: input rules, password hashing, token issue and ending sessions. */
-import { badUserInput, unauthenticated } from '../kernel/errors';
+import { unauthenticated } from '../kernel/errors';
 import { charLength, checkText } from '../kernel/validation';
 import { User } from '../user/user.types';
-import { nickNameKey, UserService } from '../user/user.service';
+import { UserService } from '../user/user.service';
+import { NICKNAME_MAX, validateNickName } from '../user/user.key';
 import type { Credentials } from '../user/user.store';
 import { PasswordHasher } from './auth.passwords';
 import type { Sessions } from './auth.sessions';
 import type { AuthStore } from './auth.store';
 import { CLOCK_TOLERANCE_SECONDS, TokenService, ViewerToken } from './auth.tokens';
 
-/** nickName length in characters: short enough for a UI label, long enough for real names. */
-export const NICKNAME_MIN = 1;
-export const NICKNAME_MAX = 32;
+export { NICKNAME_KEY_MAX, NICKNAME_MAX, NICKNAME_MIN, validateNickName } from '../user/user.key';
+
 /** Password length: 8 is the NIST SP 800-63B minimum; the maximum bounds the hashing work. */
 export const PASSWORD_MIN = 8;
 export const PASSWORD_MAX = 256;
-/**
- * nickName key length in characters, after NFKC and lower-casing (nickNameKey): the width of
- * the tb_user.nick_key column. NFKC can expand one character to as many as 18 ("ﷺ"), so a
- * nickName within NICKNAME_MAX can still have a key that the column cannot hold.
- */
-export const NICKNAME_KEY_MAX = 128;
-
 export interface AuthPayloadData {
   token: string;
   user: User;
-}
-
-// Control characters (C0, DEL, C1) make a nickName impossible to show or type.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point of this pattern
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
-
-export function validateNickName(nickName: string): void {
-  checkText('nickName', nickName, { min: NICKNAME_MIN, max: NICKNAME_MAX });
-  if (nickName.trim() !== nickName) {
-    throw badUserInput(`nickName must not start or end with white space (got "${nickName}")`, 'nickName');
-  }
-  if (CONTROL_CHARACTERS.test(nickName)) {
-    throw badUserInput('nickName must not contain control characters', 'nickName');
-  }
-  const keyLength = charLength(nickNameKey(nickName));
-  if (keyLength > NICKNAME_KEY_MAX) {
-    throw badUserInput(`nickName must be at most ${NICKNAME_KEY_MAX} characters once normalised (NFKC, lower case) (got ${keyLength})`, 'nickName');
-  }
 }
 
 export function validatePassword(password: string): void {

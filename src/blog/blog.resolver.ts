@@ -3,7 +3,7 @@ import { cursorsForPage, encodeCursor, START } from '../kernel/pagination/cursor
 import { Context, optionalViewerId, requireViewerId } from '../graphql/context';
 import { idOfType } from '../kernel/global-id';
 import { User } from '../user/user.types';
-import { Blog, BlogEdge, PublishBlogInput } from './blog.types';
+import { Blog, BlogEdge, PublishBlogInput, UpdateBlogInput } from './blog.types';
 
 @Resolver(() => Blog)
 export class BlogResolver {
@@ -33,6 +33,25 @@ export class BlogResolver {
     const blog = await publish(input, context);
     // The position just after the blog: a page from there continues below it, as for any edge of a feed.
     return { cursor: encodeCursor(cursorsForPage(START, [{ id: blog.dbId, score: blog.score }])[0]), node: blog };
+  }
+
+  @Mutation(() => Blog, {
+    description: "Edits one's own blog: the fields given replace the old ones, and editedAt is set. FORBIDDEN for another user's blog (nothing changes).",
+  })
+  async updateBlog(
+    @Arg('input', () => UpdateBlogInput, { description: 'The blog and the fields to change' }) input: UpdateBlogInput,
+    @Ctx() context: Context,
+  ): Promise<Blog> {
+    const viewerId = requireViewerId(context.auth);
+    const { services, loaders } = context;
+    const blog = await services.blogs.update(viewerId, {
+      blogId: idOfType(input.blogId, 'Blog', 'blogId'),
+      title: input.title,
+      content: input.content,
+      images: input.images,
+    });
+    loaders.blog.clear(blog.dbId).prime(blog.dbId, blog);
+    return blog;
   }
 
   @Mutation(() => ID, { description: "Only the author may delete; the blog leaves every feed. Returns the deleted blog's id." })

@@ -1,4 +1,6 @@
 /** Blogs: publishing, deleting, lookups and a user's own blogs page. */
+import type { CacheWrites, HydrationCache } from '../cache/cache.service';
+import { LIKE_SET_MAX } from '../cache/cache.service';
 import { Database, isDuplicateKey, Sql } from '../db/database';
 import type { FanoutService } from '../fanout/fanout.service';
 import type { LiveFeed } from '../feed/feed.live';
@@ -6,7 +8,9 @@ import type { FeedService } from '../feed/feed.service';
 import { badUserInput, forbidden, notFound } from '../kernel/errors';
 import { ScoredId } from '../kernel/pagination/cursor';
 import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
-import { checkNoControlCharacters, checkText } from '../kernel/validation';
+import { checkHttpUrl, checkNoControlCharacters, checkText } from '../kernel/validation';
+import type { UserService } from '../user/user.service';
+import type { User } from '../user/user.types';
 import { BlogsForViewer, BlogStore } from './blog.store';
 import { Blog, BlogRow, KeyedBlogRow, PublishBlogInput } from './blog.types';
 
@@ -35,18 +39,49 @@ export interface BlogItem extends ScoredId {
  * blogs stored before that rule are served as they are.
  */
 export function validatePublishInput(input: PublishBlogInput): void {
-  checkText('title', input.title, { min: 1, max: TITLE_MAX, notBlank: true });
-  checkNoControlCharacters('title', input.title, { newlineAndTab: true });
-  checkText('content', input.content, { min: 1, max: CONTENT_MAX, notBlank: true });
-  checkNoControlCharacters('content', input.content, { newlineAndTab: true });
-  const images = input.images ?? [];
+  validateTitle(input.title);
+  validateContent(input.content);
+  validateImages(input.images ?? []);
+}
+
+function validateTitle(title: string): void {
+  checkText('title', title, { min: 1, max: TITLE_MAX, notBlank: true });
+  checkNoControlCharacters('title', title, { newlineAndTab: true });
+}
+
+function validateContent(content: string): void {
+  checkText('content', content, { min: 1, max: CONTENT_MAX, notBlank: true });
+  checkNoControlCharacters('content', content, { newlineAndTab: true });
+}
+
+/** At most IMAGES_MAX absolute http or https URLs (an app loads them: no `javascript:` or `data:`). Stored rows are served as they are. */
+function validateImages(images: readonly string[]): void {
   if (images.length > IMAGES_MAX) {
     throw badUserInput(`images must hold at most ${IMAGES_MAX} URLs (got ${images.length})`, 'images');
   }
   images.forEach((image, i) => {
     checkText(`images[${i}]`, image, { min: 1, max: IMAGE_URL_MAX, notBlank: true });
     checkNoControlCharacters(`images[${i}]`, image, { newlineAndTab: false });
+    checkHttpUrl(`images[${i}]`, image);
   });
+}
+
+/** An edit: the blog and the fields to change (null or absent: unchanged). */
+export interface BlogEdit {
+  blogId: number;
+  title?: string | null;
+  content?: string | null;
+  images?: string[] | null;
+}
+
+/** What a page's hydration needs beside the blogs (composition.ts): the cache, the users and a log. */
+export interface BlogCaching {
+  /** Told of edits and deletes (NO_CACHE in the embedded mode). */
+  writes: CacheWrites;
+  /** Pages' blogs and authors from Redis; null in the embedded mode (pages read SQL). */
+  hydration: HydrationCache | null;
+  users: Pick<UserService, 'findByIds'>;
+  warn: (message: string, error?: unknown) => void;
 }
 
 export function validateIdempotencyKey(key: string | null | undefined): void {
@@ -66,10 +101,11 @@ export class BlogService {
     /** null in the embedded mode, where nothing is fanned out (the pull model). */
     private readonly fanout: FanoutService | null,
     /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
-    private readonly feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes'>,
+    private readonly feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes' | 'followedAmong'>,
     /** Live subscribers to tell of a blog that no fan-out delivers. */
     private readonly live: Pick<LiveFeed, 'published'>,
     private readonly now: () => Date,
+    private readonly cache: BlogCaching,
   ) {}
 
   /**
@@ -143,12 +179,45 @@ export class BlogService {
     const blog = await this.findById(blogId);
     if (!blog) throw notFound(`blog ${blogId} does not exist`);
     if (blog.authorId !== viewerId) throw forbidden('only the author may delete a blog');
-    const taskId = await this.db.transaction(async (sql) => {
-      if (!(await this.store.softDelete(sql, blogId, this.now()))) throw notFound(`blog ${blogId} does not exist`);
-      // A blog that no inbox holds (hybrid: a big author's) needs no walk over the followers.
-      return this.feed.inInboxes(blog) ? this.requireFanout().recordRetract(sql, blog) : null;
-    });
+    const taskId = await this.db
+      .transaction(async (sql) => {
+        if (!(await this.store.softDelete(sql, blogId, this.now()))) throw notFound(`blog ${blogId} does not exist`);
+        // Pages stop serving the cached copy before the delete commits (cache/cache.service.ts).
+        await this.cache.writes.changing(sql, 'b', blogId);
+        // A blog that no inbox holds (hybrid: a big author's) needs no walk over the followers.
+        return this.feed.inInboxes(blog) ? this.requireFanout().recordRetract(sql, blog) : null;
+      })
+      .finally(() => this.cache.writes.changed('b', blogId));
     if (taskId !== null) this.requireFanout().enqueue(taskId);
+  }
+
+  /**
+   * Edits the viewer's own blog: the given fields (the rules of a new blog), and editedAt. Only
+   * the author may: FORBIDDEN otherwise, and nothing changes. Inboxes hold ids only, and the
+   * cached copy is locked in the transaction: no page serves the old text after the edit.
+   */
+  async update(viewerId: number, edit: BlogEdit): Promise<Blog> {
+    const { blogId } = edit;
+    const title = edit.title ?? null;
+    const content = edit.content ?? null;
+    const images = edit.images ?? null;
+    if (title === null && content === null && images === null) throw badUserInput('give at least one of title, content and images to change', 'input');
+    if (title !== null) validateTitle(title);
+    if (content !== null) validateContent(content);
+    if (images !== null) validateImages(images);
+    await this.db
+      .transaction(async (sql) => {
+        const [current] = (await this.store.findByIds([blogId], sql)).values();
+        if (!current) throw notFound(`blog ${blogId} does not exist`);
+        if (current.authorId !== viewerId) throw forbidden('only the author may edit a blog');
+        const change = { title: title ?? current.title, content: content ?? current.content, images: JSON.stringify(images ?? current.images) };
+        if (!(await this.store.update(sql, blogId, change, this.now()))) throw notFound(`blog ${blogId} does not exist`);
+        await this.cache.writes.changing(sql, 'b', blogId);
+      })
+      .finally(() => this.cache.writes.changed('b', blogId));
+    const blog = await this.findById(blogId, this.db);
+    if (!blog) throw notFound(`blog ${blogId} does not exist`);
+    return blog;
   }
 
   /** Live (not deleted) blogs by id, in one statement. */
@@ -160,9 +229,100 @@ export class BlogService {
     return (await this.findByIds([id], sql)).get(id) ?? null;
   }
 
-  /** A page's blogs with their authors and the viewer's likes and follows, in one statement. */
-  forViewer(viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
-    return this.store.forViewer(viewerId, ids);
+  /**
+   * A page's blogs with their authors and the viewer's likes and follows: from the hydration
+   * cache (no SQL in the steady state), else in one statement. Blogs the cache lacks are read
+   * from the primary and stored; those with a write in flight are read from MySQL and not stored.
+   */
+  async forViewer(viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
+    const { hydration } = this.cache;
+    if (ids.length === 0 || !hydration?.usable()) return this.store.forViewer(viewerId, ids);
+    try {
+      return await this.hydrate(hydration, viewerId, ids);
+    } catch (error) {
+      this.cache.warn('hydrating a page from the cache failed; reading MySQL', error);
+      return this.store.forViewer(viewerId, ids);
+    }
+  }
+
+  private async hydrate(cache: HydrationCache, viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
+    const reads = await cache.readBlogs(viewerId, ids);
+    const blogs: Blog[] = [];
+    const liked = new Set<number>();
+    const misses: Array<{ id: number; lease: string }> = [];
+    let fromSql: number[] = [];
+    for (const id of ids) {
+      const read = reads.get(id)!;
+      if (read.kind === 'hit') {
+        blogs.push(read.blog);
+        if (read.liked) liked.add(id);
+      } else if (read.kind === 'miss') misses.push({ id, lease: read.lease });
+      else if (read.kind === 'busy') fromSql.push(id);
+    }
+    if (misses.length > 0) {
+      const filled = await this.fill(cache, viewerId, misses);
+      blogs.push(...filled.blogs);
+      for (const id of filled.liked) liked.add(id);
+      fromSql = fromSql.concat(filled.big);
+    }
+    const sql = fromSql.length > 0 ? await this.store.forViewer(viewerId, fromSql) : null;
+    const authorIds = [...new Set(blogs.map((blog) => blog.authorId))];
+    const [authors, followed] = await Promise.all([this.authors(cache, authorIds), this.feed.followedAmong(viewerId, authorIds)]);
+    if (!sql) return { blogs, authors, liked, followed };
+    return {
+      blogs: blogs.concat(sql.blogs),
+      authors: authors.concat(sql.authors.filter((author) => !authorIds.includes(author.dbId))),
+      liked: new Set([...liked, ...sql.liked]),
+      // The follow checks of the blogs read from SQL are MySQL's; the others the inbox's (or the loader's, when it cannot say).
+      followed: followed === null ? null : new Set([...followed, ...sql.followed!]),
+    };
+  }
+
+  /** Blogs the cache lacks: read from the primary, stored under their leases. Those with too many likes to keep are left to SQL (`big`). */
+  private async fill(cache: HydrationCache, viewerId: number, misses: ReadonlyArray<{ id: number; lease: string }>) {
+    const rows = new Map((await this.store.rowsForCache(misses.map((miss) => miss.id))).map((row) => [Number(row.id), row]));
+    const kept = [...rows.values()].filter((row) => row.deleted_at === null && Number(row.liked) <= LIKE_SET_MAX).map((row) => Number(row.id));
+    const likes = await this.store.likesForCache(kept);
+    const result = { blogs: [] as Blog[], liked: new Set<number>(), big: [] as number[] };
+    await Promise.all(
+      misses.map(async ({ id, lease }) => {
+        const row = rows.get(id);
+        // An id with no row at all is not cached: nothing to say about it yet.
+        if (!row) return;
+        if (row.deleted_at !== null) return cache.fillBlog(id, lease, null, null);
+        if (!kept.includes(id)) {
+          result.big.push(id);
+          return cache.fillBlog(id, lease, row, null);
+        }
+        const likers = likes.filter((like) => like.blogId === id);
+        // The page shows the rows it read, stored or not (a write may have taken the lease meanwhile).
+        result.blogs.push(Blog.fromRow({ ...row, liked: likers.length }));
+        if (likers.some((like) => like.userId === viewerId)) result.liked.add(id);
+        return cache.fillBlog(id, lease, row, likers);
+      }),
+    );
+    return result;
+  }
+
+  /** The page's authors: from the cache, the missing ones read from the primary and stored, those being changed from MySQL. */
+  private async authors(cache: HydrationCache, ids: readonly number[]): Promise<User[]> {
+    if (ids.length === 0) return [];
+    const reads = await cache.readUsers(ids);
+    const users: User[] = [];
+    const misses = new Map<number, string>();
+    const busy: number[] = [];
+    for (const id of ids) {
+      const read = reads.get(id)!;
+      if (read.kind === 'hit') users.push(read.user);
+      else if (read.kind === 'miss') misses.set(id, read.lease);
+      else busy.push(id);
+    }
+    const [fromPrimary, fromSql] = await Promise.all([
+      misses.size > 0 ? this.cache.users.findByIds([...misses.keys()], this.db) : new Map<number, User>(),
+      busy.length > 0 ? this.cache.users.findByIds(busy) : new Map<number, User>(),
+    ]);
+    await Promise.all([...fromPrimary.values()].map((user) => cache.fillUser(user, misses.get(user.dbId)!)));
+    return users.concat([...fromPrimary.values()], [...fromSql.values()]);
   }
 
   /** A page of one user's own blogs, newest first, with the same cursor as the feed. */

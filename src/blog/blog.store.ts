@@ -11,8 +11,8 @@ export interface BlogsForViewer {
   authors: User[];
   /** Ids of the blogs the viewer likes. */
   liked: Set<number>;
-  /** Ids of the authors the viewer follows. */
-  followed: Set<number>;
+  /** Ids of the authors the viewer follows; null when only MySQL can say (the loader asks it). */
+  followed: Set<number> | null;
 }
 
 type BlogForViewerRow = BlogRow & {
@@ -25,7 +25,7 @@ type BlogForViewerRow = BlogRow & {
 };
 
 /** The columns of BlogRow, for SELECTs. */
-const BLOG_COLUMNS = 'id, user_id, title, content, images, liked, created_at, pushed';
+const BLOG_COLUMNS = 'id, user_id, title, content, images, liked, created_at, pushed, edited_at';
 
 export class BlogStore {
   constructor(private readonly db: Database) {}
@@ -58,6 +58,34 @@ export class BlogStore {
     return result.affectedRows > 0;
   }
 
+  /** Sets the edited fields of a live blog and its edited_at; false when it is not live. */
+  async update(sql: Sql, blogId: number, change: { title: string; content: string; images: string }, at: Date): Promise<boolean> {
+    const result = await sql.write('UPDATE tb_blog SET title = ?, content = ?, images = ?, edited_at = ? WHERE id = ? AND deleted_at IS NULL', [
+      change.title,
+      change.content,
+      change.images,
+      at,
+      blogId,
+    ]);
+    return result.affectedRows > 0;
+  }
+
+  /** What the hydration cache is filled from: the rows of these blogs, deleted ones too, from the primary (a replica may lag). */
+  async rowsForCache(ids: readonly number[]): Promise<KeyedBlogRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.select<KeyedBlogRow>(`SELECT ${BLOG_COLUMNS}, deleted_at FROM tb_blog WHERE id IN (?)`, [ids]);
+  }
+
+  /** Every like of these blogs, from the primary: the like sets of the hydration cache. */
+  async likesForCache(ids: readonly number[]): Promise<Array<{ blogId: number; userId: number; at: Date }>> {
+    if (ids.length === 0) return [];
+    const rows = await this.db.select<{ blog_id: string | number; user_id: string | number; created_at: Date }>(
+      'SELECT blog_id, user_id, created_at FROM tb_blog_like WHERE blog_id IN (?)',
+      [ids],
+    );
+    return rows.map((row) => ({ blogId: Number(row.blog_id), userId: Number(row.user_id), at: row.created_at }));
+  }
+
   /** Live (not deleted) blogs by id, in one statement; from a replica unless given `sql` (a transaction's). */
   async findByIds(ids: readonly number[], sql: Sql = this.db.lagging()): Promise<Map<number, Blog>> {
     if (ids.length === 0) return new Map();
@@ -87,7 +115,8 @@ export class BlogStore {
       );
     }
     const authors = new Map<number, User>();
-    const result: BlogsForViewer = { blogs: [], authors: [], liked: new Set(), followed: new Set() };
+    const followed = new Set<number>();
+    const result: BlogsForViewer = { blogs: [], authors: [], liked: new Set(), followed };
     for (const row of rows) {
       const blog = Blog.fromRow(row);
       result.blogs.push(blog);
@@ -100,7 +129,7 @@ export class BlogStore {
       };
       if (!authors.has(blog.authorId)) authors.set(blog.authorId, User.fromRow(author));
       if (Number(row.viewer_likes) === 1) result.liked.add(blog.dbId);
-      if (Number(row.viewer_follows) === 1) result.followed.add(blog.authorId);
+      if (Number(row.viewer_follows) === 1) followed.add(blog.authorId);
     }
     result.authors = [...authors.values()];
     return result;
@@ -108,7 +137,7 @@ export class BlogStore {
 
   private viewerRows(sql: Sql, viewerId: number, ids: readonly number[]): Promise<BlogForViewerRow[]> {
     return sql.select<BlogForViewerRow>(
-      `SELECT b.id, b.user_id, b.title, b.content, b.images, b.liked, b.created_at, b.pushed,
+      `SELECT b.id, b.user_id, b.title, b.content, b.images, b.liked, b.created_at, b.pushed, b.edited_at,
          u.nick_name, u.icon, u.follower_count, u.following_count,
          EXISTS(SELECT 1 FROM tb_blog_like l WHERE l.blog_id = b.id AND l.user_id = ?) AS viewer_likes,
          EXISTS(SELECT 1 FROM tb_follow f WHERE f.user_id = ? AND f.follow_user_id = b.user_id) AS viewer_follows

@@ -25,6 +25,9 @@ export class Blog implements Node {
   @Field(() => DateTimeScalar, { description: 'When it was published; feeds are ordered by it' })
   createdAt!: Date;
 
+  @Field(() => DateTimeScalar, { nullable: true, description: 'When the author last edited it; null if never' })
+  editedAt!: Date | null;
+
   /** The database id (not exposed; `id` is the global id). */
   dbId!: number;
 
@@ -50,6 +53,7 @@ export class Blog implements Node {
     blog.images = JSON.parse(row.images) as string[];
     blog.likeCount = Number(row.liked);
     blog.createdAt = row.created_at;
+    blog.editedAt = row.edited_at ?? null;
     return blog;
   }
 }
@@ -64,6 +68,8 @@ export interface BlogRow {
   liked: number;
   created_at: Date;
   pushed: number | boolean;
+  /** When the author last edited it (updateBlog); NULL if never. Absent from rows a new blog is inserted from. */
+  edited_at?: Date | null;
 }
 
 /** The row of a blog published with an idempotency key, deleted or not: what a retry is compared with. */
@@ -89,6 +95,24 @@ export class BlogConnection {
   pageInfo!: PageInfo;
 }
 
+@InputType({ description: "A change to one's own blog; omitted fields stay as they are. The limits of a new blog apply" })
+export class UpdateBlogInput {
+  @Field(() => ID, { description: "Global id of one of the viewer's blogs" })
+  blogId!: string;
+
+  @Field(() => String, { nullable: true, description: 'The new title: 1..255 characters, not blank, no control characters but newline and tab' })
+  title?: string | null;
+
+  @Field(() => String, { nullable: true, description: 'The new text: 1..10000 characters, not blank, no control characters but newline and tab' })
+  content?: string | null;
+
+  @Field(() => [String], {
+    nullable: true,
+    description: 'Image URLs (http or https), at most 9, each 1..512 characters; they replace the old ones ([] removes them all)',
+  })
+  images?: string[] | null;
+}
+
 @InputType({ description: 'A new blog. Limits: title 1..255 characters, content 1..10000, at most 9 images of 1..512 characters' })
 export class PublishBlogInput {
   @Field(() => String, { description: '1..255 characters, not blank, no control characters but newline and tab' })
@@ -97,7 +121,7 @@ export class PublishBlogInput {
   @Field(() => String, { description: '1..10000 characters, not blank, no control characters but newline and tab' })
   content!: string;
 
-  @Field(() => [String], { nullable: true, description: 'Image URLs, at most 9, each 1..512 characters; none when omitted' })
+  @Field(() => [String], { nullable: true, description: 'Image URLs (http or https), at most 9, each 1..512 characters; none when omitted' })
   images?: string[] | null;
 
   @Field(() => String, {

@@ -33,7 +33,7 @@
  * big followees (only with such followees; the list of them only when the reader's kept list is
  * out of date, see big-followees.ts), the followees' blogs above the watermark only while one of
  * them is being fanned out, the cold path only past the floor, then one statement for the page's
- * data (BlogStore.forViewer). None depends on `first`.
+ * data (BlogStore.forViewer: from the hydration cache, else one statement). None depends on `first`.
  */
 import { hostname } from 'node:os';
 import type { Sql } from '../db/database';
@@ -264,6 +264,18 @@ export class FeedService {
    */
   async page(viewerId: number, request: PageRequest): Promise<Page<ScoredId>> {
     return slicePage(request, await this.entries(viewerId, request.from, fetchSize(request)));
+  }
+
+  /**
+   * Which of `authorIds` the viewer follows, as the viewer's inbox knows it (no SQL): what a page
+   * shows only of followed authors checks. null when no trusted inbox can say (Redis away, the
+   * pull model, the inbox missing, building or with a follow change pending): ask MySQL then.
+   */
+  async followedAmong(viewerId: number, authorIds: readonly number[]): Promise<Set<number> | null> {
+    const { inbox } = this;
+    const epoch = this.trustedEpoch();
+    if (!this.readsInboxes || !inbox || epoch === null || !inbox.available()) return null;
+    return inbox.followedAmong(viewerId, authorIds, epoch);
   }
 
   /** The first `n` feed entries of the viewer after `from`, in canonical order. */

@@ -127,6 +127,13 @@ export class MemoryInbox implements Inbox {
     return { view, watermark: this.readWatermark(readerId, view, epoch), bigAuthors: this.bigAuthorsOf(epoch) };
   }
 
+  async followedAmong(readerId: number, authorIds: readonly number[], epoch: number): Promise<Set<number> | null> {
+    if (authorIds.length === 0) return new Set();
+    if (this.view(readerId, { maxScore: null, offset: 0, afterId: null }, 1, epoch).state !== 'valid') return null;
+    const followees = this.states.get(readerId)!.followees;
+    return new Set(authorIds.filter((id) => followees.has(id)));
+  }
+
   private bigAuthorsOf(epoch: number): string | null {
     return this.bigAuthors !== null && this.bigAuthors.startsWith(`${epoch}:`) ? this.bigAuthors : null;
   }

@@ -111,6 +111,7 @@ const SCRIPTS = loadScripts(join(__dirname, 'scripts'), [
   'watermark-list',
   'watermark-read',
   'big-authors-missing',
+  'followed-among',
 ] as const);
 
 type RawRead = [ReadReply, ...unknown[]];
@@ -175,6 +176,13 @@ export class RedisInbox implements Inbox {
     );
     const watermark: Watermark = synced === 1 ? { synced: true, followees: authorsOf(inFlight) } : { synced: false };
     return { view: viewOf(raw, limit), watermark, bigAuthors: ofEpoch(bigAuthors, epoch) };
+  }
+
+  async followedAmong(readerId: number, authorIds: readonly number[], epoch: number): Promise<Set<number> | null> {
+    if (authorIds.length === 0) return new Set();
+    const flags = await SCRIPTS['followed-among'].run<Array<0 | 1> | 0>(this.redis, this.inboxKeys(readerId), [String(epoch), ...authorIds.map(String)]);
+    if (!Array.isArray(flags)) return null;
+    return new Set(authorIds.filter((_, i) => flags[i] === 1));
   }
 
   /**

@@ -203,6 +203,12 @@ export interface Inbox {
    */
   read(readerId: number, from: FeedPosition, limit: number, epoch: number): Promise<InboxRead>;
   /**
+   * Which of `authorIds` the reader follows, from a valid inbox's followees (exact while it is
+   * valid, see "Deliveries"); null when the inbox is not valid in this generation (missing,
+   * building, a follow change pending), and only MySQL can say.
+   */
+  followedAmong(readerId: number, authorIds: readonly number[], epoch: number): Promise<Set<number> | null>;
+  /**
    * Replaces the big-author generation (see InboxRead):
    * - 'changing': an author's first not-fanned-out blog is about to commit; until 'changed',
    *   the generation is unsettled and no list is kept or trusted (it expires after

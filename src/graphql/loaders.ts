@@ -62,6 +62,8 @@ export type KeysetPageLoader = DataLoader<KeysetFetch, KeysetPosition[], string>
 export interface Loaders {
   blog: DataLoader<number, Blog | null>;
   user: DataLoader<number, User | null>;
+  /** Users read whole from MySQL, never primed with the hydration cache's (which lack the counts). */
+  userRow: DataLoader<number, User | null>;
   /** Does the viewer like this blog? Always false for an anonymous viewer, without a query. */
   likedByViewer: DataLoader<number, boolean>;
   /** Does the viewer follow this user? Always false for an anonymous viewer, without a query. */
@@ -101,7 +103,7 @@ function keysetPages(lookup: KeysetPages): KeysetPageLoader {
 export function primeLoaders(
   loaders: Loaders,
   blogIds: readonly number[],
-  found: { blogs: Blog[]; authors: User[]; liked: Set<number>; followed: Set<number> },
+  found: { blogs: Blog[]; authors: User[]; liked: Set<number>; followed: Set<number> | null },
 ): void {
   for (const blog of found.blogs) {
     loaders.blog.prime(blog.dbId, blog);
@@ -112,7 +114,8 @@ export function primeLoaders(
   for (const id of blogIds) loaders.blog.prime(id, null);
   for (const author of found.authors) {
     loaders.user.prime(author.dbId, author);
-    loaders.followedByViewer.prime(author.dbId, found.followed.has(author.dbId));
+    // null: nothing could say without MySQL; the loader asks it.
+    if (found.followed) loaders.followedByViewer.prime(author.dbId, found.followed.has(author.dbId));
   }
 }
 
@@ -125,6 +128,7 @@ export function createLoaders(sources: LoaderSources, viewerId: number | null): 
   return {
     blog: byId((ids) => sources.blogsByIds(ids)),
     user: byId((ids) => sources.usersByIds(ids)),
+    userRow: byId((ids) => sources.usersByIds(ids)),
     likedByViewer: membership(viewerId, (viewer, ids) => sources.likedAmong(viewer, ids)),
     followedByViewer: membership(viewerId, (viewer, ids) => sources.followedAmong(viewer, ids)),
     followers: keysetPages((fetches) => sources.followers(fetches)),

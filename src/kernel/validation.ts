@@ -61,3 +61,27 @@ export function checkNoControlCharacters(field: string, value: string, options: 
     field,
   );
 }
+
+/** The schemes an image or icon URL may have: what an app can load; `javascript:`, `data:` and the like are refused. */
+const WEB_SCHEMES = new Set(['http:', 'https:']);
+
+/**
+ * Why `value` is not an absolute http or https URL as the WHATWG URL standard parses it, or null
+ * when it is one. The value is stored as sent (not normalised): clients get back what they gave.
+ */
+export function httpUrlProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'is not an absolute URL';
+  }
+  if (!WEB_SCHEMES.has(url.protocol)) return `must be an http or https URL (got the scheme "${url.protocol.slice(0, 20)}")`;
+  return null;
+}
+
+/** Refuses a value that is not an absolute http or https URL (httpUrlProblem), naming the field. */
+export function checkHttpUrl(field: string, value: string): void {
+  const problem = httpUrlProblem(value);
+  if (problem !== null) throw badUserInput(`${field} ${problem}`, field);
+}

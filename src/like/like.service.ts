@@ -1,5 +1,6 @@
 /** Likes: tb_blog_like rows with tb_blog.liked kept exact. */
 import type { BlogService } from '../blog/blog.service';
+import type { CacheWrites, HydrationCache } from '../cache/cache.service';
 import type { Blog } from '../blog/blog.types';
 import type { Database } from '../db/database';
 import { notFound } from '../kernel/errors';
@@ -14,6 +15,10 @@ export class LikeService {
     private readonly store: LikeStore,
     private readonly blogs: Pick<BlogService, 'findById'>,
     private readonly now: () => Date,
+    /** The hydration cache's like sets, kept in the likes' commit order (NO_CACHE in the embedded mode). */
+    private readonly cache: CacheWrites,
+    /** Blog.likers' first pages from the like sets; null in the embedded mode. */
+    private readonly hydration: HydrationCache | null = null,
   ) {}
 
   /**
@@ -26,11 +31,22 @@ export class LikeService {
    */
   async setLiked(viewerId: number, blogId: number, liked: boolean): Promise<Blog> {
     if (!(await this.blogs.findById(blogId))) throw notFound(`blog ${blogId} does not exist`);
-    await this.db.transaction(async (sql) => {
-      if (!(await this.store.setRow(sql, viewerId, blogId, liked, this.now()))) return;
-      // Deleted between the check above and this transaction: roll the like back.
-      if (!(await this.store.adjustCount(sql, blogId, liked ? 1 : -1))) throw notFound(`blog ${blogId} does not exist`);
-    });
+    // One mark per attempt (a deadlock victim is run again): the last one committed, any earlier one rolled back.
+    const marks: Array<string | null> = [];
+    let committed = false;
+    try {
+      await this.db.transaction(async (sql) => {
+        const at = this.now();
+        if (!(await this.store.setRow(sql, viewerId, blogId, liked, at))) return;
+        // Deleted between the check above and this transaction: roll the like back.
+        if (!(await this.store.adjustCount(sql, blogId, liked ? 1 : -1))) throw notFound(`blog ${blogId} does not exist`);
+        // Under the blog row's lock (the UPDATE above), so the like set sees likes in commit order.
+        marks.push(await this.cache.likeChanging(sql, blogId, viewerId, liked, at));
+      });
+      committed = true;
+    } finally {
+      await Promise.all(marks.map((mark, i) => this.cache.likeChanged(blogId, mark, committed && i === marks.length - 1)));
+    }
     const blog = await this.blogs.findById(blogId);
     if (!blog) throw notFound(`blog ${blogId} does not exist`);
     return blog;
@@ -41,8 +57,25 @@ export class LikeService {
     return this.store.likedAmong(viewerId, blogIds);
   }
 
-  /** Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first, all in one read (db/keyset.ts). */
-  likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
-    return this.store.likers(fetches);
+  /**
+   * Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first: first pages from the
+   * hydration cache's like sets where they are filled, the rest in one read (db/keyset.ts).
+   */
+  async likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    const { hydration } = this;
+    const cached: Array<KeysetPosition[] | null> = fetches.map(() => null);
+    if (hydration?.usable()) {
+      try {
+        const firsts = await Promise.all(fetches.map((fetch) => (fetch.after === null ? hydration.firstLikers(fetch.of, fetch.limit) : Promise.resolve(null))));
+        firsts.forEach((page, i) => (cached[i] = page));
+      } catch {
+        // Redis failed: every page from MySQL.
+        cached.fill(null);
+      }
+    }
+    const missing = fetches.filter((_, i) => cached[i] === null);
+    const read = missing.length > 0 ? await this.store.likers(missing) : [];
+    let next = 0;
+    return cached.map((page) => page ?? read[next++]);
   }
 }

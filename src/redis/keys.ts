@@ -34,6 +34,14 @@
  * |                     |            | replicas: their reads go to the primary (PX = REPLICA_MAX_ |
  * |                     |            | LAG_MS + the check interval; graphql/read-your-writes.ts) |
  * | bull:fanout:*       | various    | the fan-out queue (BullMQ's own keys)                      |
+ * | cblog:{b<blogId>}   | hash       | the hydration cache's copy of a blog (cache/cache.service.ts):|
+ * |                     |            | d = its row as JSON ('' = deleted), f = "1" once d and the  |
+ * |                     |            | like set are filled, lease = a fill's token, lock = a write |
+ * |                     |            | in flight (Redis ms), pend/pendAt/p:<token> = likes in flight|
+ * | clikes:{b<blogId>}  | sorted set | the blog's likers while cblog has f: member = user id       |
+ * |                     |            | zero-padded to 20 digits, score = the like's time in ms     |
+ * | cuser:{u<userId>}   | hash       | the hydration cache's copy of a user's nickName and icon:   |
+ * |                     |            | d (JSON), lease, lock as for blogs                          |
  */
 
 /**
@@ -123,6 +131,21 @@ export class RedisKeys {
   /** Marks a recent writer, whose reads go to the primary (read-your-writes with replicas). */
   recentWriter(userId: number): string {
     return `${this.prefix}rw:{${userId}}`;
+  }
+
+  /** The hydration cache's copy of a blog (cache/cache.service.ts); its like set shares the hash tag. */
+  cachedBlog(blogId: number): string {
+    return `${this.prefix}cblog:{b${blogId}}`;
+  }
+
+  /** The likers of a cached blog, in the slot of cachedBlog(blogId). */
+  cachedLikes(blogId: number): string {
+    return `${this.prefix}clikes:{b${blogId}}`;
+  }
+
+  /** The hydration cache's copy of a user's nickName and icon. */
+  cachedUser(userId: number): string {
+    return `${this.prefix}cuser:{u${userId}}`;
   }
 
   /** A pattern matching every key of this prefix (for tests and maintenance scripts). */

@@ -1,11 +1,11 @@
-import { Arg, Args, Ctx, FieldResolver, ID, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Args, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { BlogConnection } from '../blog/blog.types';
 import { ConnectionArgs, readPageArgs } from '../kernel/pagination/connection';
 import { blogConnection } from '../graphql/blog-connection';
-import { Context, optionalViewerId } from '../graphql/context';
+import { Context, optionalViewerId, requireViewerId } from '../graphql/context';
 import { idOfType } from '../kernel/global-id';
 import { connectionCost } from '../graphql/limits';
-import { User, UserConnection } from './user.types';
+import { UpdateProfileInput, User, UserConnection } from './user.types';
 
 @Resolver(() => User)
 export class UserResolver {
@@ -43,6 +43,26 @@ export class UserResolver {
     };
   }
 
+  @Mutation(() => User, { description: "Changes one's own nickName or icon" })
+  async updateProfile(
+    @Arg('input', () => UpdateProfileInput, { description: 'The fields to change; omitted ones stay as they are' }) input: UpdateProfileInput,
+    @Ctx() { auth, services, loaders }: Context,
+  ): Promise<User> {
+    const user = await services.users.updateProfile(requireViewerId(auth), input);
+    loaders.user.clear(user.dbId).prime(user.dbId, user);
+    return user;
+  }
+
+  @FieldResolver(() => Int)
+  async followerCount(@Root() user: User, @Ctx() { loaders }: Context): Promise<number> {
+    return (await counted(user, loaders)).followerCount;
+  }
+
+  @FieldResolver(() => Int)
+  async followingCount(@Root() user: User, @Ctx() { loaders }: Context): Promise<number> {
+    return (await counted(user, loaders)).followingCount;
+  }
+
   @FieldResolver(() => Boolean, { description: 'Whether the viewer follows this user; false for an anonymous viewer' })
   isFollowedByViewer(@Root() user: User, @Ctx() { auth, loaders }: Context): Promise<boolean> | boolean {
     return optionalViewerId(auth) === null ? false : loaders.followedByViewer.load(user.dbId);
@@ -54,4 +74,12 @@ export class UserResolver {
     for (const item of page.items) loaders.blog.prime(item.id, item.blog);
     return blogConnection(page, loaders, { followedAuthorsOnly: false });
   }
+}
+
+/** The user with its counts: itself, or (a user from the hydration cache has none) read through the loader of whole rows. */
+async function counted(user: User, loaders: Context['loaders']): Promise<User> {
+  if (user.counted) return user;
+  const row = await loaders.userRow.load(user.dbId);
+  if (!row) throw new Error(`user ${user.dbId} has no row`);
+  return row;
 }

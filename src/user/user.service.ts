@@ -1,8 +1,9 @@
 /** Users: lookups by id (batched for the loader) and by nickName, and creation. */
-import { isDuplicateKey, Sql } from '../db/database';
+import type { CacheWrites } from '../cache/cache.service';
+import { Database, isDuplicateKey, Sql } from '../db/database';
 import { badUserInput } from '../kernel/errors';
 import { InvalidPageSizeError, pageSize } from '../kernel/pagination/page';
-import { nickNameKey } from './user.key';
+import { nickNameKey, validateNickName } from './user.key';
 import { Credentials, UserStore } from './user.store';
 import { decodeSearchCursor, encodeSearchCursor, lengthsFrom, positionOf, prefixRange, searchKeyOf } from './user.search';
 import { User } from './user.types';
@@ -19,7 +20,37 @@ export class UserService {
   constructor(
     private readonly store: UserStore,
     private readonly now: () => Date,
+    /** Runs the profile changes' transactions. */
+    private readonly db: Database,
+    /** The hydration cache, told of profile changes (nothing in the embedded mode). */
+    private readonly cache: CacheWrites,
   ) {}
+
+  /**
+   * Changes the viewer's nickName and/or icon (omitted: unchanged; icon null: removed). The
+   * nickName follows signUp's rules and its uniqueness key: a taken one is BAD_USER_INPUT naming
+   * nickName (the unique index decides), and nothing changes. The icon was checked by the URL
+   * scalar. The cached copy is locked in the transaction, so no page serves the old name after.
+   */
+  async updateProfile(viewerId: number, input: { nickName?: string | null; icon?: string | null }): Promise<User> {
+    const nickName = input.nickName ?? undefined;
+    if (nickName !== undefined) validateNickName(nickName);
+    const change = { nickName: nickName === undefined ? undefined : { name: nickName, key: nickNameKey(nickName) }, icon: input.icon };
+    try {
+      await this.db
+        .transaction(async (sql) => {
+          await this.store.updateProfile(sql, viewerId, change);
+          await this.cache.changing(sql, 'u', viewerId);
+        })
+        .finally(() => this.cache.changed('u', viewerId));
+    } catch (error) {
+      if (isDuplicateKey(error)) throw badUserInput(`nickName "${nickName}" is already taken`, 'nickName');
+      throw error;
+    }
+    const user = await this.findById(viewerId, this.db);
+    if (!user) throw new Error(`user ${viewerId} vanished during a profile change`);
+    return user;
+  }
 
   /** Users by database id, in one statement; missing ids are absent from the map. */
   findByIds(ids: readonly number[], sql?: Sql): Promise<Map<number, User>> {

@@ -74,6 +74,24 @@ export class UserStore {
     return rows.map((row) => ({ user: User.fromRow(row), key: row.nick_key }));
   }
 
+  /**
+   * Sets the user's nickName (with its key; nick_len follows it) and icon, each when given. A
+   * taken nick_key fails with a duplicate-key error.
+   */
+  async updateProfile(sql: Sql, userId: number, change: { nickName?: { name: string; key: string }; icon?: string | null }): Promise<void> {
+    const sets: string[] = [];
+    const params: unknown[] = [];
+    if (change.nickName) {
+      sets.push('nick_name = ?', 'nick_key = ?');
+      params.push(change.nickName.name, change.nickName.key);
+    }
+    if (change.icon !== undefined) {
+      sets.push('icon = ?');
+      params.push(change.icon);
+    }
+    if (sets.length > 0) await sql.write(`UPDATE tb_user SET ${sets.join(', ')} WHERE id = ?`, [...params, userId]);
+  }
+
   /** Inserts a user; the new id. A taken nick_key fails with a duplicate-key error. */
   async insert(nickName: string, nickKey: string, passwordHash: string, createdAt: Date): Promise<number> {
     const result = await this.db.write(

@@ -1,8 +1,9 @@
 /** The User object type. Counts come from counters kept exact in the follow transaction. */
-import { Field, ID, Int, ObjectType } from 'type-graphql';
+import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { toGlobalId } from '../kernel/global-id';
 import { PageInfo } from '../kernel/pagination/connection';
 import { Node } from '../kernel/node';
+import { UrlScalar } from '../kernel/scalars';
 
 @ObjectType({ implements: Node, description: 'A person who publishes blogs and follows others' })
 export class User implements Node {
@@ -24,8 +25,16 @@ export class User implements Node {
   /** The database id (not exposed; `id` is the global id). */
   dbId!: number;
 
+  /**
+   * Whether followerCount and followingCount were read with the user. A user from the hydration
+   * cache has only its nickName and icon: its counts (which every follow changes) are read when
+   * asked for (UserResolver).
+   */
+  counted!: boolean;
+
   static fromRow(row: UserRow): User {
     const user = new User();
+    user.counted = true;
     user.dbId = Number(row.id);
     user.id = toGlobalId('User', user.dbId);
     user.nickName = row.nick_name;
@@ -34,6 +43,25 @@ export class User implements Node {
     user.followingCount = Number(row.following_count);
     return user;
   }
+
+  /** A user as the hydration cache keeps it: nickName and icon, counts not read. */
+  static partial(id: number, nickName: string, icon: string | null): User {
+    const user = User.fromRow({ id, nick_name: nickName, icon, follower_count: 0, following_count: 0 });
+    user.counted = false;
+    return user;
+  }
+}
+
+@InputType({ description: "A change to one's own profile; omitted fields stay as they are" })
+export class UpdateProfileInput {
+  @Field(() => String, {
+    nullable: true,
+    description: 'The new nickName: 1..32 characters, unique without regard to case or width, no control characters, no white space at either end',
+  })
+  nickName?: string | null;
+
+  @Field(() => UrlScalar, { nullable: true, description: 'The new picture: an http or https URL of 1..512 characters; null removes it' })
+  icon?: string | null;
 }
 
 /** A tb_user row as raw SQL returns it (BIGINT as string). */

@@ -125,6 +125,8 @@ describe('publishBlog and reading a blog', () => {
 
 describe('publishBlog limits', () => {
   const at = (n: number, char = 'a') => char.repeat(n);
+  /** An http(s) URL of exactly n characters (code points), its path made of `char`. */
+  const url = (n: number, char = 'a') => `https://i.example/${char.repeat(n - 'https://i.example/'.length)}`;
 
   it.each<[string, Record<string, unknown>, string]>([
     ['an empty title', { title: '', content: 'c' }, 'title'],
@@ -137,8 +139,11 @@ describe('publishBlog limits', () => {
     ['a content of 10001 characters', { title: 't', content: at(10_001) }, 'content'],
     ['a content of 10001 emoji', { title: 't', content: emojiText(10_001) }, 'content'],
     ['10 images', { title: 't', content: 'c', images: Array.from({ length: 10 }, (_, i) => `https://img.example/${i}`) }, 'images'],
-    ['an image of 513 characters', { title: 't', content: 'c', images: ['ok', 'ok', at(513)] }, 'images[2]'],
-    ['an image of 513 emoji', { title: 't', content: 'c', images: [emojiText(513)] }, 'images[0]'],
+    ['an image of 513 characters', { title: 't', content: 'c', images: [url(20), url(20), url(513)] }, 'images[2]'],
+    ['an image of 513 emoji', { title: 't', content: 'c', images: [`https://i.example/${emojiText(513 - 18)}`] }, 'images[0]'],
+    ['a javascript: image', { title: 't', content: 'c', images: [url(20), 'javascript:alert(1)'] }, 'images[1]'],
+    ['a data: image', { title: 't', content: 'c', images: ['data:image/png;base64,AAAA'] }, 'images[0]'],
+    ['an image that is no URL', { title: 't', content: 'c', images: ['not a url'] }, 'images[0]'],
     ['an empty image', { title: 't', content: 'c', images: ['https://img.example/1', ''] }, 'images[1]'],
   ])('%s is BAD_USER_INPUT naming the field, and inserts nothing', async (_label, input, field) => {
     const before = await blogCount();
@@ -162,9 +167,9 @@ describe('publishBlog limits', () => {
   });
 
   it.each<[string, Record<string, unknown>]>([
-    ['ASCII', { title: at(255), content: at(10_000), images: Array.from({ length: 9 }, (_, i) => at(512, String(i))) }],
-    ['3-byte characters', { title: at(255, '表'), content: at(10_000, '表'), images: Array.from({ length: 9 }, () => at(512, '図')) }],
-    ['emoji', { title: emojiText(255), content: emojiText(10_000), images: Array.from({ length: 9 }, () => emojiText(512)) }],
+    ['ASCII', { title: at(255), content: at(10_000), images: Array.from({ length: 9 }, (_, i) => url(512, String(i))) }],
+    ['3-byte characters', { title: at(255, '表'), content: at(10_000, '表'), images: Array.from({ length: 9 }, () => url(512, '図')) }],
+    ['emoji', { title: emojiText(255), content: emojiText(10_000), images: Array.from({ length: 9 }, () => `https://i.example/${emojiText(512 - 18)}`) }],
   ])('every field exactly at its limit in %s is accepted and returned verbatim', async (_label, input) => {
     const before = await blogCount();
     const blog = await publishInput(input);
@@ -178,15 +183,22 @@ describe('publishBlog limits', () => {
   it('keeps a title mixing scripts, combining marks and emoji sequences verbatim', async () => {
     // 'é' as e + combining accent, a flag (two code points), a family (ZWJ sequence), CJK.
     const title = 'Cafe\u0301 🇯🇵 👨‍👩‍👧 表示 ﬁ ½';
-    const blog = await publishInput({ title, content: title, images: [title] });
-    expect(await readBlog(blog.id)).toMatchObject({ title, content: title, images: [title] });
+    const image = `https://i.example/${title}`;
+    const blog = await publishInput({ title, content: title, images: [image] });
+    expect(await readBlog(blog.id)).toMatchObject({ title, content: title, images: [image] });
   });
 
   it('SQL and script text in title, content and images is stored and returned verbatim', async () => {
     const input = {
       title: "x'; DROP TABLE tb_blog; --",
       content: '<script>alert(1)</script>\\\' " %_ ${injected} \t end',
-      images: ['javascript:alert(1)', "' OR 1=1 --", '"]}, {"json": "break"', '<img src=x onerror=alert(1)>'],
+      // URLs, as images must be, stored as sent (not normalised by the URL parser).
+      images: [
+        'https://i.example/javascript:alert(1)',
+        "https://i.example/' OR 1=1 --",
+        'https://i.example/"]}, {"json": "break"',
+        'http://i.example/<img src=x onerror=alert(1)>',
+      ],
     };
     const blog = await publishInput(input);
     expect(blog).toMatchObject(input);
