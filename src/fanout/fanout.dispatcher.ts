@@ -31,14 +31,27 @@ export function chunkRanges(followerIds: readonly number[], cursor: number, seq:
   return chunks;
 }
 
+export interface FanoutDispatcherDeps {
+  store: FanoutStore;
+  queue: Pick<FanoutQueue, 'add'>;
+  /** Followers per chunk job (FANOUT_CHUNK_SIZE). */
+  chunkSize: number;
+  /** Told when the dispatcher is the one that completes a task (its chunks can finish first). */
+  onComplete?: FanoutCompletion;
+}
+
 export class FanoutDispatcher {
-  constructor(
-    private readonly store: FanoutStore,
-    private readonly queue: Pick<FanoutQueue, 'add'>,
-    private readonly chunkSize: number,
-    /** Told when the dispatcher is the one that completes a task (its chunks can finish first). */
-    private readonly onComplete?: FanoutCompletion,
-  ) {}
+  private readonly store: FanoutStore;
+  private readonly queue: Pick<FanoutQueue, 'add'>;
+  private readonly chunkSize: number;
+  private readonly onComplete?: FanoutCompletion;
+
+  constructor(deps: FanoutDispatcherDeps) {
+    this.store = deps.store;
+    this.queue = deps.queue;
+    this.chunkSize = deps.chunkSize;
+    this.onComplete = deps.onComplete;
+  }
 
   async dispatch(taskId: number): Promise<void> {
     const task = await this.store.task(taskId);

@@ -18,14 +18,27 @@ import type { Metrics } from '../kernel/observability';
 import { ChunkJob } from './fanout.queue';
 import { FanoutCompletion, FanoutStore } from './fanout.store';
 
+export interface FanoutExecutorDeps {
+  store: FanoutStore;
+  /** Owns what enters an inbox: the executor only says which blog goes to which readers. */
+  feed: Pick<FeedService, 'deliver' | 'retract'>;
+  /** Told when the chunk a task waited for was its last one. */
+  onComplete: FanoutCompletion;
+  metrics?: Pick<Metrics, 'inboxesWritten'>;
+}
+
 export class FanoutExecutor {
-  constructor(
-    private readonly store: FanoutStore,
-    /** Owns what enters an inbox: the executor only says which blog goes to which readers. */
-    private readonly feed: Pick<FeedService, 'deliver' | 'retract'>,
-    private readonly onComplete: FanoutCompletion,
-    private readonly metrics?: Pick<Metrics, 'inboxesWritten'>,
-  ) {}
+  private readonly store: FanoutStore;
+  private readonly feed: Pick<FeedService, 'deliver' | 'retract'>;
+  private readonly onComplete: FanoutCompletion;
+  private readonly metrics?: Pick<Metrics, 'inboxesWritten'>;
+
+  constructor(deps: FanoutExecutorDeps) {
+    this.store = deps.store;
+    this.feed = deps.feed;
+    this.onComplete = deps.onComplete;
+    this.metrics = deps.metrics;
+  }
 
   async runChunk(job: ChunkJob): Promise<void> {
     if (!(await this.store.startChunk(job.taskId, job.seq))) return;

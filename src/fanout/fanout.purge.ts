@@ -15,16 +15,29 @@ export const PURGE_BATCH = 1000;
 /** Batches per pass at most, so one pass stays short; a backlog is worked off over a few passes. */
 export const PURGE_BATCHES_PER_PASS = 100;
 
+export interface FanoutPurgerDeps {
+  store: FanoutStore;
+  /** FANOUT_RETENTION_DAYS: tasks finished longer ago than this are deleted. */
+  retentionDays: number;
+  now: () => Date;
+  warn: FanoutLog;
+}
+
 export class FanoutPurger {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
 
-  constructor(
-    private readonly store: FanoutStore,
-    private readonly retentionDays: number,
-    private readonly now: () => Date,
-    private readonly warn: FanoutLog,
-  ) {}
+  private readonly store: FanoutStore;
+  private readonly retentionDays: number;
+  private readonly now: () => Date;
+  private readonly warn: FanoutLog;
+
+  constructor(deps: FanoutPurgerDeps) {
+    this.store = deps.store;
+    this.retentionDays = deps.retentionDays;
+    this.now = deps.now;
+    this.warn = deps.warn;
+  }
 
   start(): void {
     this.timer = setInterval(() => {

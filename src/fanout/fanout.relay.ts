@@ -20,22 +20,39 @@ const RELAY_GRACE_MS = 500;
 /** Events queued per pass. */
 const RELAY_BATCH = 500;
 
+export interface OutboxRelayDeps {
+  store: FanoutStore;
+  queue: Pick<FanoutQueue, 'add'>;
+  /** OUTBOX_RELAY_INTERVAL_MS: the time between passes. */
+  intervalMs: number;
+  /** FANOUT_REDRIVE_AFTER_MS: a queued event not done after this long has its job re-added. */
+  redriveAfterMs: number;
+  warn: FanoutLog;
+  /** Keeps the watermark and the inboxes in step with the outboxes. */
+  feed?: Pick<FeedService, 'maintainWatermark' | 'relayFollowChanges'>;
+}
+
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> = Promise.resolve();
   /** Steps failing now, each warned of once. */
   private readonly failing = new Set<string>();
 
-  constructor(
-    private readonly store: FanoutStore,
-    private readonly queue: Pick<FanoutQueue, 'add'>,
-    private readonly intervalMs: number,
-    /** FANOUT_REDRIVE_AFTER_MS: a queued event not done after this long has its job re-added. */
-    private readonly redriveAfterMs: number,
-    private readonly warn: FanoutLog,
-    /** Keeps the watermark and the inboxes in step with the outboxes. */
-    private readonly feed?: Pick<FeedService, 'maintainWatermark' | 'relayFollowChanges'>,
-  ) {}
+  private readonly store: FanoutStore;
+  private readonly queue: Pick<FanoutQueue, 'add'>;
+  private readonly intervalMs: number;
+  private readonly redriveAfterMs: number;
+  private readonly warn: FanoutLog;
+  private readonly feed?: Pick<FeedService, 'maintainWatermark' | 'relayFollowChanges'>;
+
+  constructor(deps: OutboxRelayDeps) {
+    this.store = deps.store;
+    this.queue = deps.queue;
+    this.intervalMs = deps.intervalMs;
+    this.redriveAfterMs = deps.redriveAfterMs;
+    this.warn = deps.warn;
+    this.feed = deps.feed;
+  }
 
   start(): void {
     this.timer = setInterval(() => {

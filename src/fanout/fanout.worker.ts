@@ -42,8 +42,15 @@ export class FanoutWorkers {
 
   constructor(private readonly deps: FanoutWorkerDeps) {
     const { store, feed } = deps;
-    this.relay = new OutboxRelay(store, deps.queue, deps.config.outboxRelayIntervalMs, deps.config.fanoutRedriveAfterMs, deps.warn, feed);
-    this.purger = new FanoutPurger(store, deps.config.fanoutRetentionDays, deps.now ?? (() => new Date()), deps.warn);
+    this.relay = new OutboxRelay({
+      store,
+      queue: deps.queue,
+      intervalMs: deps.config.outboxRelayIntervalMs,
+      redriveAfterMs: deps.config.fanoutRedriveAfterMs,
+      warn: deps.warn,
+      feed,
+    });
+    this.purger = new FanoutPurger({ store, retentionDays: deps.config.fanoutRetentionDays, now: deps.now ?? (() => new Date()), warn: deps.warn });
     // A finished deliver task leaves the watermark: readers trust inboxes at its score again.
     const completed = (task: { taskId: number; authorId: number }, lagSeconds: number) => {
       deps.metrics?.fanoutFinished(lagSeconds);
@@ -51,8 +58,8 @@ export class FanoutWorkers {
         .deliveryFinished([task])
         .catch((error: unknown) => deps.warn(`fan-out task ${task.taskId} stays in the watermark until the relay's next pass`, error));
     };
-    this.dispatcher = new FanoutDispatcher(store, deps.queue, deps.config.fanoutChunkSize, completed);
-    this.executor = new FanoutExecutor(store, feed, completed, deps.metrics);
+    this.dispatcher = new FanoutDispatcher({ store, queue: deps.queue, chunkSize: deps.config.fanoutChunkSize, onComplete: completed });
+    this.executor = new FanoutExecutor({ store, feed, onComplete: completed, metrics: deps.metrics });
   }
 
   /** Starts `count` workers and the relay. */

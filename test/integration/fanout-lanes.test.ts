@@ -69,7 +69,7 @@ it('a one-chunk fan-out does not wait behind the queued chunks of a big one publ
   // the small one is published; only then does a worker start.
   const bigBlog = await publishQueued(big, 'to four hundred');
   const store = new FanoutStore(app.mysql, () => new Date());
-  await new FanoutDispatcher(store, app.services.fanoutQueue!, 10).dispatch(Number((await taskOf(bigBlog)).id));
+  await new FanoutDispatcher({ store, queue: app.services.fanoutQueue!, chunkSize: 10 }).dispatch(Number((await taskOf(bigBlog)).id));
   expect((await taskOf(bigBlog)).chunks_total).toBe(40);
   const smallBlog = await publishQueued(small, 'to five');
   startWorker();

@@ -126,12 +126,12 @@ describe('the purge of finished fan-out tasks', () => {
     ]);
     await app.db.query('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [chunks]);
 
-    const purger = new FanoutPurger(
-      new FanoutStore(app.mysql, () => new Date()),
-      app.config.fanoutRetentionDays,
-      () => new Date(now),
-      () => {},
-    );
+    const purger = new FanoutPurger({
+      store: new FanoutStore(app.mysql, () => new Date()),
+      retentionDays: app.config.fanoutRetentionDays,
+      now: () => new Date(now),
+      warn: () => {},
+    });
     expect(await purger.purgeOnce()).toBe(oldCount);
     const left = await app.query('SELECT id FROM tb_fanout_task ORDER BY id');
     expect(left.map((row) => Number(row.id))).toEqual([oldCount + 1, oldCount + 2]);
@@ -139,12 +139,12 @@ describe('the purge of finished fan-out tasks', () => {
     expect(Number(n)).toBe(4);
     // A second pass finds nothing more; two days later the recent one goes too.
     expect(await purger.purgeOnce()).toBe(0);
-    const later = new FanoutPurger(
-      new FanoutStore(app.mysql, () => new Date()),
-      7,
-      () => new Date(now + 2 * day),
-      () => {},
-    );
+    const later = new FanoutPurger({
+      store: new FanoutStore(app.mysql, () => new Date()),
+      retentionDays: 7,
+      now: () => new Date(now + 2 * day),
+      warn: () => {},
+    });
     expect(await later.purgeOnce()).toBe(1);
     expect((await app.query('SELECT id FROM tb_fanout_task')).map((row) => Number(row.id))).toEqual([oldCount + 2]);
   });

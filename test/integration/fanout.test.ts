@@ -68,12 +68,12 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
     },
   };
   // Chunks of 10 followers, made 10 at a time: the 3rd round of 10 is recorded, then "crashes".
-  await expect(new FanoutDispatcher(store, crashingQueue, 10).dispatch(taskId)).rejects.toThrow('simulated crash');
+  await expect(new FanoutDispatcher({ store, queue: crashingQueue, chunkSize: 10 }).dispatch(taskId)).rejects.toThrow('simulated crash');
   const [halfway] = await app.db.query('SELECT chunks_total, cursor_user_id FROM tb_fanout_task WHERE id = ?', [taskId]);
   expect(halfway.chunks_total).toBe(30);
   expect(Number(halfway.cursor_user_id)).toBe(followers[299]);
   // Run it again, as BullMQ would retry it: it re-queues the unfinished chunks and goes on.
-  await new FanoutDispatcher(store, app.services.fanoutQueue!, 10).dispatch(taskId);
+  await new FanoutDispatcher({ store, queue: app.services.fanoutQueue!, chunkSize: 10 }).dispatch(taskId);
   await waitFor('the resumed task', async () => (await store.task(taskId))?.status === 'done');
   const chunks = await app.db.query('SELECT after_user_id a, through_user_id t, runs FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [taskId]);
   expect(chunks).toHaveLength(73);
