@@ -190,13 +190,13 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const metrics = processMetrics(db, redis, fanoutQueue);
   if (config.jwtSecret === null) throw new Error('no secret to sign tokens with: set JWT_SECRET (server.ts keeps a generated one in JWT_SECRET_FILE)');
   const authStore = new AuthStore(db);
-  const sessions = new Sessions(authStore, redis ? new RedisSessionBus(redis, keys, warn) : null, {
+  const sessions = new Sessions(authStore, redis ? new RedisSessionBus({ redis, keys, warn }) : null, {
     recheckMs: config.sessionRecheckSeconds * 1000,
     warn,
   });
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds, sessions);
   // Pages' blogs and authors from Redis; without Redis (the embedded mode) pages read SQL.
-  const hydration = redis ? new HydrationCache(redis, keys, new CacheStore(db), warn) : null;
+  const hydration = redis ? new HydrationCache({ redis, keys, store: new CacheStore(db), warn }) : null;
   const cacheWrites: CacheWrites = hydration ?? NO_CACHE;
   const users = new UserService(new UserStore(db), now, db, cacheWrites);
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
@@ -214,7 +214,16 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
   const openInbox = (id: number): Promise<void> =>
     feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
-  const auth = new AuthService(users, new PasswordHasher(config.passwordHashCost), tokens, authStore, sessions, openInbox, warn, now);
+  const auth = new AuthService({
+    users,
+    passwords: new PasswordHasher(config.passwordHashCost),
+    tokens,
+    store: authStore,
+    sessions,
+    openInbox,
+    warn,
+    now,
+  });
   return {
     config,
     db,

@@ -57,6 +57,14 @@ const CLOSE_TIMEOUT_MS = 2000;
 /** Senders not heard for this long are forgotten (they stopped); their next message, if any, starts them afresh. */
 const FORGET_SENDER_MS = 10 * 60_000;
 
+export interface RedisSessionBusDeps {
+  redis: RedisClient;
+  keys: RedisKeys;
+  warn: (message: string, error?: unknown) => void;
+  /** The clock in milliseconds (Date.now unless a test sets it). */
+  now?: () => number;
+}
+
 export class RedisSessionBus implements SessionBus {
   /** Names this process in its messages: a restarted process is a new sender. */
   private readonly processId = randomBytes(6).toString('base64url');
@@ -68,12 +76,17 @@ export class RedisSessionBus implements SessionBus {
   private readonly senders = new Map<string, { seq: number; at: number }>();
   private heartbeat: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly keys: RedisKeys,
-    private readonly warn: (message: string, error?: unknown) => void,
-    private readonly now: () => number = Date.now,
-  ) {}
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+  private readonly warn: (message: string, error?: unknown) => void;
+  private readonly now: () => number;
+
+  constructor(deps: RedisSessionBusDeps) {
+    this.redis = deps.redis;
+    this.keys = deps.keys;
+    this.warn = deps.warn;
+    this.now = deps.now ?? Date.now;
+  }
 
   /** `userId` 0: a heartbeat. */
   async publish(userId: number): Promise<void> {

@@ -24,18 +24,39 @@ export function validatePassword(password: string): void {
   checkText('password', password, { min: PASSWORD_MIN, max: PASSWORD_MAX });
 }
 
+export interface AuthServiceDeps {
+  users: UserService;
+  passwords: PasswordHasher;
+  tokens: TokenService;
+  store: AuthStore;
+  /** Told when sessions end (a logout), so that every API process refuses their tokens. */
+  sessions: Pick<Sessions, 'ended'>;
+  /** Opens a new user's (empty, valid) inbox so that fan-out reaches it from the start. */
+  openInbox: (userId: number) => Promise<void>;
+  warn: (message: string, error?: unknown) => void;
+  now: () => Date;
+}
+
 export class AuthService {
-  constructor(
-    private readonly users: UserService,
-    private readonly passwords: PasswordHasher,
-    private readonly tokens: TokenService,
-    private readonly store: AuthStore,
-    private readonly sessions: Pick<Sessions, 'ended'>,
-    /** Opens a new user's (empty, valid) inbox so that fan-out reaches it from the start. */
-    private readonly openInbox: (userId: number) => Promise<void>,
-    private readonly warn: (message: string, error?: unknown) => void,
-    private readonly now: () => Date,
-  ) {}
+  private readonly users: UserService;
+  private readonly passwords: PasswordHasher;
+  private readonly tokens: TokenService;
+  private readonly store: AuthStore;
+  private readonly sessions: Pick<Sessions, 'ended'>;
+  private readonly openInbox: (userId: number) => Promise<void>;
+  private readonly warn: (message: string, error?: unknown) => void;
+  private readonly now: () => Date;
+
+  constructor(deps: AuthServiceDeps) {
+    this.users = deps.users;
+    this.passwords = deps.passwords;
+    this.tokens = deps.tokens;
+    this.store = deps.store;
+    this.sessions = deps.sessions;
+    this.openInbox = deps.openInbox;
+    this.warn = deps.warn;
+    this.now = deps.now;
+  }
 
   async signUp(nickName: string, password: string): Promise<AuthPayloadData> {
     validateNickName(nickName);

@@ -114,6 +114,14 @@ interface StoredBlog {
   e: number | null;
 }
 
+export interface HydrationCacheDeps {
+  redis: RedisClient;
+  keys: RedisKeys;
+  /** The debts (entries a write could not invalidate in Redis), settled when Redis answers again. */
+  store: CacheStore;
+  warn: Warn;
+}
+
 export class HydrationCache implements CacheWrites {
   private trusted = false;
   private settling: Promise<void> | null = null;
@@ -122,14 +130,18 @@ export class HydrationCache implements CacheWrites {
   settles = 0;
   private readonly cluster: boolean;
 
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly keys: RedisKeys,
-    private readonly store: CacheStore,
-    private readonly warn: Warn,
-  ) {
-    this.cluster = isCluster(redis);
-    breakerOf(redis)?.onClose(() => {
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+  private readonly store: CacheStore;
+  private readonly warn: Warn;
+
+  constructor(deps: HydrationCacheDeps) {
+    this.redis = deps.redis;
+    this.keys = deps.keys;
+    this.store = deps.store;
+    this.warn = deps.warn;
+    this.cluster = isCluster(deps.redis);
+    breakerOf(deps.redis)?.onClose(() => {
       this.trusted = false;
     });
   }
