@@ -63,7 +63,13 @@ function reasonOf(error: unknown): string {
  */
 async function withReplicas(primary: MysqlPool, config: Config, sqlLog: SqlStatementLog): Promise<MysqlDatabase> {
   if (config.databaseReplicaUrls.length === 0) return primary;
-  const db = new ReplicatedDatabase(primary, config.databaseReplicaUrls, poolLimits(config), sqlLog, { maxLagMs: config.replicaMaxLagMs });
+  const db = new ReplicatedDatabase({
+    primary,
+    replicaUrls: config.databaseReplicaUrls,
+    limits: poolLimits(config),
+    log: sqlLog,
+    settings: { maxLagMs: config.replicaMaxLagMs },
+  });
   await db.start();
   return db;
 }

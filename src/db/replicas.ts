@@ -71,17 +71,25 @@ export function redactUrl(url: string): string {
   return hidePasswords(url);
 }
 
+export interface ReplicaDeps {
+  url: string;
+  pool: MysqlPool;
+  /** Runs a read on the primary: where a read goes that never reached the replica. */
+  onPrimary: <Row>(statement: string, params: Params | undefined) => Promise<Row[]>;
+  /** Counts a lag-tolerant read where it ran (mysql_reads_total). */
+  counted: (target: ReadTarget) => void;
+}
+
 class Replica {
   status: ReplicaStatus;
   /** Lag-tolerant reads of this replica, falling back to the primary. */
   readonly reads: Sql;
+  readonly url: string;
+  readonly pool: MysqlPool;
 
-  constructor(
-    readonly url: string,
-    readonly pool: MysqlPool,
-    onPrimary: <Row>(statement: string, params: Params | undefined) => Promise<Row[]>,
-    counted: (target: ReadTarget) => void,
-  ) {
+  constructor({ url, pool, onPrimary, counted }: ReplicaDeps) {
+    this.url = url;
+    this.pool = pool;
     // Down until the first check says otherwise.
     this.status = { replica: redactUrl(url), state: 'down', lagMs: null, reason: 'not checked yet' };
     this.reads = {
@@ -126,6 +134,16 @@ export interface ReplicaSettings {
   maxLagMs: number;
 }
 
+export interface ReplicatedDatabaseDeps {
+  /** Runs every write, transaction and read-your-writes read; a read a replica cannot serve falls back to it. */
+  primary: MysqlPool;
+  /** DATABASE_REPLICA_URLS: each gets its own pool, with REPLICA_READ_TIMEOUT_MS as the client timeout. */
+  replicaUrls: readonly string[];
+  limits: PoolLimits;
+  log: SqlStatementLog;
+  settings: ReplicaSettings;
+}
+
 export class ReplicatedDatabase implements MysqlDatabase {
   readonly dialect = 'mysql' as const;
   /** Lag-tolerant reads by where they ran (mysql_reads_total). */
@@ -140,13 +158,12 @@ export class ReplicatedDatabase implements MysqlDatabase {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
-  constructor(
-    private readonly primary: MysqlPool,
-    replicaUrls: readonly string[],
-    limits: PoolLimits,
-    log: SqlStatementLog,
-    private readonly settings: ReplicaSettings,
-  ) {
+  private readonly primary: MysqlPool;
+  private readonly settings: ReplicaSettings;
+
+  constructor({ primary, replicaUrls, limits, log, settings }: ReplicatedDatabaseDeps) {
+    this.primary = primary;
+    this.settings = settings;
     this.primaryReads = {
       select: <Row>(statement: string, params?: Params) => {
         this.reads.primary += 1;
@@ -156,12 +173,12 @@ export class ReplicatedDatabase implements MysqlDatabase {
     };
     this.replicas = replicaUrls.map((url) => {
       const pool = new MysqlPool(url, { ...limits, clientTimeoutMs: REPLICA_READ_TIMEOUT_MS }, log);
-      return new Replica(
+      return new Replica({
         url,
         pool,
-        (statement, params) => this.primaryReads.select(statement, params),
-        (target) => (this.reads[target] += 1),
-      );
+        onPrimary: (statement, params) => this.primaryReads.select(statement, params),
+        counted: (target) => (this.reads[target] += 1),
+      });
     });
   }
 

@@ -44,8 +44,12 @@ beforeAll(async () => {
   setup.destroy();
   await pair.synced();
   const log = new SqlStatementLog(quiet);
-  db = new ReplicatedDatabase(new MysqlPool(`${pair.primaryUrl}/${DATABASE}`, LIMITS, log), [`${pair.replicaUrl}/${DATABASE}`], LIMITS, log, {
-    maxLagMs: 1000,
+  db = new ReplicatedDatabase({
+    primary: new MysqlPool(`${pair.primaryUrl}/${DATABASE}`, LIMITS, log),
+    replicaUrls: [`${pair.replicaUrl}/${DATABASE}`],
+    limits: LIMITS,
+    log,
+    settings: { maxLagMs: 1000 },
   });
   await db.start();
   await replicaBecomes('ok');
@@ -128,7 +132,13 @@ test("the health check needs only SELECT and MariaDB's REPLICA MONITOR on the re
   const as = (user: string) => {
     const url = new URL(`${pair.replicaUrl}/${DATABASE}`);
     url.username = user;
-    return new ReplicatedDatabase(new MysqlPool(`${pair.primaryUrl}/${DATABASE}`, LIMITS, log), [url.toString()], LIMITS, log, { maxLagMs: 1000 });
+    return new ReplicatedDatabase({
+      primary: new MysqlPool(`${pair.primaryUrl}/${DATABASE}`, LIMITS, log),
+      replicaUrls: [url.toString()],
+      limits: LIMITS,
+      log,
+      settings: { maxLagMs: 1000 },
+    });
   };
   const [reader, blind] = [as('feed_reader'), as('feed_blind')];
   try {
