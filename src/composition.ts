@@ -166,8 +166,8 @@ export function createFeedService(config: FeedConfig, db: Database, redis: Redis
 export function createLiveBuses(config: Pick<Config, 'redisKeyPrefix'>, redis: RedisClient | null, warn: FanoutLog): LiveBuses {
   if (!redis) return { readers: new MemoryLiveBus(warn), authors: new MemoryLiveBus(warn) };
   return {
-    readers: new RedisLiveBus(redis, new RedisKeys(config.redisKeyPrefix), warn),
-    authors: new RedisLiveBus(redis, new RedisKeys(`${config.redisKeyPrefix}author:`), warn),
+    readers: new RedisLiveBus({ redis, keys: new RedisKeys(config.redisKeyPrefix), warn }),
+    authors: new RedisLiveBus({ redis, keys: new RedisKeys(`${config.redisKeyPrefix}author:`), warn }),
   };
 }
 

@@ -85,6 +85,13 @@ export interface RedisLiveBusOptions {
   stepTimeoutMs?: number;
 }
 
+/** What the bus talks to, with its tuning (every tuning field has a default). */
+export interface RedisLiveBusDeps extends RedisLiveBusOptions {
+  redis: RedisClient;
+  keys: RedisKeys;
+  warn: LiveWarn;
+}
+
 export class RedisLiveBus implements LiveBus {
   readonly processId: string;
   private readonly ttlMs: number;
@@ -99,12 +106,14 @@ export class RedisLiveBus implements LiveBus {
   private refreshing = false;
   private closed = false;
 
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly keys: RedisKeys,
-    private readonly warn: LiveWarn,
-    options: RedisLiveBusOptions = {},
-  ) {
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+  private readonly warn: LiveWarn;
+
+  constructor({ redis, keys, warn, ...options }: RedisLiveBusDeps) {
+    this.redis = redis;
+    this.keys = keys;
+    this.warn = warn;
     this.processId = options.processId ?? `${hostname()}-${process.pid}-${randomBytes(4).toString('hex')}`;
     this.ttlMs = options.ttlMs ?? LIVE_TTL_MS;
     this.refreshMs = options.refreshMs ?? LIVE_REFRESH_MS;

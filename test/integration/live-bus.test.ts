@@ -108,8 +108,8 @@ const implementations: Array<[string, () => Promise<World>]> = [
     async () => {
       const warnings: string[] = [];
       const [a, b] = [await connectClient(warnings), await connectClient(warnings)];
-      const subscriber = new RedisLiveBus(a, keys, (message) => warnings.push(message));
-      const publisher = new RedisLiveBus(b, keys, (message) => warnings.push(message));
+      const subscriber = new RedisLiveBus({ redis: a, keys, warn: (message) => warnings.push(message) });
+      const publisher = new RedisLiveBus({ redis: b, keys, warn: (message) => warnings.push(message) });
       return {
         publisher,
         subscriber,
@@ -293,7 +293,7 @@ describe('RedisLiveBus', () => {
 
   async function makeBus(options: RedisLiveBusOptions = {}, redisUrl?: string): Promise<{ bus: RedisLiveBus; redis: RedisClient }> {
     const redis = await connectClient(warnings, redisUrl);
-    const bus = new RedisLiveBus(redis, keys, warn, options);
+    const bus = new RedisLiveBus({ redis, keys, warn, ...options });
     clients.push(redis);
     buses.push(bus);
     return { bus, redis };
