@@ -22,7 +22,7 @@ export interface FanoutExecutorDeps {
   store: FanoutStore;
   /** Owns what enters an inbox: the executor only says which blog goes to which readers. */
   feed: Pick<FeedService, 'deliver' | 'retract'>;
-  /** Told when the chunk a task waited for was its last one. */
+  /** Told when the chunk it finished was its task's last one (the task is done). */
   onComplete: FanoutCompletion;
   metrics?: Pick<Metrics, 'inboxesWritten'>;
 }
