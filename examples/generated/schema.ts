@@ -62,7 +62,7 @@ export type BlogConnection = {
 /** A blog and its position in a connection */
 export type BlogEdge = {
   __typename?: 'BlogEdge';
-  /** Pass as `after` to continue after this blog */
+  /** Pass as `after` (or `before`) to continue from this blog */
   cursor: Scalars['String']['output'];
   /** The blog */
   node: Blog;
@@ -174,9 +174,9 @@ export type PageInfo = {
   endCursor?: Maybe<Scalars['String']['output']>;
   /** Whether more items come after this page */
   hasNextPage: Scalars['Boolean']['output'];
-  /** Whether more items come before this page; false when paging forward with first/after */
+  /** Whether more items come before this page: on a page read with last/before, whether newer items lie above it; false when paging forward with first/after */
   hasPreviousPage: Scalars['Boolean']['output'];
-  /** The first edge's cursor; null for an empty page */
+  /** The first edge's cursor (pass as `before` to get the page above, where a connection takes it); null for an empty page */
   startCursor?: Maybe<Scalars['String']['output']>;
 };
 
@@ -197,8 +197,10 @@ export type Query = {
   __typename?: 'Query';
   /** The blog with this global id; null when there is none or it was deleted */
   blog?: Maybe<Blog>;
-  /** Blogs of the users the viewer follows, newest first (ties: larger blog id first). Requires a viewer. */
+  /** Blogs of the users the viewer follows, newest first (ties: larger blog id first). Forward with first/after; newer than a cursor with last/before (the blogs closest to before, still newest first; pageInfo.hasPreviousPage says whether more newer ones lie above). Requires a viewer. */
   followFeed: BlogConnection;
+  /** How many blogs of the follow feed are newer than before, counted up to max (0..100): for a "new posts" banner. Requires a viewer. */
+  followFeedNewCount: Scalars['Int']['output'];
   /** Any object by its global id; null when it does not exist */
   node?: Maybe<Node>;
   /** The user with this global id; null when there is none */
@@ -219,7 +221,16 @@ export type QueryBlogArgs = {
 /** What a client can read: the viewer, users, blogs and the follow feed */
 export type QueryFollowFeedArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/** What a client can read: the viewer, users, blogs and the follow feed */
+export type QueryFollowFeedNewCountArgs = {
+  before: Scalars['String']['input'];
+  max?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
