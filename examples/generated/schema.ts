@@ -68,6 +68,13 @@ export type BlogEdge = {
   node: Blog;
 };
 
+/** Something that left the viewer's follow feed: deleted, unfollowed, muted or blocked */
+export type FeedRemoval = {
+  __typename?: 'FeedRemoval';
+  /** Global id of the blog that left the feed */
+  blogId: Scalars['ID']['output'];
+};
+
 /** The result of followUser: both users with their counts after the change, for a normalized cache */
 export type FollowUserPayload = {
   __typename?: 'FollowUserPayload';
@@ -256,8 +263,16 @@ export type QueryUsersArgs = {
 /** Live updates over graphql-ws at the same address as queries (ws:// or wss://); they need a viewer */
 export type Subscription = {
   __typename?: 'Subscription';
-  /** Each blog as it enters the viewer's follow feed, in arrival order, over graphql-ws at the same /graphql address. Requires a viewer: the connection_init payload carries { "authorization": "Bearer <token>" }. */
+  /** Each blog as it enters the viewer's follow feed, over graphql-ws at the same /graphql address. With after (the cursor of the newest blog the client holds), every blog newer than it comes first, oldest of them first so that the client prepends each edge as it comes, then live ones in arrival order, none missed or repeated. More than 100 newer blogs end the subscription with RESUME_GAP_TOO_LARGE: refetch the first page of followFeed and subscribe again with its newest cursor. The connection_init payload carries { "authorization": "Bearer <token>" }. */
   followFeedAdded: BlogEdge;
+  /** Each blog that leaves the viewer's follow feed while the client watches it: deleted, or its author unfollowed (the author's newest blogs, one event each). Over graphql-ws, as followFeedAdded. */
+  followFeedRemoved: FeedRemoval;
+};
+
+
+/** Live updates over graphql-ws at the same address as queries (ws:// or wss://); they need a viewer */
+export type SubscriptionFollowFeedAddedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** A person who publishes blogs and follows others */

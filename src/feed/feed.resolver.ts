@@ -5,10 +5,13 @@ import { blogConnection } from '../graphql/blog-connection';
 import { Context, requireViewerId } from '../graphql/context';
 import { connectionCost } from '../graphql/limits';
 import { clearLoaders, primeLoaders } from '../graphql/loaders';
-import { notFound } from '../kernel/errors';
+import { badUserInput, notFound } from '../kernel/errors';
+import { toGlobalId } from '../kernel/global-id';
 import { FeedConnectionArgs, readFeedPageArgs } from '../kernel/pagination/connection';
-import { cursorsForPage, encodeCursor, START } from '../kernel/pagination/cursor';
-import type { LiveBlog } from './feed.live';
+import { cursorsForPage, encodeCursor, InvalidCursorError, ScoredId, START } from '../kernel/pagination/cursor';
+import { positionBefore } from '../kernel/pagination/page';
+import { LiveRemoval, MAX_RESUME_BLOGS } from './feed.live';
+import { FeedRemoval } from './feed.types';
 import { MAX_NEW_COUNT } from './feed.service';
 
 @Resolver()
@@ -43,11 +46,25 @@ export class FeedResolver {
 
   @Subscription(() => BlogEdge, {
     description:
-      "Each blog as it enters the viewer's follow feed, in arrival order, over graphql-ws at the same /graphql address. " +
-      'Requires a viewer: the connection_init payload carries { "authorization": "Bearer <token>" }.',
-    subscribe: ({ context }: SubscribeResolverData<unknown, unknown, Context>) => context.services.liveFeed.subscribe(requireViewerId(context.auth)),
+      "Each blog as it enters the viewer's follow feed, over graphql-ws at the same /graphql address. " +
+      'With after (the cursor of the newest blog the client holds), every blog newer than it comes first, oldest of them first so that ' +
+      'the client prepends each edge as it comes, then live ones in arrival order, none missed or repeated. ' +
+      `More than ${MAX_RESUME_BLOGS} newer blogs end the subscription with RESUME_GAP_TOO_LARGE: refetch the first page of followFeed and subscribe again with its newest cursor. ` +
+      'The connection_init payload carries { "authorization": "Bearer <token>" }.',
+    subscribe: ({ args, context }: SubscribeResolverData<unknown, { after?: string | null }, Context>) => {
+      const viewerId = requireViewerId(context.auth);
+      return context.services.liveFeed.subscribe(viewerId, readResumeCursor(args.after));
+    },
   })
-  async followFeedAdded(@Root() blog: LiveBlog, @Ctx() { loaders }: Context): Promise<BlogEdge> {
+  async followFeedAdded(
+    @Root() blog: ScoredId,
+    @Ctx() { loaders }: Context,
+    @Arg('after', () => String, {
+      nullable: true,
+      description: "The cursor of the newest blog the client holds (its first edge's cursor): the blogs newer than it come first",
+    })
+    _after?: string | null,
+  ): Promise<BlogEdge> {
     // One context serves the whole subscription: what its loaders remember of the last event
     // (an author's counts, a like) is stale by now.
     clearLoaders(loaders);
@@ -55,5 +72,27 @@ export class FeedResolver {
     if (!node) throw notFound(`blog ${blog.id} was deleted as it arrived`);
     // The position just after this blog: a followFeed page from there continues below it.
     return { cursor: encodeCursor(cursorsForPage(START, [blog])[0]), node };
+  }
+
+  @Subscription(() => FeedRemoval, {
+    description:
+      "Each blog that leaves the viewer's follow feed while the client watches it: deleted, or its author unfollowed (the author's newest blogs, " +
+      'one event each). Over graphql-ws, as followFeedAdded.',
+    subscribe: ({ context }: SubscribeResolverData<unknown, unknown, Context>) => context.services.liveFeed.subscribeRemovals(requireViewerId(context.auth)),
+  })
+  followFeedRemoved(@Root() removal: LiveRemoval): FeedRemoval {
+    return { blogId: toGlobalId('Blog', removal.blogId) };
+  }
+}
+
+/** followFeedAdded's `after`: a keyset point, or null (live only); a bad cursor is BAD_USER_INPUT naming after. */
+function readResumeCursor(after: string | null | undefined): ScoredId | null {
+  if (after === null || after === undefined) return null;
+  try {
+    const position = positionBefore(after);
+    return { score: position.maxScore, id: position.afterId };
+  } catch (error) {
+    if (error instanceof InvalidCursorError) throw badUserInput(error.message, 'after');
+    throw error;
   }
 }

@@ -43,6 +43,7 @@ import { badUserInput } from '../kernel/errors';
 import { FeedPosition, InvalidCursorError, ScoredId } from '../kernel/pagination/cursor';
 import { fetchSize, NewerPageRequest, newerFetchSize, Page, PageRequest, positionBefore, slicePage, sliceNewerPage } from '../kernel/pagination/page';
 import { BigFolloweeLists } from './big-followees';
+import { MAX_REMOVED_PER_EVENT } from '../live/live.bus';
 import type { LiveFeed } from './feed.live';
 import type { FeedStore, FollowChangeRow } from './feed.store';
 import type { InboxGeneration } from './generation';
@@ -105,8 +106,8 @@ export interface FeedServiceDeps {
   metrics?: Pick<Metrics, 'pageRead'>;
   /** The fan-out's unfinished tasks, to rebuild and upkeep the watermark (FanoutStore). */
   inFlight?: InFlightSource;
-  /** Tells live subscribers which blogs reached their inboxes (feed.live.ts). */
-  live?: Pick<LiveFeed, 'delivered'>;
+  /** Tells live subscribers which blogs reached their inboxes, and which left them with a follow change (feed.live.ts). */
+  live?: Pick<LiveFeed, 'delivered' | 'watching' | 'retracted'>;
   /** The clock of the follow outbox's rows (created_at) and of freshness; tests pass their own. */
   now?: () => Date;
 }
@@ -172,7 +173,7 @@ export class FeedService {
   private readonly settings: FeedSettings;
   private readonly warn: (message: string, error?: unknown) => void;
   private readonly metrics?: Pick<Metrics, 'pageRead'>;
-  private readonly live?: Pick<LiveFeed, 'delivered'>;
+  private readonly live?: Pick<LiveFeed, 'delivered' | 'watching' | 'retracted'>;
   private readonly now: () => Date;
   /** Whether pages read inboxes (push, hybrid) or only MySQL (pull, or no Redis): decided once. */
   private readonly readsInboxes: boolean;
@@ -529,6 +530,30 @@ export class FeedService {
       return { id, ...row };
     });
     if (change && inbox) await this.applyFollowChange(change);
+    if (change && !change.follow) await this.retractFromLive(readerId, authorId);
+  }
+
+  /**
+   * A committed change ended "reader sees author" (an unfollow, and whatever else ends it
+   * through changeFollow, the one entry point of follow changes): the reader's live clients
+   * hear that the author's blogs left their feed (followFeedRemoved). Only when the reader
+   * watches (one lookup); then the author's newest blogs, FEED_MAX_ITEMS at most (no inbox holds
+   * more of anyone) and MAX_REMOVED_PER_EVENT at most. Never fails the change: live events are
+   * hints.
+   */
+  async retractFromLive(readerId: number, authorId: number): Promise<void> {
+    const { live } = this;
+    if (!live) return;
+    try {
+      if (!(await live.watching(readerId))) return;
+      const newest = await this.store.newestOfAuthor(authorId, Math.min(this.settings.maxItems, MAX_REMOVED_PER_EVENT));
+      await live.retracted(
+        readerId,
+        newest.map((blog) => blog.id),
+      );
+    } catch (error) {
+      this.warn(`telling the live clients of user ${readerId} that the blogs of ${authorId} left their feed failed`, error);
+    }
   }
 
   /** Marks the inbox pending just before a follow change commits; without Redis the outbox row alone carries it. */

@@ -530,6 +530,20 @@ export class FeedStore implements GenerationRecord {
     return new Set(rows.map((row) => Number(row.user_id)));
   }
 
+  /**
+   * Which of these blogs the viewer sees now (live, by an author the viewer follows): the check
+   * of a removal event before it is told. One statement, on the primary.
+   */
+  async visibleAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>> {
+    if (blogIds.length === 0) return new Set();
+    const rows = await this.db.select<{ id: string }>(
+      `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id AND f.user_id = ?
+       WHERE b.id IN (?) AND b.deleted_at IS NULL`,
+      [viewerId, blogIds],
+    );
+    return new Set(rows.map((row) => Number(row.id)));
+  }
+
   /** Everyone the reader follows. */
   async followeeIds(readerId: number): Promise<number[]> {
     const rows = await this.db.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
