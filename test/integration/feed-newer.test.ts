@@ -7,7 +7,21 @@
  */
 import { fromGlobalId } from '../../src/kernel/global-id';
 import { TestClock } from '../support/clock';
-import { errorCode, FEED_PAGE, feedTruth, follow, ok, publish, readerOfThree, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
+import {
+  dropInbox,
+  EMBEDDED,
+  errorCode,
+  FEED_PAGE,
+  feedTruth,
+  follow,
+  ok,
+  publish,
+  readerOfThree,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../support/harness';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -126,6 +140,9 @@ describe('pages up and down', () => {
         ]);
       }
     }
+    // The follows went into MySQL behind the service's back: the inbox the sign-up opened does not
+    // know them (a page checks follows against it), so it goes, as an expired one would.
+    if (!EMBEDDED) await dropInbox(app, manyId);
     const truth = await feedTruth(app, manyId);
     expect(truth).toHaveLength(390);
     const [, , lowest] = truth.slice(-3);
