@@ -41,8 +41,8 @@ export class LikeService {
     return this.store.likedAmong(viewerId, blogIds);
   }
 
-  /** Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first, all in one read (db/keyset.ts). */
-  likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
-    return this.store.likers(fetches);
+  /** Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first, as the viewer (null: anonymous) sees them, all in one read (db/keyset.ts). */
+  likers(viewerId: number | null, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    return this.store.likers(viewerId, fetches);
   }
 }
