@@ -38,7 +38,7 @@ import fc from 'fast-check';
 import { Blog } from '../../src/blog/blog.types';
 import type { FeedModel } from '../../src/kernel/config';
 import { compareCanonical, FeedPosition, isAfter, ScoredId, START } from '../../src/kernel/pagination/cursor';
-import { FeedService, FeedTruth, PendingFollowChange } from '../../src/feed/feed.service';
+import { FeedService, FeedTruth } from '../../src/feed/feed.service';
 import type { FeedCandidate, FollowChangeRow, TruthSnapshot } from '../../src/feed/feed.store';
 import { GenerationRecord, InboxGeneration } from '../../src/feed/generation';
 import type { AuthorInFlight, TaskInFlight } from '../../src/feed/inbox';
