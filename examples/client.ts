@@ -3,8 +3,10 @@
  *   API_URL=http://localhost:4000/graphql node dist/examples/client.js
  * It signs up two users, finds one by the start of its nickName and makes the other follow it,
  * publishes a few blogs, pages through the follower's feed, 2 at a time, lists the author's
- * followers, and watches the follower's feed live (a graphql-ws subscription) while the author
- * publishes once more. Every variable and result below is typed from the schema.
+ * followers, counts and loads the posts newer than the top of the feed ("new posts"), and
+ * watches the feed live (a graphql-ws subscription) resumed from the newest blog it holds: a
+ * blog published while it was away comes first, then one published live. Every variable and
+ * result below is typed from the schema.
  *
  * With DOCUMENT_IDS=on it sends each operation's id (the client preset's `__meta__.hash`)
  * instead of its text, as a production client does against a server run with
@@ -19,6 +21,8 @@ import {
   FollowersDocument,
   FollowFeedDocument,
   FollowFeedQuery,
+  NewerPostsDocument,
+  NewPostCountDocument,
   NewPostsDocument,
   NewPostsSubscription,
   PublishBlogDocument,
@@ -76,35 +80,58 @@ async function main(): Promise<void> {
   // Fan-out is asynchronous (and a new follow's blogs come in at once): the feed may take a moment.
   await new Promise((resolve) => setTimeout(resolve, 500));
   let after: string | null | undefined = null;
+  let top: string | null | undefined = null;
   let page = 1;
   do {
     const feed: FollowFeedQuery['followFeed'] = (await request(FollowFeedDocument, { first: 2, after }, reader.token)).followFeed;
     const titles = feed.edges.map((edge) => `${edge.node.title} by ${edge.node.author.nickName}`);
     console.log(`page ${page}: ${titles.join(', ') || '(empty)'}`);
+    top ??= feed.pageInfo.startCursor;
     after = feed.pageInfo.hasNextPage ? feed.pageInfo.endCursor : null;
     page += 1;
   } while (after);
   const listed = (await request(FollowersDocument, { userId: author.user.id, first: 10 })).user;
   console.log(`followers of ${listed?.nickName}: ${listed?.followers.edges.map((edge) => edge.node.nickName).join(', ')}`);
+  if (!top) throw new Error('the feed came back empty');
+
+  // "New posts": one more blog; the count for a banner, then the page above the top the client shows.
+  await request(PublishBlogDocument, { input: { title: 'Example post 6', content: 'Newer than the top.' } }, author.token);
+  const count = (await request(NewPostCountDocument, { before: top }, reader.token)).followFeedNewCount;
+  console.log(`new posts: ${count}`);
+  const newer = (await request(NewerPostsDocument, { last: 10, before: top }, reader.token)).followFeed;
+  console.log(`newer: ${newer.edges.map((edge) => `${edge.node.title} by ${edge.node.author.nickName}`).join(', ')}`);
+  const newest = newer.pageInfo.startCursor ?? top;
+
+  // While the client is away one more blog comes; it resumes the live feed from its newest cursor.
+  await request(PublishBlogDocument, { input: { title: 'Example post 7', content: 'Published while away.' } }, author.token);
 
   // The live feed: the same address over WebSocket, the token in connection_init.
   const live = createClient({ url: API_URL.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${reader.token}` } });
   const connected = new Promise<void>((resolve) => live.on('connected', () => resolve()));
-  const arrived = new Promise<NewPostsSubscription['followFeedAdded']>((resolve, reject) => {
+  const edges: Array<NewPostsSubscription['followFeedAdded']> = [];
+  const arrived = new Promise<void>((resolve, reject) => {
     live.subscribe<NewPostsSubscription>(
       // Over WebSocket a trusted document's id goes in the extensions, with an empty query.
       DOCUMENT_IDS
-        ? { query: '', extensions: { persistedQuery: { version: 1, sha256Hash: documentId(NewPostsDocument) } } }
-        : { query: print(NewPostsDocument) },
-      { next: (result) => result.data && resolve(result.data.followFeedAdded), error: reject, complete: () => {} },
+        ? { query: '', variables: { after: newest }, extensions: { persistedQuery: { version: 1, sha256Hash: documentId(NewPostsDocument) } } }
+        : { query: print(NewPostsDocument), variables: { after: newest } },
+      {
+        next: (result) => {
+          if (result.data) edges.push(result.data.followFeedAdded);
+          if (edges.length === 2) resolve();
+        },
+        error: reject,
+        complete: () => {},
+      },
     );
   });
   // The server starts listening for the reader a moment after it acknowledged the socket.
   await connected;
   await new Promise((resolve) => setTimeout(resolve, 500));
-  await request(PublishBlogDocument, { input: { title: 'Example post 6', content: 'Seen live.' } }, author.token);
-  const edge = await arrived;
-  console.log(`live: ${edge.node.title} by ${edge.node.author.nickName}`);
+  await request(PublishBlogDocument, { input: { title: 'Example post 8', content: 'Seen live.' } }, author.token);
+  await arrived;
+  console.log(`resumed: ${edges[0].node.title} by ${edges[0].node.author.nickName}`);
+  console.log(`live: ${edges[1].node.title} by ${edges[1].node.author.nickName}`);
   await live.dispose();
   console.log('done');
 }

@@ -62,10 +62,17 @@ export type BlogConnection = {
 /** A blog and its position in a connection */
 export type BlogEdge = {
   __typename?: 'BlogEdge';
-  /** Pass as `after` to continue after this blog */
+  /** Pass as `after` (or `before`) to continue from this blog */
   cursor: Scalars['String']['output'];
   /** The blog */
   node: Blog;
+};
+
+/** Something that left the viewer's follow feed: deleted, unfollowed, muted or blocked */
+export type FeedRemoval = {
+  __typename?: 'FeedRemoval';
+  /** Global id of the blog that left the feed */
+  blogId: Scalars['ID']['output'];
 };
 
 /** The result of followUser: both users with their counts after the change, for a normalized cache */
@@ -192,9 +199,9 @@ export type PageInfo = {
   endCursor?: Maybe<Scalars['String']['output']>;
   /** Whether more items come after this page */
   hasNextPage: Scalars['Boolean']['output'];
-  /** Whether more items come before this page; false when paging forward with first/after */
+  /** Whether more items come before this page: on a page read with last/before, whether newer items lie above it; false when paging forward with first/after */
   hasPreviousPage: Scalars['Boolean']['output'];
-  /** The first edge's cursor; null for an empty page */
+  /** The first edge's cursor (pass as `before` to get the page above, where a connection takes it); null for an empty page */
   startCursor?: Maybe<Scalars['String']['output']>;
 };
 
@@ -215,8 +222,10 @@ export type Query = {
   __typename?: 'Query';
   /** The blog with this global id; null when there is none or it was deleted */
   blog?: Maybe<Blog>;
-  /** Blogs of the users the viewer follows, newest first (ties: larger blog id first). Requires a viewer. */
+  /** Blogs of the users the viewer follows, newest first (ties: larger blog id first). Forward with first/after; newer than a cursor with last/before (the blogs closest to before, still newest first; pageInfo.hasPreviousPage says whether more newer ones lie above). Requires a viewer. */
   followFeed: BlogConnection;
+  /** How many blogs of the follow feed are newer than before, counted up to max (0..100): for a "new posts" banner. Requires a viewer. */
+  followFeedNewCount: Scalars['Int']['output'];
   /** Any object by its global id; null when it does not exist */
   node?: Maybe<Node>;
   /** The user with this global id; null when there is none */
@@ -237,7 +246,16 @@ export type QueryBlogArgs = {
 /** What a client can read: the viewer, users, blogs and the follow feed */
 export type QueryFollowFeedArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/** What a client can read: the viewer, users, blogs and the follow feed */
+export type QueryFollowFeedNewCountArgs = {
+  before: Scalars['String']['input'];
+  max?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
@@ -263,8 +281,16 @@ export type QueryUsersArgs = {
 /** Live updates over graphql-ws at the same address as queries (ws:// or wss://); they need a viewer */
 export type Subscription = {
   __typename?: 'Subscription';
-  /** Each blog as it enters the viewer's follow feed, in arrival order, over graphql-ws at the same /graphql address. Requires a viewer: the connection_init payload carries { "authorization": "Bearer <token>" }. */
+  /** Each blog as it enters the viewer's follow feed, over graphql-ws at the same /graphql address. With after (the cursor of the newest blog the client holds), every blog newer than it comes first, oldest of them first so that the client prepends each edge as it comes, then live ones in arrival order, none missed or repeated. More than 100 newer blogs end the subscription with RESUME_GAP_TOO_LARGE: refetch the first page of followFeed and subscribe again with its newest cursor. The connection_init payload carries { "authorization": "Bearer <token>" }. */
   followFeedAdded: BlogEdge;
+  /** Each blog that leaves the viewer's follow feed while the client watches it: deleted, or its author unfollowed (the author's newest blogs, one event each). Over graphql-ws, as followFeedAdded. */
+  followFeedRemoved: FeedRemoval;
+};
+
+
+/** Live updates over graphql-ws at the same address as queries (ws:// or wss://); they need a viewer */
+export type SubscriptionFollowFeedAddedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** A person who publishes blogs and follows others */

@@ -67,8 +67,8 @@ export class BlogService {
     private readonly fanout: FanoutService | null,
     /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
     private readonly feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes'>,
-    /** Live subscribers to tell of a blog that no fan-out delivers. */
-    private readonly live: Pick<LiveFeed, 'published'>,
+    /** Live subscribers to tell of a blog that no fan-out delivers, and of a deleted blog. */
+    private readonly live: Pick<LiveFeed, 'published' | 'deleted'>,
     private readonly now: () => Date,
   ) {}
 
@@ -149,6 +149,8 @@ export class BlogService {
       return this.feed.inInboxes(blog) ? this.requireFanout().recordRetract(sql, blog) : null;
     });
     if (taskId !== null) this.requireFanout().enqueue(taskId);
+    // Watching followers hear that it left their feed (followFeedRemoved), in every process.
+    await this.live.deleted({ id: blogId, authorId: blog.authorId });
   }
 
   /** Live (not deleted) blogs by id, in one statement. */

@@ -73,7 +73,7 @@ export interface KeyedBlogRow extends BlogRow {
 
 @ObjectType({ description: 'A blog and its position in a connection' })
 export class BlogEdge {
-  @Field(() => String, { description: 'Pass as `after` to continue after this blog' })
+  @Field(() => String, { description: 'Pass as `after` (or `before`) to continue from this blog' })
   cursor!: string;
 
   @Field(() => Blog, { description: 'The blog' })

@@ -28,16 +28,51 @@
  * that got the same blog in the same tick in one statement (a chunk reaches many live readers at
  * once). A blog already shown on this subscription is not shown again (a chunk run twice, a
  * blog on both channels).
+ *
+ * Resuming (`followFeedAdded(after:)`): the subscription listens first (its queue keeps what
+ * arrives), then reads every feed blog newer than `after` from the truth (FeedStore.feedNewer,
+ * at most MAX_RESUME_BLOGS, else it fails with RESUME_GAP_TOO_LARGE: the client refetches the
+ * first page), sends them oldest first (each newer than the one before, so a client prepends
+ * each edge as it comes), then drains the queue, skipping what the replay sent and what is not
+ * newer than `after`. A blog committed before the read is in the replay; one committed after it
+ * comes on the channels, which were open before the read: none is missed at the switch, none
+ * repeated.
+ *
+ * Removals (`followFeedRemoved`): a delete is published on its author's channel (every process
+ * with a watching follower listens there), an unfollow (and whatever ends a follow through
+ * FeedService.changeFollow) on the reader's channel with the author's newest blogs, at most
+ * MAX_REMOVED_PER_EVENT. A removal subscription listens on its viewer's channel and their
+ * followees' in every model, and tells the client of each blog of an event that the viewer
+ * does not see now (one statement per event): a re-follow that overtook its unfollow tells
+ * nothing.
  */
 import DataLoader from 'dataloader';
 import type { FeedModel } from '../kernel/config';
-import type { ScoredId } from '../kernel/pagination/cursor';
-import type { LiveBus, LiveChannel, LiveWarn } from '../live/live.bus';
+import { resumeGapTooLarge } from '../kernel/errors';
+import { compareCanonical, ScoredId } from '../kernel/pagination/cursor';
+import type { LiveBus, LiveChannel, LiveEvent, LiveWarn } from '../live/live.bus';
+import { MAX_REMOVED_PER_EVENT } from '../live/live.bus';
 import { LiveQueue } from '../live/live.queue';
 import type { FeedStore } from './feed.store';
 
 /** Blog ids a subscription remembers having shown, to show none twice: far more than a client renders between reconnects. */
 const SHOWN_MEMORY = 1000;
+
+/**
+ * Most blogs a resumed followFeedAdded replays: a client that missed more is better served by
+ * refetching the first page of its feed (one request of up to 100 edges) than by a stream of
+ * edges; past it the subscription fails with RESUME_GAP_TOO_LARGE. It also bounds what one
+ * subscribe reads (one bounded range per followee).
+ */
+export const MAX_RESUME_BLOGS = 100;
+
+/** Removed blog ids a removal subscription remembers having told, to tell none twice (a delete heard on two channels). */
+const REMOVED_MEMORY = 1000;
+
+/** A blog that left the viewer's feed, for followFeedRemoved. */
+export interface LiveRemoval {
+  blogId: number;
+}
 
 /** The two buses: one channel per live reader, one per author whose blogs nobody fans out. */
 export interface LiveBuses {
@@ -58,7 +93,7 @@ export class LiveFeed {
 
   constructor(
     private readonly buses: LiveBuses,
-    private readonly store: Pick<FeedStore, 'viewersSeeing' | 'followeeIds'>,
+    private readonly store: Pick<FeedStore, 'viewersSeeing' | 'followeeIds' | 'feedNewer' | 'visibleAmong'>,
     private readonly model: FeedModel,
     private readonly warn: LiveWarn = () => {},
   ) {
@@ -85,20 +120,87 @@ export class LiveFeed {
    * every blog comes through the viewer's own channel.
    */
   async followsChanged(viewerId: number): Promise<void> {
-    if (this.model === 'push') return;
     await Promise.all([...(this.subscriptions.get(viewerId) ?? [])].map((subscription) => subscription.relistOrKeep()));
+    // Removal subscriptions listen to followees in every model, here or in another process.
     await this.buses.readers.publish([viewerId], { kind: 'follows' });
+  }
+
+  /** A blog was deleted (committed): tell the processes that listen on its author. */
+  async deleted(blog: { id: number; authorId: number }): Promise<void> {
+    await this.buses.authors.publish([blog.authorId], { kind: 'removed', blogIds: [blog.id] });
+  }
+
+  /** Whether the viewer has a live subscription open in some process (one lookup). */
+  async watching(viewerId: number): Promise<boolean> {
+    return (await this.buses.readers.liveAmong([viewerId])).length > 0;
+  }
+
+  /** These blogs left the viewer's feed (an unfollow): tell their subscriptions, in whichever process. */
+  async retracted(viewerId: number, blogIds: readonly number[]): Promise<void> {
+    if (blogIds.length === 0) return;
+    await this.buses.readers.publish([viewerId], { kind: 'removed', blogIds: blogIds.slice(0, MAX_REMOVED_PER_EVENT) });
   }
 
   /**
    * The viewer's live entries: an async iterator of the blogs that enter their feed from now on
    * (a graphql-js subscription source; return() ends it and frees its channels).
    */
-  async subscribe(viewerId: number): Promise<AsyncIterableIterator<LiveBlog>> {
+  async subscribe(viewerId: number, after: ScoredId | null = null): Promise<AsyncIterableIterator<ScoredId>> {
     const subscription = new FeedSubscription(viewerId, this.buses, this.store, this.model === 'push' ? 'reader' : 'reader and followees', this.warn);
     await subscription.open();
     if (this.model !== 'push') this.track(viewerId, subscription);
-    return this.checked(viewerId, subscription);
+    if (after === null) return this.checked(viewerId, subscription, null, []);
+    // Listening already: what commits from here on comes on the channels (see Resuming above).
+    let replay: ScoredId[];
+    try {
+      replay = await this.store.feedNewer(viewerId, after, MAX_RESUME_BLOGS + 1, true);
+    } catch (error) {
+      await subscription.close();
+      throw error;
+    }
+    if (replay.length > MAX_RESUME_BLOGS) {
+      await subscription.close();
+      throw resumeGapTooLarge(
+        `more than ${MAX_RESUME_BLOGS} blogs are newer than after: refetch the first page of followFeed, then subscribe with after set to its newest edge's cursor`,
+        'after',
+        MAX_RESUME_BLOGS,
+      );
+    }
+    return this.checked(viewerId, subscription, after, replay);
+  }
+
+  /**
+   * The viewer's removals: an async iterator of the blogs that leave their feed from now on
+   * (deleted, or their author unfollowed), each told once; return() ends it.
+   */
+  async subscribeRemovals(viewerId: number): Promise<AsyncIterableIterator<LiveRemoval>> {
+    const subscription = new FeedSubscription(viewerId, this.buses, this.store, 'reader and followees', this.warn);
+    await subscription.open();
+    this.track(viewerId, subscription);
+    const told = new Set<number>();
+    const pending: number[] = [];
+    const next = async (): Promise<IteratorResult<LiveRemoval>> => {
+      for (;;) {
+        const blogId = pending.shift();
+        if (blogId !== undefined) {
+          if (told.has(blogId)) continue;
+          told.add(blogId);
+          if (told.size > REMOVED_MEMORY) told.delete(told.values().next().value!);
+          return { done: false, value: { blogId } };
+        }
+        const result = await subscription.events.next();
+        if (result.done) return { done: true, value: undefined };
+        const event: LiveEvent = result.value;
+        if (event.kind === 'follows') void subscription.relistOrKeep();
+        if (event.kind !== 'removed') continue;
+        const fresh = event.blogIds.filter((id) => !told.has(id));
+        if (fresh.length === 0) continue;
+        // The feed's rules decide: only what the viewer does not see now has left.
+        const visible = await this.store.visibleAmong(viewerId, fresh);
+        pending.push(...fresh.filter((id) => !visible.has(id)));
+      }
+    };
+    return iteratorOf(next, () => subscription.close());
   }
 
   /** Keeps the subscription in the viewer's set while it is open, for followsChanged. */
@@ -112,10 +214,17 @@ export class LiveFeed {
     });
   }
 
-  /** The events of the subscription that the feed's rules let the viewer see, each blog once; a `follows` event re-lists its author channels. */
-  private checked(viewerId: number, subscription: FeedSubscription): AsyncIterableIterator<LiveBlog> {
+  /**
+   * The events of the subscription that the feed's rules let the viewer see, each blog once; a
+   * `follows` event re-lists its author channels. With `after` (resuming), `replay` comes first,
+   * then the events of blogs newer than `after` that the replay did not hold.
+   */
+  private checked(viewerId: number, subscription: FeedSubscription, after: ScoredId | null, replay: ScoredId[]): AsyncIterableIterator<ScoredId> {
     const shown = new Set<number>();
-    const next = async (): Promise<IteratorResult<LiveBlog>> => {
+    const replayed = new Set(replay.map((blog) => blog.id));
+    const next = async (): Promise<IteratorResult<ScoredId>> => {
+      const replayedBlog = replay.shift();
+      if (replayedBlog) return { done: false, value: replayedBlog };
       for (;;) {
         const result = await subscription.events.next();
         if (result.done) return { done: true, value: undefined };
@@ -125,22 +234,18 @@ export class LiveFeed {
           void subscription.relistOrKeep();
           continue;
         }
-        if (shown.has(event.blogId)) continue;
+        if (event.kind !== 'added') continue;
+        if (shown.has(event.blogId) || replayed.has(event.blogId)) continue;
+        const blog = { id: event.blogId, score: event.score };
+        // Resuming: the client holds `after` and everything older.
+        if (after !== null && compareCanonical(blog, after) >= 0) continue;
         if (!(await this.visible.load({ viewerId, blogId: event.blogId }))) continue;
         shown.add(event.blogId);
         if (shown.size > SHOWN_MEMORY) shown.delete(shown.values().next().value!);
-        return { done: false, value: { id: event.blogId, score: event.score, authorId: event.authorId } };
+        return { done: false, value: blog };
       }
     };
-    const iterator: AsyncIterableIterator<LiveBlog> = {
-      next,
-      return: async () => {
-        await subscription.close();
-        return { done: true, value: undefined };
-      },
-      [Symbol.asyncIterator]: () => iterator,
-    };
-    return iterator;
+    return iteratorOf(next, () => subscription.close());
   }
 
   /** The answers of one tick's visibility checks: one statement per distinct blog. */
@@ -152,6 +257,19 @@ export class LiveFeed {
     );
     return asks.map(({ viewerId, blogId }) => seeing.get(blogId)!.has(viewerId));
   }
+}
+
+/** A graphql-js subscription source from `next`; return() (the client stopped) runs `close`. */
+function iteratorOf<T>(next: () => Promise<IteratorResult<T>>, close: () => Promise<void>): AsyncIterableIterator<T> {
+  const iterator: AsyncIterableIterator<T> = {
+    next,
+    return: async () => {
+      await close();
+      return { done: true, value: undefined };
+    },
+    [Symbol.asyncIterator]: () => iterator,
+  };
+  return iterator;
 }
 
 /**

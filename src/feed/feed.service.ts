@@ -39,9 +39,11 @@ import { hostname } from 'node:os';
 import type { Sql } from '../db/database';
 import type { FeedModel } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
-import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
-import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
+import { badUserInput } from '../kernel/errors';
+import { FeedPosition, InvalidCursorError, ScoredId } from '../kernel/pagination/cursor';
+import { fetchSize, NewerPageRequest, newerFetchSize, Page, PageRequest, positionBefore, slicePage, sliceNewerPage } from '../kernel/pagination/page';
 import { BigFolloweeLists } from './big-followees';
+import { MAX_REMOVED_PER_EVENT } from '../live/live.bus';
 import type { LiveFeed } from './feed.live';
 import type { FeedStore, FollowChangeRow } from './feed.store';
 import type { InboxGeneration } from './generation';
@@ -75,6 +77,7 @@ export interface FeedSettings {
 export type FeedTruth = Pick<
   FeedStore,
   | 'feedPage'
+  | 'feedNewer'
   | 'inFlightBlogs'
   | 'snapshot'
   | 'pulledFollowees'
@@ -103,8 +106,8 @@ export interface FeedServiceDeps {
   metrics?: Pick<Metrics, 'pageRead'>;
   /** The fan-out's unfinished tasks, to rebuild and upkeep the watermark (FanoutStore). */
   inFlight?: InFlightSource;
-  /** Tells live subscribers which blogs reached their inboxes (feed.live.ts). */
-  live?: Pick<LiveFeed, 'delivered'>;
+  /** Tells live subscribers which blogs reached their inboxes, and which left them with a follow change (feed.live.ts). */
+  live?: Pick<LiveFeed, 'delivered' | 'watching' | 'retracted'>;
   /** The clock of the follow outbox's rows (created_at) and of freshness; tests pass their own. */
   now?: () => Date;
 }
@@ -140,6 +143,12 @@ export const FRESHNESS_MARGIN_MS = 10_000;
  */
 const REPAIR_ATTEMPTS = 600;
 
+/**
+ * Largest `max` of followFeedNewCount, and its default: a "new posts" banner shows "99+" past
+ * it, and the count reads at most this many ids (one bounded range per followee).
+ */
+export const MAX_NEW_COUNT = 100;
+
 /** Rebuilds tried in a row when a follow change keeps racing them (then MySQL serves). */
 const REBUILD_ATTEMPTS = 3;
 
@@ -169,7 +178,7 @@ export class FeedService {
   private readonly settings: FeedSettings;
   private readonly warn: (message: string, error?: unknown) => void;
   private readonly metrics?: Pick<Metrics, 'pageRead'>;
-  private readonly live?: Pick<LiveFeed, 'delivered'>;
+  private readonly live?: Pick<LiveFeed, 'delivered' | 'watching' | 'retracted'>;
   private readonly now: () => Date;
   /** Whether pages read inboxes (push, hybrid) or only MySQL (pull, or no Redis): decided once. */
   private readonly readsInboxes: boolean;
@@ -269,6 +278,44 @@ export class FeedService {
    */
   async page(viewerId: number, request: PageRequest): Promise<Page<ScoredId>> {
     return slicePage(request, await this.entries(viewerId, request.from, fetchSize(request)));
+  }
+
+  /**
+   * A page up (followFeed's last/before): the `last` blogs newer than `before` closest to it,
+   * newest first, and whether more lie above (hasPreviousPage).
+   *
+   * In every model it is read from the truth (MySQL, or SQLite embedded; FeedStore.feedNewer),
+   * on the primary when replicas may lag: what lies above a cursor the client holds is the top
+   * of the feed, the part an inbox may not have yet (fan-out in flight) and a replica may lack.
+   * It is the same list as the pages down (they equal the truth, see above), cut at the same
+   * keyset point, so pages down and up mix without skipping or repeating a blog. Its cost is
+   * bounded by `last` and the followees, not by how far above `before` the top is.
+   */
+  async newerPage(viewerId: number, request: NewerPageRequest): Promise<Page<ScoredId>> {
+    return sliceNewerPage(request, await this.newer(viewerId, request.before, newerFetchSize(request)));
+  }
+
+  /** The first `n` feed entries of the viewer newer than `before`, the closest first (ascending). */
+  async newer(viewerId: number, before: { maxScore: number; afterId: number }, n: number): Promise<ScoredId[]> {
+    this.metrics?.pageRead('pull');
+    return this.store.feedNewer(viewerId, { score: before.maxScore, id: before.afterId }, n, this.settings.freshnessMs > 0);
+  }
+
+  /**
+   * followFeedNewCount: how many feed entries are newer than the cursor `before`, counted up to
+   * `max` (0..MAX_NEW_COUNT): a bounded read of at most `max` ids. Bad arguments are
+   * BAD_USER_INPUT naming them.
+   */
+  async newCount(viewerId: number, before: string, max: number): Promise<number> {
+    if (!Number.isInteger(max) || max < 0 || max > MAX_NEW_COUNT) throw badUserInput(`max must be between 0 and ${MAX_NEW_COUNT} (got ${max})`, 'max');
+    let position: NewerPageRequest['before'];
+    try {
+      position = positionBefore(before);
+    } catch (error) {
+      if (error instanceof InvalidCursorError) throw badUserInput(error.message, 'before');
+      throw error;
+    }
+    return (await this.newer(viewerId, position, max)).length;
   }
 
   /** The first `n` feed entries of the viewer after `from`, in canonical order. */
@@ -488,6 +535,30 @@ export class FeedService {
       return { id, ...row };
     });
     if (change && inbox) await this.applyFollowChange(change);
+    if (change && !change.follow) await this.retractFromLive(readerId, authorId);
+  }
+
+  /**
+   * A committed change ended "reader sees author" (an unfollow, and whatever else ends it
+   * through changeFollow, the one entry point of follow changes): the reader's live clients
+   * hear that the author's blogs left their feed (followFeedRemoved). Only when the reader
+   * watches (one lookup); then the author's newest blogs, FEED_MAX_ITEMS at most (no inbox holds
+   * more of anyone) and MAX_REMOVED_PER_EVENT at most. Never fails the change: live events are
+   * hints.
+   */
+  async retractFromLive(readerId: number, authorId: number): Promise<void> {
+    const { live } = this;
+    if (!live) return;
+    try {
+      if (!(await live.watching(readerId))) return;
+      const newest = await this.store.newestOfAuthor(authorId, Math.min(this.settings.maxItems, MAX_REMOVED_PER_EVENT));
+      await live.retracted(
+        readerId,
+        newest.map((blog) => blog.id),
+      );
+    } catch (error) {
+      this.warn(`telling the live clients of user ${readerId} that the blogs of ${authorId} left their feed failed`, error);
+    }
   }
 
   /** Marks the inbox pending just before a follow change commits; without Redis the outbox row alone carries it. */

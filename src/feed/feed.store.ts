@@ -95,6 +95,20 @@ function rangeSql(from: FeedPosition, minScore: number | null, floor: ScoredId |
   return { where: where.join(' '), params };
 }
 
+/**
+ * The SQL of "newer than `before`" in canonical order, for a table aliased `alias`: the keyset
+ * condition, with the plain `created_at >= ?` it implies (SQLite bounds an index range only by
+ * such plain comparisons).
+ */
+function newerSql(before: ScoredId, alias = ''): { where: string; params: unknown[] } {
+  const column = (name: string) => (alias ? `${alias}.${name}` : name);
+  const at = new Date(before.score);
+  return {
+    where: `AND ${column('created_at')} >= ? AND (${column('created_at')} > ? OR (${column('created_at')} = ? AND ${column('id')} > ?))`,
+    params: [at, at, at, before.id],
+  };
+}
+
 /** The Redis generation's row in MySQL (feed/generation.ts). */
 export interface GenerationRecord {
   generation(): Promise<{ epoch: number; identity: string }>;
@@ -221,6 +235,98 @@ export class FeedStore implements GenerationRecord {
     );
     if (floor !== null && page.length < limit) return this.joinedPage(sql, readerId, from, limit, minScore);
     return page;
+  }
+
+  /**
+   * Pages up (followFeed's last/before, followFeedNewCount, a resumed followFeedAdded): the
+   * first `limit` live blogs of the reader's followees *newer* than `before` (the keyset point
+   * (score, blog id) of a cursor), the closest to it first (ascending canonical order).
+   *
+   * Bounded as feedPage is, mirrored: up to MANY_FOLLOWEES followees, a UNION ALL of one index
+   * range per followee, each starting at `before` and stopping after `limit` rows (ascending
+   * on the same index (user_id, deleted_at, created_at, id)). More followees: first the heads,
+   * each followee's oldest live blog newer than `before` (one index dive each), and the `limit`
+   * oldest of them; a followee whose head is not among these cannot reach the page, and the
+   * `limit`-th head is its ceiling. A delete between the two statements that leaves less than
+   * `limit` under the ceiling makes the page read again with the join, as in feedPage. So the
+   * cost grows with `limit` and the followees, never with how far back `before` lies.
+   * On the primary when `fresh`: these are the newest blogs, those a replica may lack.
+   */
+  async feedNewer(readerId: number, before: ScoredId, limit: number, fresh = true): Promise<ScoredId[]> {
+    if (limit === 0) return [];
+    const sql = this.reads(fresh);
+    const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0 LIMIT ?', [
+      readerId,
+      MANY_FOLLOWEES + 1,
+    ]);
+    if (followees.length === 0) return [];
+    if (followees.length <= MANY_FOLLOWEES)
+      return this.newerRanges(
+        sql,
+        followees.map((row) => row.follow_user_id),
+        before,
+        limit,
+        null,
+      );
+    const newer = newerSql(before, 'x');
+    const heads = await sql.select<Row & { user_id: string }>(
+      `SELECT h.user_id, b.id, b.created_at FROM (
+         SELECT f.follow_user_id AS user_id,
+           (SELECT x.id FROM tb_blog x WHERE x.user_id = f.follow_user_id AND x.deleted_at IS NULL ${newer.where}
+            ORDER BY x.created_at ASC, x.id ASC LIMIT 1) AS head_id
+         FROM tb_follow f WHERE f.user_id = ? AND f.muted = 0 LIMIT 4294967295) AS h
+       JOIN tb_blog b ON b.id = h.head_id
+       ORDER BY b.created_at ASC, b.id ASC LIMIT ?`,
+      [...newer.params, readerId, limit],
+    );
+    if (heads.length === 0) return [];
+    const ceiling = heads.length === limit ? entryOf(heads[heads.length - 1]) : null;
+    const page = await this.newerRanges(
+      sql,
+      heads.map((head) => head.user_id),
+      before,
+      limit,
+      ceiling,
+    );
+    if (ceiling === null || page.length >= limit) return page;
+    const position = newerSql(before, 'b');
+    const rows = await sql.select<Row>(
+      `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
+       WHERE f.user_id = ? AND f.muted = 0 AND b.deleted_at IS NULL ${position.where}
+       ORDER BY b.created_at ASC, b.id ASC LIMIT ?`,
+      [readerId, ...position.params, limit],
+    );
+    return rows.map(entryOf);
+  }
+
+  /** The first `limit` blogs newer than `before` among these authors, closest first, each range stopping at `ceiling`. One statement. */
+  private async newerRanges(
+    sql: Sql,
+    authorIds: ReadonlyArray<number | string>,
+    before: ScoredId,
+    limit: number,
+    ceiling: ScoredId | null,
+  ): Promise<ScoredId[]> {
+    const range = newerSql(before);
+    const where = [range.where];
+    const params = [...range.params];
+    if (ceiling !== null) {
+      const at = new Date(ceiling.score);
+      where.push('AND created_at <= ? AND (created_at < ? OR (created_at = ? AND id <= ?))');
+      params.push(at, at, at, ceiling.id);
+    }
+    const term = (i: number) =>
+      this.db.unionTerm(
+        `SELECT id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ${where.join(' ')} ORDER BY created_at ASC, id ASC LIMIT ?`,
+        'id, created_at',
+        `n${i}`,
+      );
+    const rows = await sql.select<Row>(
+      `SELECT id, created_at FROM (${authorIds.map((_, i) => term(i)).join(' UNION ALL ')}) AS page
+       ORDER BY created_at ASC, id ASC LIMIT ?`,
+      [...authorIds.flatMap((authorId) => [authorId, ...params, limit]), limit],
+    );
+    return rows.map(entryOf);
   }
 
   /**
@@ -424,6 +530,20 @@ export class FeedStore implements GenerationRecord {
       [blogId, viewerIds],
     );
     return new Set(rows.map((row) => Number(row.user_id)));
+  }
+
+  /**
+   * Which of these blogs the viewer sees now (live, by an author the viewer follows, unmuted): the check
+   * of a removal event before it is told. One statement, on the primary.
+   */
+  async visibleAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>> {
+    if (blogIds.length === 0) return new Set();
+    const rows = await this.db.select<{ id: string }>(
+      `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id AND f.user_id = ? AND f.muted = 0
+       WHERE b.id IN (?) AND b.deleted_at IS NULL`,
+      [viewerId, blogIds],
+    );
+    return new Set(rows.map((row) => Number(row.id)));
   }
 
   /** Everyone the reader follows. */

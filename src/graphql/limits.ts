@@ -435,7 +435,7 @@ export function queryLimitsPlugin(schema: GraphQLSchema): ApolloServerPlugin {
 }
 
 /**
- * The cost of a connection field: `first` (at most 100) times its selection, plus 1. Used as the
+ * The cost of a connection field: `first` (or `last`, followFeed's page up; at most 100) times its selection, plus 1. Used as the
  * `complexity` of every connection field. An explicit `first: null` is priced at the field's
  * declared default, which is what the resolver then serves (10, or 5 for Blog.likers).
  */
@@ -450,6 +450,7 @@ export function connectionCost({
 }): number {
   const declared = field?.args.find((arg) => arg.name === 'first')?.defaultValue;
   const fallback = typeof declared === 'number' ? declared : DEFAULT_PAGE_SIZE;
-  const first = typeof args.first === 'number' ? Math.min(Math.max(args.first, 0), MAX_PAGE_SIZE) : fallback;
-  return 1 + first * childComplexity;
+  const asked = typeof args.first === 'number' ? args.first : typeof args.last === 'number' ? args.last : null;
+  const size = asked === null ? fallback : Math.min(Math.max(asked, 0), MAX_PAGE_SIZE);
+  return 1 + size * childComplexity;
 }

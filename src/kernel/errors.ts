@@ -49,6 +49,12 @@ export const ErrorCode = {
    * queries being off. Clients' persisted-query links then send the document whole.
    */
   PERSISTED_QUERY_NOT_SUPPORTED: 'PERSISTED_QUERY_NOT_SUPPORTED',
+  /**
+   * A resumed followFeedAdded(after:) finds more blogs newer than `after` than it replays
+   * (extensions.max): the client refetches the first page of followFeed and subscribes again
+   * with the cursor of its newest edge.
+   */
+  RESUME_GAP_TOO_LARGE: 'RESUME_GAP_TOO_LARGE',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -89,6 +95,11 @@ export function notFound(message: string, field?: string): GraphQLError {
 /** Input that breaks a rule; `field` names the argument or input field at fault. */
 export function badUserInput(message: string, field?: string): GraphQLError {
   return typedError(ErrorCode.BAD_USER_INPUT, message, field ? { field } : {});
+}
+
+/** More than `max` blogs to replay for a resumed subscription; `field` names the cursor argument. */
+export function resumeGapTooLarge(message: string, field: string, max: number): GraphQLError {
+  return typedError(ErrorCode.RESUME_GAP_TOO_LARGE, message, { field, max });
 }
 
 /** Over the rate limit `limit`; the client may retry after `retryAfterSeconds`. */

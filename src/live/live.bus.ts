@@ -84,7 +84,13 @@ export type LiveEvent =
    * The reader followed or unfollowed someone: their subscriptions, in whichever process, re-read
    * which authors' channels to listen on (feed/feed.live.ts).
    */
-  | { readonly kind: 'follows' };
+  | { readonly kind: 'follows' }
+  /**
+   * These blogs left the reader's feed: deleted (on the author's channel, to every follower who
+   * watches), or their author unfollowed (on the reader's channel). The subscription re-checks
+   * each against the feed's rules before it tells the client (feed/feed.live.ts).
+   */
+  | { readonly kind: 'removed'; readonly blogIds: readonly number[] };
 
 /** Where a channel's events go: a subscription's queue (live.queue.ts), which one channel or several fill. */
 export interface LiveSink {
@@ -172,6 +178,13 @@ export const LIVE_TTL_MS = 3 * LIVE_REFRESH_MS;
  */
 export const LIVE_STEP_TIMEOUT_MS = 5_000;
 
+/**
+ * Most blog ids one `removed` event carries: an unfollow tells a watching reader of at most
+ * this many of the author's newest blogs (FEED_MAX_ITEMS when smaller), far more than a
+ * client renders; a message claiming more is not one of ours.
+ */
+export const MAX_REMOVED_PER_EVENT = 1000;
+
 /** Reports a problem the bus got over (a log line); `error` is the cause, when there is one. */
 export type LiveWarn = (message: string, error?: unknown) => void;
 
@@ -189,8 +202,11 @@ export function decodeLiveEvent(message: string): LiveEvent | null {
     return null;
   }
   if (typeof value !== 'object' || value === null) return null;
-  const { kind, blogId, score, authorId } = value as Record<string, unknown>;
+  const { kind, blogId, score, authorId, blogIds } = value as Record<string, unknown>;
   if (kind === 'follows') return { kind };
+  if (kind === 'removed' && Array.isArray(blogIds) && blogIds.length <= MAX_REMOVED_PER_EVENT && blogIds.every((id) => Number.isSafeInteger(id))) {
+    return { kind, blogIds: blogIds as number[] };
+  }
   if (kind === 'added' && Number.isSafeInteger(blogId) && Number.isSafeInteger(score) && Number.isSafeInteger(authorId)) {
     return { kind, blogId: blogId as number, score: score as number, authorId: authorId as number };
   }

@@ -10,9 +10,12 @@ import { ApolloClient, ApolloLink, gql, HttpLink, InMemoryCache, type TypedDocum
 import { PersistedQueryLink } from '@apollo/client/link/persisted-queries';
 import { createHash } from 'node:crypto';
 import { print } from 'graphql';
+import { relayStylePagination } from '@apollo/client/utilities';
 import {
   FollowDocument,
   FollowFeedDocument,
+  NewerPostsDocument,
+  NewPostCountDocument,
   PublishBlogDocument,
   SearchUsersDocument,
   SignUpDocument,
@@ -34,11 +37,15 @@ function idOf(document: TypedDocumentNode<unknown, never> | ReturnType<typeof gq
   return hash ?? createHash('sha256').update(print(document)).digest('hex');
 }
 
-/** A client as a production frontend builds one: persisted-query link (ids only), HTTP, a normalized cache. */
+/**
+ * A client as a production frontend builds one: persisted-query link (ids only), HTTP, a
+ * normalized cache; followFeed is one list that pages merge into both ways (relayStylePagination).
+ */
 function client(token?: string): ApolloClient {
   const persisted = new PersistedQueryLink({ generateHash: (document) => idOf(document) });
   const http = new HttpLink({ uri: app.url, headers: token ? { authorization: `Bearer ${token}` } : {} });
-  return new ApolloClient({ cache: new InMemoryCache(), link: ApolloLink.from([persisted, http]) });
+  const cache = new InMemoryCache({ typePolicies: { Query: { fields: { followFeed: relayStylePagination() } } } });
+  return new ApolloClient({ cache, link: ApolloLink.from([persisted, http]) });
 }
 
 async function signUp(nickName: string): Promise<{ id: string; token: string }> {
@@ -123,6 +130,59 @@ it('publishes, and the answered edge goes to the top of the cached connection wi
   await readerClient.mutate({ mutation: FollowDocument, variables: { userId: author.id } });
   const after = await readerClient.query({ query: FollowFeedDocument, variables: { first: 10, after: edge.cursor } });
   expect(after.data!.followFeed.edges.map((e) => e.node.title)).toEqual(['first']);
+});
+
+it('pages the feed down and up with relayStylePagination: new posts merge at the top, counted first, the cache equal to the server', async () => {
+  const author = await signUp('ac-pager');
+  const reader = await signUp('ac-pager-reader');
+  const authorClient = client(author.token);
+  const readerClient = client(reader.token);
+  await readerClient.mutate({ mutation: FollowDocument, variables: { userId: author.id } });
+  for (let i = 1; i <= 5; i += 1) await authorClient.mutate({ mutation: PublishBlogDocument, variables: { input: { title: `old ${i}`, content: 'x' } } });
+  await app.services.fanout?.idle();
+  await app.services.feed.idle();
+
+  // Down: two pages merged into one list.
+  const first = await readerClient.query({ query: FollowFeedDocument, variables: { first: 3 }, fetchPolicy: 'network-only' });
+  expect(first.data!.followFeed.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
+  await readerClient.query({
+    query: FollowFeedDocument,
+    variables: { first: 3, after: first.data!.followFeed.pageInfo.endCursor },
+    fetchPolicy: 'network-only',
+  });
+  const down = await readerClient.query({ query: FollowFeedDocument, variables: { first: 3 }, fetchPolicy: 'cache-only' });
+  expect(down.data!.followFeed.edges.map((edge) => edge.node.title)).toEqual(['old 5', 'old 4', 'old 3', 'old 2', 'old 1']);
+  expect(down.data!.followFeed.pageInfo.hasNextPage).toBe(false);
+
+  // Three new posts: the banner's count, then pages up from the top the client holds.
+  for (let i = 1; i <= 3; i += 1) await authorClient.mutate({ mutation: PublishBlogDocument, variables: { input: { title: `new ${i}`, content: 'x' } } });
+  const top = down.data!.followFeed.pageInfo.startCursor!;
+  const count = await readerClient.query({ query: NewPostCountDocument, variables: { before: top }, fetchPolicy: 'network-only' });
+  expect(count.data!.followFeedNewCount).toBe(3);
+  // The answer is read back through the cache's merged list: the page up went to its top.
+  const up = await readerClient.query({ query: NewerPostsDocument, variables: { last: 2, before: top }, fetchPolicy: 'network-only' });
+  expect(up.data!.followFeed.edges.map((edge) => edge.node.title)).toEqual(['new 2', 'new 1', 'old 5', 'old 4', 'old 3', 'old 2', 'old 1']);
+  expect(up.data!.followFeed.pageInfo.hasPreviousPage).toBe(true);
+  const merged = await readerClient.query({ query: FollowFeedDocument, variables: { first: 3 }, fetchPolicy: 'cache-only' });
+  expect(merged.data!.followFeed.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: false });
+  const topAgain = merged.data!.followFeed.pageInfo.startCursor!;
+  const last = await readerClient.query({ query: NewerPostsDocument, variables: { last: 2, before: topAgain }, fetchPolicy: 'network-only' });
+  expect(last.data!.followFeed.edges.map((edge) => edge.node.title).slice(0, 3)).toEqual(['new 3', 'new 2', 'new 1']);
+  expect(last.data!.followFeed.pageInfo.hasPreviousPage).toBe(false);
+
+  // The cached list, grown both ways, is the feed as the server scrolls it, cursors included.
+  const cached = await readerClient.query({ query: FollowFeedDocument, variables: { first: 3 }, fetchPolicy: 'cache-only' });
+  const server = await client(reader.token).query({ query: FollowFeedDocument, variables: { first: 20 }, fetchPolicy: 'network-only' });
+  expect(cached.data!.followFeed.edges.map((edge) => [edge.cursor, edge.node.title])).toEqual(
+    server.data!.followFeed.edges.map((edge) => [edge.cursor, edge.node.title]),
+  );
+  expect(cached.data!.followFeed.pageInfo).toMatchObject({ hasPreviousPage: false, hasNextPage: false });
+  const noneNewer = await readerClient.query({
+    query: NewPostCountDocument,
+    variables: { before: cached.data!.followFeed.pageInfo.startCursor! },
+    fetchPolicy: 'network-only',
+  });
+  expect(noneNewer.data!.followFeedNewCount).toBe(0);
 });
 
 it('is refused a document the server was not built with, and sends no other', async () => {

@@ -1,6 +1,7 @@
 /**
  * The typed example client (examples/client.ts, built from the codegen output) finds a user,
- * follows, pages through a feed and lists followers: sending documents whole to a server that
+ * follows, pages through a feed, lists followers, counts and loads newer posts, and resumes the
+ * live feed from its newest cursor: sending documents whole to a server that
  * runs any, and sending only their ids (the client preset's manifest) to one that runs only those.
  */
 import { join } from 'node:path';
@@ -30,11 +31,14 @@ async function runsTheExample(target: TestApp, env: Record<string, string> = {})
   expect(lines[3]).toMatch(/^page 2: Example post 3 by author-\w+, Example post 2 by author-\w+$/);
   expect(lines[4]).toMatch(/^page 3: Example post 1 by author-\w+$/);
   expect(lines[5]).toMatch(/^followers of author-(\w+): reader-\1$/);
-  expect(lines[6]).toMatch(/^live: Example post 6 by author-\w+$/);
-  expect(lines[7]).toBe('done');
+  expect(lines[6]).toBe('new posts: 1');
+  expect(lines[7]).toMatch(/^newer: Example post 6 by author-\w+$/);
+  expect(lines[8]).toMatch(/^resumed: Example post 7 by author-\w+$/);
+  expect(lines[9]).toMatch(/^live: Example post 8 by author-\w+$/);
+  expect(lines[10]).toBe('done');
 }
 
-it('signs up, finds the author by nickName, follows, publishes, pages through the feed two at a time, and lists the followers', async () => {
+it('signs up, finds the author by nickName, follows, publishes, pages through the feed two at a time, lists the followers, loads newer posts and resumes the live feed', async () => {
   await runsTheExample(app);
 });
 

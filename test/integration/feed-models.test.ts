@@ -21,10 +21,31 @@ async function pages(app: TestApp, reader: TestUser): Promise<unknown[]> {
     const first = (i % 7) + 1;
     const page: any = ok(await app.gql(FEED_PAGE, { first, after }, reader.token)).followFeed;
     seen.push({ first, edges: page.edges.map((e: any) => [e.node.id, e.cursor]), pageInfo: page.pageInfo });
-    if (!page.pageInfo.hasNextPage) return seen;
+    if (!page.pageInfo.hasNextPage) return [...seen, ...(await pagesUp(app, reader, page.edges.at(-1)?.cursor ?? null))];
     after = page.pageInfo.endCursor;
   }
   throw new Error('the scroll did not end');
+}
+
+const FEED_UP = `query($last: Int, $before: String) {
+  followFeed(last: $last, before: $before) {
+    edges { cursor node { id } }
+    pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+  }
+}`;
+
+/** Every page of a scroll up (last/before) from `before` to the top, with varying page sizes. */
+async function pagesUp(app: TestApp, reader: TestUser, before: string | null): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  for (let i = 0; before !== null && i < 500; i += 1) {
+    const last = (i % 5) + 1;
+    const page: any = ok(await app.gql(FEED_UP, { last, before }, reader.token)).followFeed;
+    seen.push({ last, up: true, edges: page.edges.map((e: any) => [e.node.id, e.cursor]), pageInfo: page.pageInfo });
+    if (!page.pageInfo.hasPreviousPage) return seen;
+    before = page.pageInfo.startCursor;
+  }
+  if (before === null) return seen;
+  throw new Error('the scroll up did not end');
 }
 
 describe('push, pull and hybrid', () => {
@@ -107,8 +128,14 @@ describe('push, pull and hybrid', () => {
     for (const model of models) {
       const { pages: snapshots, truths } = results[model];
       snapshots.forEach((snapshot, i) => {
-        const ids = snapshot.flatMap((page: any) => page.edges.map(([id]: [string]) => id));
+        const ids = snapshot.filter((page: any) => !page.up).flatMap((page: any) => page.edges.map(([id]: [string]) => id));
         expect(ids).toEqual(truths[i]);
+        // Up from the oldest blog: every newer one, pages in reverse, each newest first.
+        const up = snapshot
+          .filter((page: any) => page.up)
+          .reverse()
+          .flatMap((page: any) => page.edges.map(([id]: [string]) => id));
+        expect(up).toEqual(truths[i].slice(0, -1));
       });
     }
     expect(results.push.truths[3]).toHaveLength(28);

@@ -15,8 +15,12 @@ export interface LiveEdge {
 
 export type GqlError = { message: string; extensions?: Record<string, unknown> };
 
+export const FOLLOW_FEED_REMOVED = 'subscription { followFeedRemoved { blogId } }';
+
 export interface LiveClient {
   edges: LiveEdge[];
+  /** Blog ids told by followFeedRemoved, in order. */
+  removals: string[];
   /** Errors sent on the subscription (typed GraphQL errors). */
   errors: GqlError[];
   /** How the socket closed, once it has. */
@@ -33,8 +37,9 @@ export interface LiveClient {
 }
 
 /** Connects to the API at `httpUrl` (http://.../graphql) with `token` (none: anonymous) and subscribes to `query` (null: nothing). */
-export function liveClient(httpUrl: string, token: string | null, query: string | null = FOLLOW_FEED_ADDED): LiveClient {
+export function liveClient(httpUrl: string, token: string | null, query: string | null = FOLLOW_FEED_ADDED, variables?: Record<string, unknown>): LiveClient {
   const edges: LiveEdge[] = [];
+  const removals: string[] = [];
   const errors: GqlError[] = [];
   let closed: { code: number; reason: string } | null = null;
   let acknowledged = false;
@@ -60,12 +65,18 @@ export function liveClient(httpUrl: string, token: string | null, query: string 
     void collect(
       client,
       query,
-      (data) => edges.push((data as { followFeedAdded: LiveEdge }).followFeedAdded),
+      (data) => {
+        const { followFeedAdded, followFeedRemoved } = data as { followFeedAdded?: LiveEdge; followFeedRemoved?: { blogId: string } };
+        if (followFeedAdded) edges.push(followFeedAdded);
+        if (followFeedRemoved) removals.push(followFeedRemoved.blogId);
+      },
       (error) => errors.push(...error),
+      variables,
     ).done;
   }
   return {
     edges,
+    removals,
     errors,
     closed: () => closed,
     acknowledged: () => acknowledged,

@@ -194,6 +194,14 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
       .slice(0, limit);
   }
 
+  async feedNewer(readerId: number, before: ScoredId, limit: number, fresh = true): Promise<ScoredId[]> {
+    return this.feed(readerId, fresh)
+      .map(({ id, score }) => ({ id, score }))
+      .filter((item) => compareCanonical(item, before) < 0)
+      .reverse()
+      .slice(0, limit);
+  }
+
   async inFlightBlogs(authors: readonly AuthorInFlight[], from: FeedPosition, limit: number): Promise<ScoredId[]> {
     const lowest = new Map(authors.map((author) => [author.authorId, author.score]));
     const blogs = [...this.blogs.values()]
@@ -437,7 +445,11 @@ interface Scroll {
   process: string;
   startedAt: number;
   endedAt: number;
+  /** In canonical order (a scroll up is recorded with its pages reversed). */
   pages: Page[];
+  /** A scroll up covers only what is newer than its first `before`; a scroll down from a cursor only what is older. */
+  newerThan?: ScoredId;
+  olderThan?: ScoredId;
 }
 
 class World {
@@ -804,20 +816,71 @@ class World {
     };
   }
 
-  async scroll(process: Process, reader: number, first: number): Promise<void> {
+  /**
+   * A scroll down, then (with `up`) a scroll up with last/before from the cursor of its `up`-th
+   * edge to the top, then a scroll down again from an edge of the scroll up: cursors of either
+   * direction serve the other, and each pass is held to the promise for its span.
+   */
+  async scrollBothWays(process: Process, reader: number, first: number, up: number, down: number): Promise<void> {
+    const shown = await this.scroll(process, reader, first);
+    if (shown.length === 0) return;
+    const upward = await this.scrollUp(process, reader, first, shown[up % shown.length]);
+    if (upward.length === 0) return;
+    await this.scroll(process, reader, first, upward[down % upward.length]);
+  }
+
+  /** Pages up with last/before from `before` until hasPreviousPage is false; the edges' cursors shown, in canonical order. */
+  async scrollUp(process: Process, reader: number, last: number, start: string): Promise<string[]> {
+    await process.step('scrollUp');
+    const origin = decode(start);
+    const scroll: Scroll = {
+      reader,
+      process: `p${process.id} (${process.model}) up`,
+      startedAt: ++this.time,
+      endedAt: 0,
+      pages: [],
+      newerThan: { score: origin.maxScore!, id: origin.afterId! },
+    };
+    const cursors: string[] = [];
+    let before = start;
+    for (let i = 0; i < 60; i += 1) {
+      const startedAt = ++this.time;
+      const position = decode(before);
+      const page = await process.feed.newerPage(reader, {
+        before: { maxScore: position.maxScore!, offset: position.offset, afterId: position.afterId! },
+        last,
+      });
+      const connection = await blogConnection(page, this.lookups(reader), { followedAuthorsOnly: true });
+      scroll.pages.unshift({ ids: connection.edges.map((edge) => edge.node.dbId), startedAt, endedAt: ++this.time });
+      cursors.unshift(...connection.edges.map((edge) => edge.cursor));
+      expect(connection.pageInfo.hasNextPage).toBe(false);
+      if (!connection.pageInfo.hasPreviousPage) break;
+      before = connection.pageInfo.startCursor!;
+    }
+    scroll.endedAt = ++this.time;
+    this.scrolls.push(scroll);
+    return cursors;
+  }
+
+  /** Pages down with first/after from `after` (the top without it) to the end; the edges' cursors shown. */
+  async scroll(process: Process, reader: number, first: number, after?: string): Promise<string[]> {
     await process.step('scroll');
     const scroll: Scroll = { reader, process: `p${process.id} (${process.model})`, startedAt: ++this.time, endedAt: 0, pages: [] };
-    let from: FeedPosition = START;
+    let from: FeedPosition = after === undefined ? START : decode(after);
+    if (after !== undefined) scroll.olderThan = { score: from.maxScore!, id: from.afterId! };
+    const cursors: string[] = [];
     for (let i = 0; i < 60; i += 1) {
       const startedAt = ++this.time;
       const connection = await blogConnection(await process.feed.page(reader, { from, first }), this.lookups(reader), { followedAuthorsOnly: true });
       const ids = connection.edges.map((edge) => edge.node.dbId);
+      cursors.push(...connection.edges.map((edge) => edge.cursor));
       scroll.pages.push({ ids, startedAt, endedAt: ++this.time });
       if (!connection.pageInfo.hasNextPage) break;
       from = decode(connection.pageInfo.endCursor!);
     }
     scroll.endedAt = ++this.time;
     this.scrolls.push(scroll);
+    return cursors;
   }
 
   /** Whether reader followed author at every moment of [from, to]. */
@@ -855,7 +918,7 @@ type Op =
   | { op: 'block'; on: number; reader: number; author: number; yes: boolean }
   | { op: 'publish'; on: number; author: number; count: number }
   | { op: 'delete'; on: number; pick: number }
-  | { op: 'scroll'; on: number; reader: number; first: number }
+  | { op: 'scroll'; on: number; reader: number; first: number; up: number | null; down: number }
   | { op: 'relay'; on: number }
   | { op: 'check'; on: number }
   | { op: 'restart'; on: number; model: FeedModel }
@@ -880,7 +943,17 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('block' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }) },
   { weight: 5, arbitrary: fc.record({ op: fc.constant('publish' as const), on: onArb, author: authorArb, count: fc.integer({ min: 1, max: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('delete' as const), on: onArb, pick: fc.nat(50) }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('scroll' as const), on: onArb, reader: readerArb, first: fc.integer({ min: 1, max: 3 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('scroll' as const),
+      on: onArb,
+      reader: readerArb,
+      first: fc.integer({ min: 1, max: 3 }),
+      up: fc.option(fc.nat(8), { freq: 2 }),
+      down: fc.nat(8),
+    }),
+  },
   { weight: 3, arbitrary: fc.constant({ op: 'tick' as const }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('relay' as const), on: onArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('check' as const), on: onArb }) },
@@ -920,7 +993,10 @@ async function run(world: World, op: Op): Promise<void> {
     case 'delete':
       return world.on(op.on, (p) => world.deleteBlog(p, op.pick));
     case 'scroll':
-      return world.on(op.on, (p) => world.scroll(p, op.reader, op.first));
+      return world.on(op.on, async (p) => {
+        if (op.up === null) await world.scroll(p, op.reader, op.first);
+        else await world.scrollBothWays(p, op.reader, op.first, op.up, op.down);
+      });
     case 'relay':
       return world.on(op.on, (p) => world.relay(p));
     case 'check':
@@ -961,6 +1037,9 @@ function checkScroll(world: World, scroll: Scroll): void {
   for (let i = 1; i < entries.length; i += 1) {
     expect({ where, canonical: compareCanonical(entries[i - 1], entries[i]) < 0 }).toEqual({ where, canonical: true });
   }
+  const within = (item: ScoredId) =>
+    (!scroll.newerThan || compareCanonical(item, scroll.newerThan) < 0) && (!scroll.olderThan || compareCanonical(item, scroll.olderThan) > 0);
+  for (const entry of entries) expect({ where, id: entry.id, within: within(entry) }).toEqual({ where, id: entry.id, within: true });
   for (const page of scroll.pages) {
     for (const id of page.ids) {
       const blog = world.truth.blogs.get(id)!;
@@ -971,6 +1050,7 @@ function checkScroll(world: World, scroll: Scroll): void {
   }
   for (const blog of world.truth.blogs.values()) {
     const promised =
+      within(blog) &&
       world.committedAt.get(blog.id)! < scroll.startedAt &&
       (world.deletedAt.get(blog.id) ?? Infinity) > scroll.endedAt &&
       world.followedThroughout(scroll.reader, blog.author, scroll.startedAt, scroll.endedAt);
@@ -984,9 +1064,16 @@ async function checkAtRest(world: World, s: fc.Scheduler): Promise<void> {
       const truth = world.truth.feed(reader).map((item) => item.id);
       for (const first of [1, 3]) {
         const count = world.scrolls.length;
-        await s.waitFor(world.scroll(process, reader, first));
+        const cursors = await s.waitFor(world.scroll(process, reader, first));
         const shown = world.scrolls[count].pages.flatMap((page) => page.ids);
         expect({ process: process.model, reader, first, shown }).toEqual({ process: process.model, reader, first, shown: truth });
+        if (cursors.length === 0) continue;
+        // Up from the oldest blog: every newer one, in the same order; and the count agrees.
+        await s.waitFor(world.scrollUp(process, reader, first, cursors[cursors.length - 1]));
+        const up = world.scrolls[count + 1].pages.flatMap((page) => page.ids);
+        expect({ process: process.model, reader, first, up }).toEqual({ process: process.model, reader, first, up: truth.slice(0, -1) });
+        const counted = await s.waitFor(process.feed.newCount(reader, cursors[cursors.length - 1], 2));
+        expect({ process: process.model, reader, counted }).toEqual({ process: process.model, reader, counted: Math.min(2, truth.length - 1) });
       }
     }
   }

@@ -12,13 +12,17 @@ import { decodeCursor, encodeCursor, encodeKeysetCursor, FeedPosition, InvalidCu
 import {
   DEFAULT_LIKERS_PAGE_SIZE,
   DEFAULT_PAGE_SIZE,
+  feedPageRequest,
   fetchSize,
+  InvalidPageArgumentsError,
   InvalidPageSizeError,
   keysetFetch,
   keysetPageRequest,
   MAX_PAGE_SIZE,
+  newerFetchSize,
   pageRequest,
   sliceKeysetPage,
+  sliceNewerPage,
   slicePage,
 } from '../../src/kernel/pagination/page';
 
@@ -424,5 +428,158 @@ describe('keyset pages (lists of users)', () => {
     ];
     expect(sliceKeysetPage(request, items)).toEqual({ items: items.slice(0, 2), hasNextPage: true });
     expect(sliceKeysetPage(request, items.slice(0, 2))).toEqual({ items: items.slice(0, 2), hasNextPage: false });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Pages up (last/before): feedPageRequest -> a source of what is newer -> sliceNewerPage.
+
+/** The brute-force source of a page up: the first `limit` items newer than (score, id), closest first. */
+function modelNewer(list: readonly ScoredId[], before: ScoredId, limit: number): ScoredId[] {
+  return canonical(list)
+    .filter((item) => item.score > before.score || (item.score === before.score && item.id > before.id))
+    .reverse()
+    .slice(0, limit);
+}
+
+/** Pages up from `start` with `sizes` until hasPreviousPage is false; each page's items, in the order read. */
+function scrollUpAll(
+  list: readonly ScoredId[],
+  sizes: readonly number[],
+  start: string,
+): { pages: ScoredId[][]; pageInfos: Array<{ hasPreviousPage: boolean }> } {
+  const pages: ScoredId[][] = [];
+  const pageInfos: Array<{ hasPreviousPage: boolean }> = [];
+  let before = start;
+  for (let i = 0; i < 2 * list.length + 5; i += 1) {
+    const request = feedPageRequest({ last: sizes[i % sizes.length], before });
+    if (request.direction !== 'backward') throw new Error('not a page up');
+    const fetched = modelNewer(list, { score: request.before.maxScore, id: request.before.afterId }, newerFetchSize(request));
+    const page = sliceNewerPage(request, fetched);
+    pages.push(page.items);
+    pageInfos.push({ hasPreviousPage: page.hasPreviousPage ?? false });
+    expect(page.hasNextPage).toBe(false);
+    if (!page.hasPreviousPage) return { pages, pageInfos };
+    before = encodeCursor(page.cursors[0]);
+  }
+  throw new Error('the scroll up did not end (it loops)');
+}
+
+describe('pages up (last/before) against the brute-force model', () => {
+  it('a page up is the `last` items closest above before, newest first, with hasPreviousPage exact and keyset cursors', () => {
+    fc.assert(
+      fc.property(
+        anyListArb,
+        fc.integer({ min: 0, max: 12 }),
+        fc.integer({ min: 0, max: MAX_SCORE + 1 }),
+        fc.integer({ min: 1, max: MAX_ID + 1 }),
+        (list, last, score, id) => {
+          const before = encodeCursor({ maxScore: score, offset: 1, afterId: id });
+          const request = feedPageRequest({ last, before });
+          if (request.direction !== 'backward') throw new Error('not a page up');
+          const newer = canonical(list).filter((item) => modelCompare(item, { score, id }) < 0);
+          const page = sliceNewerPage(request, modelNewer(list, { score, id }, newerFetchSize(request)));
+          expect(ids(page.items)).toEqual(ids(newer.slice(Math.max(0, newer.length - last))));
+          expect(page.hasPreviousPage).toBe(newer.length > last);
+          page.items.forEach((item, i) => {
+            expect(page.cursors[i].maxScore).toBe(item.score);
+            expect(page.cursors[i].afterId).toBe(item.id);
+            // The cursor decodes to a valid position (offset within the bound).
+            expect(decodeCursor(encodeCursor(page.cursors[i]))).toEqual(page.cursors[i]);
+          });
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it('scrolling up from any edge to the top returns every newer item once, in order; down from an edge of it returns every older one', () => {
+    fc.assert(
+      fc.property(
+        anyListArb.filter((list) => list.length > 0),
+        pageSizesArb,
+        fc.nat(),
+        fc.nat(),
+        (list, sizes, pick, pick2) => {
+          const all = canonical(list);
+          const start = all[pick % all.length];
+          const { pages } = scrollUpAll(list, sizes, encodeCursor({ maxScore: start.score, offset: 1, afterId: start.id }));
+          const up = pages.reverse().flat();
+          expect(ids(up)).toEqual(ids(all.slice(0, all.indexOf(start))));
+          if (up.length === 0) return;
+          // Down again from an edge of a page up: the items below it, by the forward driver.
+          const turn = up[pick2 % up.length];
+          const positions = sliceNewerPage({ before: { maxScore: start.score, offset: 1, afterId: start.id }, last: up.length }, [...up].reverse()).cursors;
+          const turnCursor = encodeCursor(positions[up.indexOf(turn)]);
+          const { steps } = scrollAll(list, sizes, turnCursor);
+          expect(ids(steps.flatMap((step) => step.items))).toEqual(ids(all.slice(all.indexOf(turn) + 1)));
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it('a page up while items are inserted and removed anywhere neither repeats nor skips what stayed', () => {
+    fc.assert(
+      fc.property(
+        listArb.filter((list) => list.length > 1),
+        fc.integer({ min: 1, max: 5 }),
+        fc.array(fc.record({ id: fc.integer({ min: MAX_ID + 10, max: 2 * MAX_ID }), score: fc.integer({ min: 0, max: MAX_SCORE }) }), { maxLength: 10 }),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (initial, last, inserts, removals) => {
+          let list = [...initial];
+          const bottom = canonical(list)[list.length - 1];
+          let before = encodeCursor({ maxScore: bottom.score, offset: 1, afterId: bottom.id });
+          const shown: ScoredId[] = [];
+          const removed = new Set<number>();
+          for (let i = 0; i < 4 * initial.length + 20; i += 1) {
+            const request = feedPageRequest({ last, before });
+            if (request.direction !== 'backward') throw new Error('not a page up');
+            const page = sliceNewerPage(request, modelNewer(list, { score: request.before.maxScore, id: request.before.afterId }, newerFetchSize(request)));
+            shown.unshift(...page.items);
+            if (!page.hasPreviousPage) break;
+            before = encodeCursor(page.cursors[0]);
+            // Between pages: an insert and a removal anywhere.
+            const insert = inserts[i];
+            if (insert && !list.some((item) => item.id === insert.id)) list.push(insert);
+            const removal = removals[i];
+            if (removal !== undefined && list.length > 0) {
+              const gone = list[removal % list.length];
+              removed.add(gone.id);
+              list = list.filter((item) => item !== gone);
+            }
+          }
+          const shownIds = ids(shown);
+          expect(new Set(shownIds).size).toBe(shownIds.length);
+          expect(ids(canonical(shown))).toEqual(shownIds);
+          // Every item of the initial list above the start that stayed was shown.
+          const stayed = canonical(initial).filter((item) => item.id !== bottom.id && !removed.has(item.id));
+          for (const item of stayed) expect(shownIds).toContain(item.id);
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  it('refuses first with last, after with before, last without before, and bad sizes, naming the argument', () => {
+    const cursor = encodeCursor({ maxScore: 5, offset: 1, afterId: 3 });
+    const refused = (args: Parameters<typeof feedPageRequest>[0]) => {
+      try {
+        feedPageRequest(args);
+      } catch (error) {
+        return error instanceof InvalidPageArgumentsError ? error.argument : error instanceof InvalidPageSizeError ? error.message.split(' ')[0] : 'other';
+      }
+      return null;
+    };
+    expect(refused({ first: 2, last: 2, before: cursor })).toBe('last');
+    expect(refused({ after: cursor, before: cursor })).toBe('before');
+    expect(refused({ first: 2, before: cursor })).toBe('first');
+    expect(refused({ last: 2, after: cursor })).toBe('last');
+    expect(refused({ last: 2 })).toBe('last');
+    expect(refused({ last: MAX_PAGE_SIZE + 1, before: cursor })).toBe('last');
+    expect(refused({ last: -1, before: cursor })).toBe('last');
+    expect(() => feedPageRequest({ before: encodeKeysetCursor({ time: 5, id: 3 }) })).toThrow(InvalidCursorError);
+    expect(feedPageRequest({ before: cursor })).toEqual({ direction: 'backward', before: { maxScore: 5, offset: 1, afterId: 3 }, last: DEFAULT_PAGE_SIZE });
+    expect(feedPageRequest({})).toEqual({ direction: 'forward', from: START, first: DEFAULT_PAGE_SIZE });
   });
 });

@@ -114,7 +114,7 @@ export function decodeCursor(cursor: string): FeedPosition {
   const match = cursorText(cursor, /^(\d{1,16}):(\d{1,9})(?::(\d{1,16}))?$/);
   if (match[3] === undefined) {
     throw new InvalidCursorError(
-      `cursor "${shownCursor(cursor)}" names no blog (a cursor of an older version of this API, no longer accepted): start again from the first page`,
+      `cursor "${shownCursor(cursor)}" names no blog: it is a cursor of another list (followers, following, likers) or of an older version of this API; pass a cursor of this connection, or start again from the first page`,
     );
   }
   const maxScore = checkTime(cursor, Number(match[1]));
@@ -195,4 +195,22 @@ export function isAfter(item: ScoredId, position: FeedPosition): boolean {
   if (item.score !== position.maxScore) return item.score < position.maxScore;
   // A legacy position cannot say which items of its tie group it covered: the caller skips them.
   return position.afterId === null || item.id < position.afterId;
+}
+
+/** Whether `item` comes strictly before `position` in canonical order (is newer: on a page above it). */
+export function isBefore(item: ScoredId, position: FeedPosition): boolean {
+  if (position.maxScore === null) return false;
+  if (item.score !== position.maxScore) return item.score > position.maxScore;
+  return position.afterId !== null && item.id > position.afterId;
+}
+
+/**
+ * The cursor of each item of a page read upwards (newer than a cursor; `items` in canonical
+ * order, newest first). The keyset part is exact; the offset hint counts the item's tie group
+ * within the page only (what lies above the page in the same millisecond is not known), which
+ * is at most the true count: the inbox read checks a hint before it uses it and recounts from
+ * the id when it is wrong (src/feed/inbox.redis.ts), so a short hint costs no correctness.
+ */
+export function cursorsForNewerPage(items: readonly ScoredId[]): FeedPosition[] {
+  return cursorsForPage(START, items);
 }

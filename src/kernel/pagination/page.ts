@@ -6,7 +6,7 @@
  * `first + 1` items: the extra one only tells whether a next page exists (Relay's hasNextPage)
  * without a second round trip or a COUNT.
  */
-import { cursorsForPage, decodeKeysetCursor, FeedPosition, KeysetPosition, positionAfter, ScoredId } from './cursor';
+import { cursorsForNewerPage, cursorsForPage, decodeCursor, decodeKeysetCursor, FeedPosition, KeysetPosition, positionAfter, ScoredId } from './cursor';
 
 /** Default page size when a client gives no `first`. */
 export const DEFAULT_PAGE_SIZE = 10;
@@ -49,11 +49,15 @@ export function fetchSize(request: { first: number }): number {
 }
 
 export interface Page<T extends ScoredId> {
-  /** At most `first` items, in canonical order. */
+  /** At most `first` (or `last`) items, in canonical order. */
   items: T[];
   /** cursors[i] is the position just after items[i]. */
   cursors: FeedPosition[];
   hasNextPage: boolean;
+  /** A page read upwards (last/before): whether newer items exist above its first one. Absent: false. */
+  hasPreviousPage?: boolean;
+  /** Whether the page was read upwards (last/before); its startCursor is then its first item's, hidden or not. */
+  newer?: boolean;
 }
 
 /** Cuts what a source returned for `request` (up to first + 1 items) into a page. */
@@ -101,4 +105,101 @@ export interface KeysetPage<T extends KeysetPosition> {
 /** Cuts what a source returned for `request` (up to first + 1 items) into a page. */
 export function sliceKeysetPage<T extends KeysetPosition>(request: KeysetPageRequest, fetched: readonly T[]): KeysetPage<T> {
   return { items: fetched.slice(0, request.first), hasNextPage: fetched.length > request.first };
+}
+
+/**
+ * A page read upwards: the `last` items newer than `before` (a keyset position that names its
+ * blog), the ones closest to it, shown newest first like every page.
+ */
+export interface NewerPageRequest {
+  before: FeedPosition & { maxScore: number; afterId: number };
+  last: number;
+}
+
+/** What a followFeed request asks for: a page down from `after` (or the top), or a page up from `before`. */
+export type FeedPageRequest = ({ direction: 'forward' } & PageRequest) | ({ direction: 'backward' } & NewerPageRequest);
+
+/** A bad combination of first/after/last/before, naming the argument at fault. */
+export class InvalidPageArgumentsError extends Error {
+  override name = 'InvalidPageArgumentsError';
+  constructor(
+    message: string,
+    readonly argument: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Decodes `before` into a keyset position (every cursor this API issues names its blog). */
+export function positionBefore(before: string): NewerPageRequest['before'] {
+  const position = decodeCursor(before);
+  if (position.maxScore === null || position.afterId === null) throw new Error('decodeCursor returned a position without a blog');
+  return { maxScore: position.maxScore, offset: position.offset, afterId: position.afterId };
+}
+
+export interface FeedPageArgs {
+  first?: number | null;
+  after?: string | null;
+  last?: number | null;
+  before?: string | null;
+}
+
+/**
+ * Reads Relay's four arguments: first/after pages down (first defaults to DEFAULT_PAGE_SIZE),
+ * last/before pages up (last defaults to DEFAULT_PAGE_SIZE). `first` with `last`, `after` with
+ * `before`, and `last` without `before` (the oldest end of a feed is not a page anyone asks
+ * for) are refused. Throws InvalidPageArgumentsError, InvalidPageSizeError (first or last out of
+ * range: the message names which) or InvalidCursorError.
+ */
+export function feedPageRequest(args: FeedPageArgs): FeedPageRequest {
+  const has = (value: unknown) => value !== null && value !== undefined;
+  if (has(args.first) && has(args.last)) {
+    throw new InvalidPageArgumentsError(`pass first (a page down) or last (a page up), not both (got first: ${args.first}, last: ${args.last})`, 'last');
+  }
+  if (has(args.after) && has(args.before)) {
+    throw new InvalidPageArgumentsError('pass after (a page down) or before (a page up), not both', 'before');
+  }
+  if (has(args.first) && has(args.before)) {
+    throw new InvalidPageArgumentsError('before pages up and takes last, not first', 'first');
+  }
+  if (has(args.last) && has(args.after)) {
+    throw new InvalidPageArgumentsError('after pages down and takes first, not last', 'last');
+  }
+  if (has(args.before)) {
+    return { direction: 'backward', before: positionBefore(args.before!), last: lastSize(args.last) };
+  }
+  if (has(args.last)) {
+    throw new InvalidPageArgumentsError('last needs before: pass the cursor of the newest item you hold to get what is newer', 'last');
+  }
+  return { direction: 'forward', ...pageRequest(args.first, args.after) };
+}
+
+/** Validates `last` (DEFAULT_PAGE_SIZE when absent); throws InvalidPageSizeError naming last. */
+export function lastSize(last: number | null | undefined): number {
+  const size = last ?? DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) {
+    throw new InvalidPageSizeError(`last must be between 0 and ${MAX_PAGE_SIZE} (got ${last})`);
+  }
+  return size;
+}
+
+/** How many items to fetch for a page up: one more than asked, to learn hasPreviousPage. */
+export function newerFetchSize(request: { last: number }): number {
+  return request.last + 1;
+}
+
+/**
+ * Cuts what a source returned for a page up into a page: `fetched` holds up to last + 1 items
+ * newer than `before`, closest to it first (ascending). The page is the `last` closest ones,
+ * newest first; hasPreviousPage says whether more lie above.
+ */
+export function sliceNewerPage<T extends ScoredId>(request: NewerPageRequest, fetched: readonly T[]): Page<T> {
+  const items = fetched.slice(0, request.last).reverse();
+  return {
+    items,
+    cursors: cursorsForNewerPage(items),
+    hasNextPage: false,
+    hasPreviousPage: fetched.length > request.last,
+    newer: true,
+  };
 }
