@@ -7,12 +7,13 @@
  *   each from the other's feed, social lists, likers and search;
  * - User.muted and User.blocked: the viewer's own, most recent first, paged with cursors, empty
  *   on anyone else and for an anonymous viewer;
+ * - followFeedRemoved tells a live client of the blogs a mute or a block took out of its feed;
  * - bad input: typed errors naming userId, and nothing changed.
  * Every feed read is compared with the truth (MySQL: live blogs of the unmuted followees).
  */
 import { fromGlobalId } from '../../src/kernel/global-id';
 import { EMBEDDED, errorCode, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../support/harness';
-import { liveClient, LiveClient } from '../support/live-client';
+import { FOLLOW_FEED_REMOVED, liveClient, LiveClient } from '../support/live-client';
 import { waitFor } from '../support/processes';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
@@ -145,6 +146,31 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     const back = await publish(app, muted, 'back');
     await client.received(2);
     expect(client.edges.map((edge) => edge.node.id)).toEqual([shown, back]);
+  });
+
+  it('followFeedRemoved tells of the blogs a mute takes out, and of those a block takes out on either side', async () => {
+    const [reader, muted, blocker, kept] = [await user('rmreader'), await user('rmmuted'), await user('rmblocker'), await user('rmkept')];
+    for (const author of [muted, blocker, kept]) await follow(app, reader, author);
+    const mutedBlogs = [await publish(app, muted, 'm1'), await publish(app, muted, 'm2')];
+    const blockerBlogs = [await publish(app, blocker, 'b1')];
+    await publish(app, kept, 'k1');
+    await app.services.fanout?.idle();
+    const client = liveClient(app.url, reader.token, FOLLOW_FEED_REMOVED);
+    clients.push(client);
+    const buses = app.services.liveBuses;
+    await waitFor('the subscription to be live', async () => (await buses.readers.liveAmong([dbId(reader)])).length === 1);
+    ok(await app.gql(MUTE, { u: muted.id, m: true }, reader.token));
+    await waitFor('the mute', async () => client.removals.length >= 2);
+    expect([...client.removals].sort()).toEqual([...mutedBlogs].sort());
+    // The author blocks the reader: the reader's follow ends, and the reader hears of it.
+    ok(await app.gql(BLOCK, { u: reader.id, b: true }, blocker.token));
+    await waitFor('the block', async () => client.removals.length >= 3);
+    expect(client.removals.slice(2)).toEqual(blockerBlogs);
+    // Nothing else: the kept author's blog is still seen, a repeated mute tells nothing again.
+    ok(await app.gql(MUTE, { u: muted.id, m: true }, reader.token));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(client.removals).toHaveLength(3);
+    expect(client.errors).toEqual([]);
   });
 
   it('block ends the follows both ways with exact counts, refuses new ones either way, and unblock allows them again', async () => {
