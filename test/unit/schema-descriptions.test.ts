@@ -42,7 +42,7 @@ function descriptions(schema: GraphQLSchema): Array<[string, string | null | und
  * with an underscore: RATE_LIMIT_..., MAX_...), file names, and notes about the project's history.
  * Error codes (BAD_USER_INPUT) are part of the API and allowed.
  */
-const ERROR_CODES = /\b(UNAUTHENTICATED|FORBIDDEN|NOT_FOUND|BAD_USER_INPUT|RATE_LIMITED|SERVICE_UNAVAILABLE)\b/g;
+const ERROR_CODES = /\b(UNAUTHENTICATED|FORBIDDEN|NOT_FOUND|BAD_USER_INPUT|RATE_LIMITED|SERVICE_UNAVAILABLE|RESUME_GAP_TOO_LARGE)\b/g;
 const FORBIDDEN: Array<[string, RegExp]> = [
   ['an environment variable', /\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/],
   ['a file name', /\b[\w-]+\.(ts|js|mjs|json|graphql|lua|md|sql)\b/],

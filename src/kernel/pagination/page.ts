@@ -165,8 +165,8 @@ export function feedPageRequest(args: FeedPageArgs): FeedPageRequest {
   if (has(args.last) && has(args.after)) {
     throw new InvalidPageArgumentsError('after pages down and takes first, not last', 'last');
   }
-  if (has(args.before)) {
-    return { direction: 'backward', before: positionBefore(args.before!), last: lastSize(args.last) };
+  if (args.before !== null && args.before !== undefined) {
+    return { direction: 'backward', before: positionBefore(args.before), last: lastSize(args.last) };
   }
   if (has(args.last)) {
     throw new InvalidPageArgumentsError('last needs before: pass the cursor of the newest item you hold to get what is newer', 'last');
