@@ -250,6 +250,53 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     expect(ok(await app.gql('query($id: ID!) { user(id: $id) { nickName } }', { id: bob.id }, alice.token)).user).toEqual({ nickName: bob.nickName });
   });
 
+  it('keeps counts, follows and feeds exact under concurrent follows, mutes and blocks of the same users', async () => {
+    const [a, b, c] = [await user('racea'), await user('raceb'), await user('racec')];
+    for (const [author, title] of [
+      [a, 'by a'],
+      [b, 'by b'],
+      [c, 'by c'],
+    ] as const)
+      await publish(app, author, title);
+    const ops = [];
+    for (let i = 0; i < 6; i += 1) {
+      ops.push(app.gql(FOLLOW, { u: b.id }, a.token), app.gql(FOLLOW, { u: a.id }, b.token), app.gql(FOLLOW, { u: c.id }, a.token));
+      ops.push(app.gql(MUTE, { u: c.id, m: i % 2 === 0 }, a.token), app.gql(MUTE, { u: b.id, m: i % 3 === 0 }, a.token));
+      if (i === 3) ops.push(app.gql(BLOCK, { u: a.id, b: true }, b.token));
+    }
+    const answers = await Promise.all(ops);
+    // Every answer is a success or the refusal of a follow across the block.
+    for (const answer of answers) if (answer.errors) expect(answer.errors[0].extensions).toMatchObject({ code: 'FORBIDDEN', reason: 'blocked' });
+    const ids = [a, b, c].map(dbId);
+    const counts = await app.query<{ id: string; follower_count: number; following_count: number }>(
+      'SELECT id, follower_count, following_count FROM tb_user WHERE id IN (?)',
+      [ids],
+    );
+    for (const row of counts) {
+      const [followers] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE follow_user_id = ?', [row.id]);
+      const [following] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE user_id = ?', [row.id]);
+      expect({ id: row.id, followers: Number(row.follower_count), following: Number(row.following_count) }).toEqual({
+        id: row.id,
+        followers: Number(followers.n),
+        following: Number(following.n),
+      });
+    }
+    // The block stands: neither follows the other; the muted flags agree with the mutes.
+    const [between] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE user_id IN (?, ?) AND follow_user_id IN (?, ?)', [
+      ids[0],
+      ids[1],
+      ids[0],
+      ids[1],
+    ]);
+    expect(Number(between.n)).toBe(0);
+    const [disagreeing] = await app.query<{ n: number }>(
+      `SELECT COUNT(*) AS n FROM tb_follow f
+       WHERE f.muted <> (CASE WHEN EXISTS (SELECT 1 FROM tb_user_mute m WHERE m.user_id = f.user_id AND m.muted_user_id = f.follow_user_id) THEN 1 ELSE 0 END)`,
+    );
+    expect(Number(disagreeing.n)).toBe(0);
+    for (const reader of [a, b, c]) await feed(app, reader);
+  });
+
   it('lists mutes and blocks on the viewer only, most recent first, with cursors and a bounded first', async () => {
     const viewer = await user('lister');
     const others: TestUser[] = [];
