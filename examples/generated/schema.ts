@@ -197,7 +197,7 @@ export type PageInfo = {
   __typename?: 'PageInfo';
   /** Pass as `after` to get the next page */
   endCursor?: Maybe<Scalars['String']['output']>;
-  /** Whether more items come after this page */
+  /** Whether more items come after this page; false on a page read with last/before (the client holds what lies below it) */
   hasNextPage: Scalars['Boolean']['output'];
   /** Whether more items come before this page: on a page read with last/before, whether newer items lie above it; false when paging forward with first/after */
   hasPreviousPage: Scalars['Boolean']['output'];

@@ -7,7 +7,7 @@
  * other.
  */
 import type { Database, Sql } from '../db/database';
-import { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
+import { compareCanonical, FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 import type { AuthorInFlight } from './inbox';
 
 type Row = { id: string; created_at: Date };
@@ -245,9 +245,9 @@ export class FeedStore implements GenerationRecord {
    * Bounded as feedPage is, mirrored: up to MANY_FOLLOWEES followees, a UNION ALL of one index
    * range per followee, each starting at `before` and stopping after `limit` rows (ascending
    * on the same index (user_id, deleted_at, created_at, id)). More followees: first the heads,
-   * each followee's oldest live blog newer than `before` (one index dive each), and the `limit`
-   * oldest of them; a followee whose head is not among these cannot reach the page, and the
-   * `limit`-th head is its ceiling. A delete between the two statements that leaves less than
+   * each followee's oldest live blog newer than `before` (one index range of one row each, in
+   * statements of MANY_FOLLOWEES branches), and the `limit` oldest of them; a followee whose
+   * head is not among these cannot reach the page, and the `limit`-th head is its ceiling. A delete between the two statements that leaves less than
    * `limit` under the ceiling makes the page read again with the join, as in feedPage. So the
    * cost grows with `limit` and the followees, never with how far back `before` lies.
    * On the primary when `fresh`: these are the newest blogs, those a replica may lack.
@@ -268,17 +268,29 @@ export class FeedStore implements GenerationRecord {
         limit,
         null,
       );
-    const newer = newerSql(before, 'x');
-    const heads = await sql.select<Row & { user_id: string }>(
-      `SELECT h.user_id, b.id, b.created_at FROM (
-         SELECT f.follow_user_id AS user_id,
-           (SELECT x.id FROM tb_blog x WHERE x.user_id = f.follow_user_id AND x.deleted_at IS NULL ${newer.where}
-            ORDER BY x.created_at ASC, x.id ASC LIMIT 1) AS head_id
-         FROM tb_follow f WHERE f.user_id = ? AND f.muted = 0 LIMIT 4294967295) AS h
-       JOIN tb_blog b ON b.id = h.head_id
-       ORDER BY b.created_at ASC, b.id ASC LIMIT ?`,
-      [...newer.params, readerId, limit],
-    );
+    // The heads: each followee's oldest live blog newer than `before`, by one index range each
+    // with the followee as a constant (a correlated dive would walk each followee's history up
+    // from its oldest blog on MariaDB), MANY_FOLLOWEES branches a statement.
+    const everyone = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0', [readerId]);
+    const newer = newerSql(before);
+    const heads: Array<Row & { user_id: string }> = [];
+    for (let start = 0; start < everyone.length; start += MANY_FOLLOWEES) {
+      const chunk = everyone.slice(start, start + MANY_FOLLOWEES).map((row) => row.follow_user_id);
+      const term = (i: number) =>
+        this.db.unionTerm(
+          `SELECT user_id, id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ${newer.where} ORDER BY created_at ASC, id ASC LIMIT 1`,
+          'user_id, id, created_at',
+          `h${i}`,
+        );
+      heads.push(
+        ...(await sql.select<Row & { user_id: string }>(
+          `SELECT user_id, id, created_at FROM (${chunk.map((_, i) => term(i)).join(' UNION ALL ')}) AS heads ORDER BY created_at ASC, id ASC LIMIT ?`,
+          [...chunk.flatMap((authorId) => [authorId, ...newer.params]), limit],
+        )),
+      );
+    }
+    heads.sort((a, b) => compareCanonical(entryOf(b), entryOf(a)));
+    heads.splice(limit);
     if (heads.length === 0) return [];
     const ceiling = heads.length === limit ? entryOf(heads[heads.length - 1]) : null;
     const page = await this.newerRanges(

@@ -252,4 +252,52 @@ describe('a pull page on 100,200 blogs', () => {
     );
     figures.push(`EXPLAIN of the join it replaced, reader ${DEEP_READER}, first page:\n${shown(old)}`);
   });
+
+  it('a page up (last/before) reads a bounded range per followee, or a one-row range per followee for the heads past 100, however far back before lies: no scan, no sort of tb_blog', async () => {
+    const mid = await middle(DEEP_READER);
+    const oldest = { score: BASE, id: 1 };
+    const newerByJoin = async (reader: number, before: ScoredId, limit: number) => {
+      const at = new Date(before.score);
+      const rows = await db.select<{ id: string; created_at: Date }>(
+        `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
+         WHERE f.user_id = ? AND b.deleted_at IS NULL AND (b.created_at > ? OR (b.created_at = ? AND b.id > ?))
+         ORDER BY b.created_at ASC, b.id ASC LIMIT ?`,
+        [reader, at, at, before.id, limit],
+      );
+      return rows.map((row) => ({ id: Number(row.id), score: row.created_at.getTime() }));
+    };
+    for (const [name, reader, followees, before] of [
+      ['20 x 2,500, half way down', DEEP_READER, 20, mid],
+      ['20 x 2,500, from the very bottom', DEEP_READER, 20, oldest],
+      ['110 followees (heads), half way down', MANY_READER, 110, mid],
+      ['110 followees (heads), from the very bottom', MANY_READER, 110, oldest],
+    ] as Array<[string, number, number, ScoredId]>) {
+      expect(await store.feedNewer(reader, before, PAGE)).toEqual(await newerByJoin(reader, before, PAGE));
+      const now = await handlerReads(() => store.feedNewer(reader, before, PAGE));
+      const join = await handlerReads(() => newerByJoin(reader, before, PAGE));
+      figures.push(`page up, ${name}: Handler_read_* ${join.total} (join) -> ${now.total}\n  now    ${JSON.stringify(now.counters)}`);
+      // Per followee one range of at most k entries (or one dive), then at most k ranges: not history.
+      const bound = followees <= MANY_FOLLOWEES ? 3 * followees * PAGE : 3 * followees + 3 * PAGE * PAGE;
+      expect({ name, now: now.total <= bound }).toEqual({ name, now: true });
+      captured = [];
+      capturing = true;
+      try {
+        await store.feedNewer(reader, before, PAGE);
+      } finally {
+        capturing = false;
+      }
+      for (const { statement, params } of captured) {
+        const plan = await explain(statement, params);
+        figures.push(`EXPLAIN feedNewer, ${name}:\n${shown(plan.slice(0, 5))}`);
+        for (const row of plan) {
+          const table = row.table;
+          if (table.startsWith('<')) continue;
+          expect({ table, type: row.type }).toEqual({ table, type: expect.stringMatching(/^(ref|range|eq_ref)$/) });
+          if (table === 'f' || table === 'tb_follow') continue;
+          expect({ table, key: row.key }).toEqual({ table, key: expect.stringMatching(/^(ix_blog_user_live|PRIMARY)$/) });
+          expect({ table, extra: row.Extra ?? '' }).toEqual({ table, extra: expect.not.stringMatching(/filesort|temporary/) });
+        }
+      }
+    }
+  });
 });

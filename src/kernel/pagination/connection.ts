@@ -23,7 +23,7 @@ import { badUserInput } from '../errors';
 
 @ObjectType({ description: 'Where a page sits in its connection' })
 export class PageInfo {
-  @Field(() => Boolean, { description: 'Whether more items come after this page' })
+  @Field(() => Boolean, { description: 'Whether more items come after this page; false on a page read with last/before (the client holds what lies below it)' })
   hasNextPage!: boolean;
 
   @Field(() => Boolean, {
