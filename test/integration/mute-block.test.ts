@@ -108,6 +108,29 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     expect(await feed(app, reader)).toEqual([later, loudBlogs[1], loudBlogs[0]]);
   });
 
+  it('pages up (last/before) and the new-post count leave a muted author out too', async () => {
+    const [reader, muted, kept] = [await user('upreader'), await user('upmuted'), await user('upkept')];
+    await follow(app, reader, muted);
+    await follow(app, reader, kept);
+    await publish(app, kept, 'oldest');
+    await app.services.fanout?.idle();
+    const [{ cursor }] = ok(await app.gql('{ followFeed(first: 1) { edges { cursor } } }', {}, reader.token)).followFeed.edges;
+    await publish(app, muted, 'muted 1');
+    const newer = await publish(app, kept, 'kept 1');
+    await publish(app, muted, 'muted 2');
+    ok(await app.gql(MUTE, { u: muted.id, m: true }, reader.token));
+    await app.services.fanout?.idle();
+    const up = ok(
+      await app.gql(
+        'query($b: String!) { followFeed(last: 10, before: $b) { edges { node { id } } } followFeedNewCount(before: $b) }',
+        { b: cursor },
+        reader.token,
+      ),
+    );
+    expect(up.followFeed.edges.map((edge: any) => edge.node.id)).toEqual([newer]);
+    expect(up.followFeedNewCount).toBe(1);
+  });
+
   it('a mute of someone not followed is kept and applies when they are followed later', async () => {
     const [reader, author] = [await user('reader'), await user('author')];
     await publish(app, author, 'before');
