@@ -16,6 +16,7 @@ import { FanoutTraceContext1765450000000 } from './1765450000000-FanoutTraceCont
 import { FeedGenerations1765785600000 } from './1765785600000-FeedGenerations';
 import { FanoutWatermarked1765872000000 } from './1765872000000-FanoutWatermarked';
 import { UserSearchRank1766130000000 } from './1766130000000-UserSearchRank';
+import { MuteAndBlock1766220000000 } from './1766220000000-MuteAndBlock';
 import { BlogEditsAndCacheDebts1766230000000 } from './1766230000000-BlogEditsAndCacheDebts';
 import { DropBlogUserCreatedIndex1766240000000 } from './1766240000000-DropBlogUserCreatedIndex';
 
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   FeedGenerations1765785600000,
   FanoutWatermarked1765872000000,
   UserSearchRank1766130000000,
+  MuteAndBlock1766220000000,
   BlogEditsAndCacheDebts1766230000000,
   DropBlogUserCreatedIndex1766240000000,
 ];

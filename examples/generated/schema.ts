@@ -91,6 +91,8 @@ export type FollowUserPayload = {
 /** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
 export type Mutation = {
   __typename?: 'Mutation';
+  /** Sets whether the viewer blocks userId: follows both ways end and neither sees the other (idempotent). While blocked, neither can follow the other (FORBIDDEN with extensions.reason "blocked"), and each is left out of the other's feed, followers, following, common follows, likers and search. Profiles and blogs stay readable by id. Unblocking restores no follow. Returns that user. */
+  block: User;
   /** Only the author may delete; the blog leaves every feed. Returns the deleted blog's id. */
   deleteBlog: Scalars['ID']['output'];
   /**
@@ -108,6 +110,8 @@ export type Mutation = {
   logout: Scalars['Boolean']['output'];
   /** Ends every session of the viewer, this one included: every token issued to them so far is refused, in every API process. Always true. */
   logoutEverywhere: Scalars['Boolean']['output'];
+  /** Sets whether the viewer mutes userId: their blogs leave the viewer's feed without unfollowing (idempotent). The viewer still follows them (counts and lists unchanged) and their blogs come back on unmute. Muting a user one does not follow is kept, and applies if one follows them later. Returns that user. */
+  mute: User;
   /**
    * Publishes a blog; it reaches the followers' feeds right after. With input.idempotencyKey, a retry returns the blog instead of a second one.
    * @deprecated Use publishBlogEdge: the same blog with its feed cursor, ready to insert into a cached connection.
@@ -121,6 +125,13 @@ export type Mutation = {
   updateBlog: Blog;
   /** Changes one's own nickName or icon */
   updateProfile: User;
+};
+
+
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
+export type MutationBlockArgs = {
+  blocked?: Scalars['Boolean']['input'];
+  userId: Scalars['ID']['input'];
 };
 
 
@@ -155,6 +166,13 @@ export type MutationLikeBlogArgs = {
 export type MutationLoginArgs = {
   nickName: Scalars['String']['input'];
   password: Scalars['String']['input'];
+};
+
+
+/** What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer. */
+export type MutationMuteArgs = {
+  muted?: Scalars['Boolean']['input'];
+  userId: Scalars['ID']['input'];
 };
 
 
@@ -318,6 +336,8 @@ export type UpdateProfileInput = {
 /** A person who publishes blogs and follows others */
 export type User = Node & {
   __typename?: 'User';
+  /** Users the viewer has blocked (only on the viewer itself; empty elsewhere), most recent block first */
+  blocked: UserConnection;
   /** The user's own blogs, newest first (ties: larger blog id first) */
   blogs: BlogConnection;
   /** Users whom both the viewer and this user follow, most recent follow of this user first; empty for an anonymous viewer */
@@ -336,8 +356,17 @@ export type User = Node & {
   id: Scalars['ID']['output'];
   /** Whether the viewer follows this user; false for an anonymous viewer */
   isFollowedByViewer: Scalars['Boolean']['output'];
+  /** Users the viewer has muted (only on the viewer itself; empty elsewhere), most recent mute first */
+  muted: UserConnection;
   /** The name the user chose, unique without regard to case or width; 1..32 characters */
   nickName: Scalars['String']['output'];
+};
+
+
+/** A person who publishes blogs and follows others */
+export type UserBlockedArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
 };
 
 
@@ -364,6 +393,13 @@ export type UserFollowersArgs = {
 
 /** A person who publishes blogs and follows others */
 export type UserFollowingArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/** A person who publishes blogs and follows others */
+export type UserMutedArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
 };

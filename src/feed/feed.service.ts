@@ -120,8 +120,13 @@ export type PendingFollowChange = FollowChangeRow;
  * `record` inside it with the reader's new follow version once the follow row changed (it
  * writes the outbox row and marks the inbox pending, just before the commit); it returns what
  * `record` returned, or null when nothing changed.
+ *
+ * `inFeed` is whether the author's blogs are in the reader's feed after the change, when the
+ * transaction alone knows it: a follow of a muted author leaves them out (false), and a mute or
+ * unmute of a followee commits a change of the feed alone (follow row kept, follow.service.ts).
+ * It defaults to changeFollow's `follow`.
  */
-export type FollowTransaction = (record: (sql: Sql, version: number) => Promise<PendingFollowChange>) => Promise<PendingFollowChange | null>;
+export type FollowTransaction = (record: (sql: Sql, version: number, inFeed?: boolean) => Promise<PendingFollowChange>) => Promise<PendingFollowChange | null>;
 
 /**
  * A user's activity pushes their inbox's expiry back at most this often per process (not on
@@ -526,16 +531,16 @@ export class FeedService {
   // Follows
 
   /**
-   * A follow or unfollow of `authorId` by `readerId`, committed by `transact` (see
-   * FollowTransaction). Inside the transaction the change is written to the outbox and the inbox
+   * A follow or unfollow of `authorId` by `readerId` (for the feed: a mute is an unfollow, an
+   * unmute a follow), committed by `transact` (see FollowTransaction). Inside the transaction the change is written to the outbox and the inbox
    * is marked pending; after the commit the change is applied and the mark cleared. If this
    * process dies or Redis is away at any point after the commit, the relay applies it from the
    * outbox (see inbox.ts).
    */
   async changeFollow(readerId: number, authorId: number, follow: boolean, transact: FollowTransaction): Promise<void> {
     const { inbox } = this;
-    const change = await transact(async (sql, version) => {
-      const row = { readerId, authorId, follow, version };
+    const change = await transact(async (sql, version, inFeed = follow) => {
+      const row = { readerId, authorId, follow: inFeed, version };
       if (!inbox) return { id: 0, ...row };
       const id = await this.store.recordFollowChange(sql, row, this.now());
       await this.markPendingBeforeCommit(inbox, readerId, id);

@@ -1,6 +1,8 @@
 /**
  * The feed's reads of the database (MySQL, or the embedded SQLite), the truth that inboxes
- * cache. Every page query answers in canonical order (created_at DESC, id DESC) after the same
+ * cache. The feed's followees are the reader's follows that are not muted (tb_follow.muted = 0,
+ * ix_follow_feed): every read of followees here takes only those, so a muted followee is not
+ * followed as far as the feed is concerned, while counts and social lists keep the follow. Every page query answers in canonical order (created_at DESC, id DESC) after the same
  * positions as an inbox, so a page can come from either, or start in one and continue in the
  * other.
  */
@@ -192,7 +194,7 @@ export class FeedStore implements GenerationRecord {
     if (limit === 0) return [];
     const { skip } = positionSql(from);
     const wanted = skip + limit;
-    const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? LIMIT ?', [
+    const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0 LIMIT ?', [
       readerId,
       MANY_FOLLOWEES + 1,
     ]);
@@ -217,7 +219,7 @@ export class FeedStore implements GenerationRecord {
          SELECT f.follow_user_id AS user_id,
            (SELECT x.id FROM tb_blog x WHERE x.user_id = f.follow_user_id AND x.deleted_at IS NULL ${after.where}
             ORDER BY x.created_at DESC, x.id DESC LIMIT 1) AS head_id
-         FROM tb_follow f WHERE f.user_id = ? LIMIT 4294967295) AS h
+         FROM tb_follow f WHERE f.user_id = ? AND f.muted = 0 LIMIT 4294967295) AS h
        JOIN tb_blog b ON b.id = h.head_id
        ${minScore === null ? '' : 'WHERE b.created_at >= ?'} ORDER BY b.created_at DESC, b.id DESC LIMIT ?`,
       [...after.params, readerId, ...(minScore === null ? [] : [new Date(minScore)]), wanted],
@@ -253,7 +255,7 @@ export class FeedStore implements GenerationRecord {
   async feedNewer(readerId: number, before: ScoredId, limit: number, fresh = true): Promise<ScoredId[]> {
     if (limit === 0) return [];
     const sql = this.reads(fresh);
-    const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? LIMIT ?', [
+    const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0 LIMIT ?', [
       readerId,
       MANY_FOLLOWEES + 1,
     ]);
@@ -269,7 +271,7 @@ export class FeedStore implements GenerationRecord {
     // The heads: each followee's oldest live blog newer than `before`, by one index range each
     // with the followee as a constant (a correlated dive would walk each followee's history up
     // from its oldest blog on MariaDB), MANY_FOLLOWEES branches a statement.
-    const everyone = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
+    const everyone = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0', [readerId]);
     const newer = newerSql(before);
     const heads: Array<Row & { user_id: string }> = [];
     for (let start = 0; start < everyone.length; start += MANY_FOLLOWEES) {
@@ -302,7 +304,7 @@ export class FeedStore implements GenerationRecord {
     const position = newerSql(before, 'b');
     const rows = await sql.select<Row>(
       `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
-       WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where}
+       WHERE f.user_id = ? AND f.muted = 0 AND b.deleted_at IS NULL ${position.where}
        ORDER BY b.created_at ASC, b.id ASC LIMIT ?`,
       [readerId, ...position.params, limit],
     );
@@ -386,7 +388,7 @@ export class FeedStore implements GenerationRecord {
     const position = positionSql(from, 'b');
     const rows = await sql.select<Row>(
       `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
-       WHERE f.user_id = ? AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
+       WHERE f.user_id = ? AND f.muted = 0 AND b.deleted_at IS NULL ${position.where} ${minScore === null ? '' : 'AND b.created_at >= ?'}
        ORDER BY b.created_at DESC, b.id DESC LIMIT ?, ?`,
       [readerId, ...position.params, ...(minScore === null ? [] : [new Date(minScore)]), position.skip, limit],
     );
@@ -404,7 +406,7 @@ export class FeedStore implements GenerationRecord {
   async snapshot(readerId: number, maxItems: number): Promise<TruthSnapshot> {
     return this.db.transaction(async (sql) => {
       const [user] = await sql.select<{ feed_version: string }>('SELECT feed_version FROM tb_user WHERE id = ?', [readerId]);
-      const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
+      const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0', [readerId]);
       const newest = await this.pageOn(sql, readerId, { maxScore: null, offset: 0, afterId: null }, maxItems + 1, null);
       const pushed = await this.pushedAmong(sql, newest.slice(0, maxItems));
       return {
@@ -441,7 +443,7 @@ export class FeedStore implements GenerationRecord {
     const rows = await this.db.select<{ version: string; id: string | null }>(
       `SELECT r.feed_version AS version, big.id FROM tb_user r
        LEFT JOIN (SELECT u.id FROM tb_follow f JOIN tb_user u ON u.id = f.follow_user_id
-                  WHERE f.user_id = ? AND u.has_pulled_blogs) big ON TRUE
+                  WHERE f.user_id = ? AND f.muted = 0 AND u.has_pulled_blogs) big ON TRUE
        WHERE r.id = ?`,
       [readerId, readerId],
     );
@@ -510,7 +512,7 @@ export class FeedStore implements GenerationRecord {
    */
   async followersAmong(authorId: number, readerIds: readonly number[]): Promise<Set<number>> {
     if (readerIds.length === 0) return new Set();
-    const rows = await this.db.select<{ user_id: string }>('SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ?', [
+    const rows = await this.db.select<{ user_id: string }>('SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ? AND muted = 0', [
       authorId,
       Math.min(...readerIds),
       Math.max(...readerIds),
@@ -526,7 +528,7 @@ export class FeedStore implements GenerationRecord {
     if (readerIds.length === 0) return [];
     const rows = await this.db.select<{ id: string; feed_version: string; follows: number | string }>(
       `SELECT u.id, u.feed_version,
-         EXISTS(SELECT 1 FROM tb_follow f WHERE f.user_id = u.id AND f.follow_user_id = ?) AS follows
+         EXISTS(SELECT 1 FROM tb_follow f WHERE f.user_id = u.id AND f.follow_user_id = ? AND f.muted = 0) AS follows
        FROM tb_user u WHERE u.id IN (?)`,
       [authorId, readerIds],
     );
@@ -536,20 +538,20 @@ export class FeedStore implements GenerationRecord {
   async viewersSeeing(blogId: number, viewerIds: readonly number[]): Promise<Set<number>> {
     const rows = await this.db.select<{ user_id: string }>(
       `SELECT f.user_id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id
-       WHERE b.id = ? AND b.deleted_at IS NULL AND f.user_id IN (?)`,
+       WHERE b.id = ? AND b.deleted_at IS NULL AND f.muted = 0 AND f.user_id IN (?)`,
       [blogId, viewerIds],
     );
     return new Set(rows.map((row) => Number(row.user_id)));
   }
 
   /**
-   * Which of these blogs the viewer sees now (live, by an author the viewer follows): the check
+   * Which of these blogs the viewer sees now (live, by an author the viewer follows, unmuted): the check
    * of a removal event before it is told. One statement, on the primary.
    */
   async visibleAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>> {
     if (blogIds.length === 0) return new Set();
     const rows = await this.db.select<{ id: string }>(
-      `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id AND f.user_id = ?
+      `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id AND f.user_id = ? AND f.muted = 0
        WHERE b.id IN (?) AND b.deleted_at IS NULL`,
       [viewerId, blogIds],
     );
@@ -558,7 +560,7 @@ export class FeedStore implements GenerationRecord {
 
   /** Everyone the reader follows. */
   async followeeIds(readerId: number): Promise<number[]> {
-    const rows = await this.db.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ?', [readerId]);
+    const rows = await this.db.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0', [readerId]);
     return rows.map((row) => Number(row.follow_user_id));
   }
 

@@ -1,9 +1,12 @@
 import { Arg, Args, Ctx, FieldResolver, ID, Mutation, Resolver, Root } from 'type-graphql';
 import { Context, optionalViewerId, requireViewerId } from '../graphql/context';
+import type { KeysetPageLoader } from '../graphql/loaders';
 import { connectionCost } from '../graphql/limits';
 import { userConnection } from '../graphql/user-connection';
 import { idOfType } from '../kernel/global-id';
 import { ConnectionArgs, readKeysetPageArgs } from '../kernel/pagination/connection';
+import type { KeysetPosition } from '../kernel/pagination/cursor';
+import type { KeysetFetch } from '../kernel/pagination/page';
 import { User, UserConnection } from '../user/user.types';
 import { FollowUserPayload } from './follow.types';
 
@@ -41,6 +44,75 @@ export class FollowResolver {
     return { user, viewer };
   }
 
+  @Mutation(() => User, {
+    description:
+      "Sets whether the viewer mutes userId: their blogs leave the viewer's feed without unfollowing (idempotent). The viewer " +
+      'still follows them (counts and lists unchanged) and their blogs come back on unmute. Muting a user one does not follow ' +
+      'is kept, and applies if one follows them later. Returns that user.',
+  })
+  async mute(
+    @Arg('userId', () => ID, { description: 'Global id of the user to mute or unmute' }) userId: string,
+    @Arg('muted', () => Boolean, { defaultValue: true, description: 'true to mute, false to unmute' }) muted: boolean,
+    @Ctx() { auth, services, loaders }: Context,
+  ): Promise<User> {
+    const viewerId = requireViewerId(auth);
+    await services.rateLimits.follow(viewerId);
+    const target = await services.follows.setMuted(viewerId, idOfType(userId, 'User', 'userId'), muted);
+    loaders.user.clear(target.dbId).prime(target.dbId, target);
+    return target;
+  }
+
+  @Mutation(() => User, {
+    description:
+      'Sets whether the viewer blocks userId: follows both ways end and neither sees the other (idempotent). While blocked, ' +
+      'neither can follow the other (FORBIDDEN with extensions.reason "blocked"), and each is left out of the other\'s feed, ' +
+      'followers, following, common follows, likers and search. Profiles and blogs stay readable by id. Unblocking restores ' +
+      'no follow. Returns that user.',
+  })
+  async block(
+    @Arg('userId', () => ID, { description: 'Global id of the user to block or unblock' }) userId: string,
+    @Arg('blocked', () => Boolean, { defaultValue: true, description: 'true to block, false to unblock' }) blocked: boolean,
+    @Ctx() { auth, services, loaders }: Context,
+  ): Promise<User> {
+    const viewerId = requireViewerId(auth);
+    await services.rateLimits.follow(viewerId);
+    const target = await services.follows.setBlocked(viewerId, idOfType(userId, 'User', 'userId'), blocked);
+    // Both users' counts may have changed, and every list the request read may hold the other.
+    if (blocked) loaders.followedByViewer.clear(target.dbId).prime(target.dbId, false);
+    loaders.user.clear(target.dbId).prime(target.dbId, target);
+    loaders.user.clear(viewerId);
+    for (const pages of [loaders.followers, loaders.following, loaders.commonFollows, loaders.likers]) pages.clearAll();
+    return target;
+  }
+
+  @FieldResolver(() => UserConnection, {
+    complexity: connectionCost,
+    description: 'Users the viewer has muted (only on the viewer itself; empty elsewhere), most recent mute first',
+  })
+  muted(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { auth, services, loaders }: Context): Promise<UserConnection> {
+    const request = readKeysetPageArgs(args);
+    return userConnection(
+      ownList(auth, user, (fetch) => services.follows.muted([fetch])),
+      user.dbId,
+      request,
+      loaders,
+    );
+  }
+
+  @FieldResolver(() => UserConnection, {
+    complexity: connectionCost,
+    description: 'Users the viewer has blocked (only on the viewer itself; empty elsewhere), most recent block first',
+  })
+  blocked(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { auth, services, loaders }: Context): Promise<UserConnection> {
+    const request = readKeysetPageArgs(args);
+    return userConnection(
+      ownList(auth, user, (fetch) => services.follows.blocked([fetch])),
+      user.dbId,
+      request,
+      loaders,
+    );
+  }
+
   @FieldResolver(() => UserConnection, { complexity: connectionCost, description: 'Users who follow this user, most recent follow first' })
   followers(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { loaders }: Context): Promise<UserConnection> {
     return userConnection(loaders.followers, user.dbId, readKeysetPageArgs(args), loaders);
@@ -62,6 +134,16 @@ export class FollowResolver {
     optionalViewerId(auth);
     return userConnection(loaders.commonFollows, user.dbId, request, loaders);
   }
+}
+
+/**
+ * A list only its owner may read (User.muted, User.blocked): its pages when `user` is the signed-in
+ * viewer, else always empty, without a query. A rejected token is UNAUTHENTICATED here as
+ * everywhere.
+ */
+function ownList(auth: Context['auth'], user: User, pages: (fetch: KeysetFetch) => Promise<KeysetPosition[][]>): Pick<KeysetPageLoader, 'load'> {
+  const own = optionalViewerId(auth) === user.dbId;
+  return { load: async (fetch) => (own ? (await pages(fetch))[0] : []) };
 }
 
 /** follow and followUser: the viewer's rate limit, the change (follow.service.ts), and the request's caches brought up to date. */

@@ -18,16 +18,20 @@ import type { User } from '../user/user.types';
 /** Pages of keyset lists, result[i] answering fetches[i], in one statement (db/keyset.ts). */
 type KeysetPages = (fetches: readonly KeysetFetch[]) => Promise<KeysetPosition[][]>;
 
+/** The same, as a viewer (null: anonymous) sees the lists. */
+type ViewerKeysetPages = (viewerId: number | null, fetches: readonly KeysetFetch[]) => Promise<KeysetPosition[][]>;
+
 /** The batch functions the loaders need: each answers many ids in one statement. */
 export interface LoaderSources {
   blogsByIds(ids: readonly number[]): Promise<Map<number, Blog>>;
   usersByIds(ids: readonly number[]): Promise<Map<number, User>>;
   likedAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>>;
   followedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>>;
-  followers: KeysetPages;
-  following: KeysetPages;
+  /** The social lists as the viewer (null: anonymous) sees them: without users blocked either way. */
+  followers: ViewerKeysetPages;
+  following: ViewerKeysetPages;
   commonFollows(viewerId: number, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]>;
-  likers: KeysetPages;
+  likers: ViewerKeysetPages;
 }
 
 /** The domain services the loaders read through. */
@@ -45,10 +49,10 @@ export function loaderSources({ blogs, users, likes, follows }: LoaderServices):
     usersByIds: (ids) => users.findByIds(ids),
     likedAmong: (viewer, ids) => likes.likedAmong(viewer, ids),
     followedAmong: (viewer, ids) => follows.followedAmong(viewer, ids),
-    followers: (fetches) => follows.followers(fetches),
-    following: (fetches) => follows.following(fetches),
+    followers: (viewer, fetches) => follows.followers(viewer, fetches),
+    following: (viewer, fetches) => follows.following(viewer, fetches),
     commonFollows: (viewer, fetches) => follows.commonFollows(viewer, fetches),
-    likers: (fetches) => likes.likers(fetches),
+    likers: (viewer, fetches) => likes.likers(viewer, fetches),
   };
 }
 
@@ -131,9 +135,9 @@ export function createLoaders(sources: LoaderSources, viewerId: number | null): 
     userRow: byId((ids) => sources.usersByIds(ids)),
     likedByViewer: membership(viewerId, (viewer, ids) => sources.likedAmong(viewer, ids)),
     followedByViewer: membership(viewerId, (viewer, ids) => sources.followedAmong(viewer, ids)),
-    followers: keysetPages((fetches) => sources.followers(fetches)),
-    following: keysetPages((fetches) => sources.following(fetches)),
+    followers: keysetPages((fetches) => sources.followers(viewerId, fetches)),
+    following: keysetPages((fetches) => sources.following(viewerId, fetches)),
     commonFollows: keysetPages((fetches) => (viewerId === null ? Promise.resolve(fetches.map(() => [])) : sources.commonFollows(viewerId, fetches))),
-    likers: keysetPages((fetches) => sources.likers(fetches)),
+    likers: keysetPages((fetches) => sources.likers(viewerId, fetches)),
   };
 }

@@ -9,7 +9,12 @@ import { User, UserConnection } from '../user/user.types';
 import type { KeysetPageLoader, Loaders } from './loaders';
 
 /** The page of `list` owned by `of` (a user, or a blog for its likers) after `request`'s position. */
-export async function userConnection(list: KeysetPageLoader, of: number, request: KeysetPageRequest, loaders: Pick<Loaders, 'user'>): Promise<UserConnection> {
+export async function userConnection(
+  list: Pick<KeysetPageLoader, 'load'>,
+  of: number,
+  request: KeysetPageRequest,
+  loaders: Pick<Loaders, 'user'>,
+): Promise<UserConnection> {
   const page = sliceKeysetPage(request, await list.load(keysetFetch(of, request)));
   const users = new Map<number, User>();
   for (const user of await loaders.user.loadMany(page.items.map((item) => item.id))) if (user instanceof User) users.set(user.dbId, user);

@@ -71,9 +71,12 @@ export function unauthenticated(message: string): GraphQLError {
   return typedError(ErrorCode.UNAUTHENTICATED, message);
 }
 
-/** A viewer who is not allowed to do this (e.g. deleting someone else's blog). */
-export function forbidden(message: string): GraphQLError {
-  return typedError(ErrorCode.FORBIDDEN, message);
+/**
+ * A viewer who is not allowed to do this (e.g. deleting someone else's blog); `field` names the
+ * argument at fault and `reason` says why in a word (e.g. "blocked"), when there is one.
+ */
+export function forbidden(message: string, field?: string, reason?: string): GraphQLError {
+  return typedError(ErrorCode.FORBIDDEN, message, { ...(field ? { field } : {}), ...(reason ? { reason } : {}) });
 }
 
 /**
@@ -84,9 +87,9 @@ export function limitReached(message: string, limit: string, max: number, field?
   return typedError(ErrorCode.FORBIDDEN, message, { limit, max, ...(field ? { field } : {}) });
 }
 
-/** A well-formed id that names nothing (or something deleted). */
-export function notFound(message: string): GraphQLError {
-  return typedError(ErrorCode.NOT_FOUND, message);
+/** A well-formed id that names nothing (or something deleted); `field` names the argument that held it. */
+export function notFound(message: string, field?: string): GraphQLError {
+  return typedError(ErrorCode.NOT_FOUND, message, field ? { field } : {});
 }
 
 /** Input that breaks a rule; `field` names the argument or input field at fault. */

@@ -58,13 +58,15 @@ export class LikeService {
   }
 
   /**
-   * Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first: first pages from the
-   * hydration cache's like sets where they are filled, the rest in one read (db/keyset.ts).
+   * Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first, as the viewer (null:
+   * anonymous) sees them: for an anonymous viewer, first pages from the hydration cache's like
+   * sets where they are filled; the rest, and every page of a signed-in viewer (whose blocks hide
+   * likers, which the like sets do not know), in one read (db/keyset.ts).
    */
-  async likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+  async likers(viewerId: number | null, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
     const { hydration } = this;
     const cached: Array<KeysetPosition[] | null> = fetches.map(() => null);
-    if (hydration?.usable()) {
+    if (viewerId === null && hydration?.usable()) {
       try {
         const firsts = await Promise.all(fetches.map((fetch) => (fetch.after === null ? hydration.firstLikers(fetch.of, fetch.limit) : Promise.resolve(null))));
         firsts.forEach((page, i) => (cached[i] = page));
@@ -74,7 +76,7 @@ export class LikeService {
       }
     }
     const missing = fetches.filter((_, i) => cached[i] === null);
-    const read = missing.length > 0 ? await this.store.likers(missing) : [];
+    const read = missing.length > 0 ? await this.store.likers(viewerId, missing) : [];
     let next = 0;
     return cached.map((page) => page ?? read[next++]);
   }

@@ -3,9 +3,13 @@ import type { Database, Sql } from '../db/database';
 import { KeysetList, selectKeysetPages } from '../db/keyset';
 import type { KeysetPosition } from '../kernel/pagination/cursor';
 import type { KeysetFetch } from '../kernel/pagination/page';
+import { notBlockedWithViewer } from '../user/user.store';
 
 /** A blog's likers, earliest like first, on ix_like_blog_created (blog_id, created_at, user_id). */
-const LIKERS: KeysetList = { source: 'tb_blog_like WHERE blog_id = ?', time: 'created_at', id: 'user_id', order: 'ASC' };
+const LIKERS: KeysetList = { source: 'tb_blog_like l WHERE l.blog_id = ?', time: 'l.created_at', id: 'l.user_id', order: 'ASC' };
+
+/** The same as a signed-in viewer sees it: without the users the viewer blocked or was blocked by (two more `?`: the viewer). */
+const LIKERS_SEEN: KeysetList = { ...LIKERS, source: `${LIKERS.source} AND ${notBlockedWithViewer('l.user_id')}` };
 
 export class LikeStore {
   constructor(private readonly db: Database) {}
@@ -33,8 +37,12 @@ export class LikeStore {
     return new Set(rows.map((row) => Number(row.blog_id)));
   }
 
-  /** Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first; one statement per MAX_PAGES_PER_STATEMENT pages. */
-  likers(fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
-    return selectKeysetPages(this.db, LIKERS, fetches, (fetch) => [fetch.of]);
+  /**
+   * Pages of blogs' likers (KeysetFetch.of: the blog), earliest like first, as `viewerId` sees
+   * them (null: anonymous); one statement per MAX_PAGES_PER_STATEMENT pages.
+   */
+  likers(viewerId: number | null, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
+    if (viewerId === null) return selectKeysetPages(this.db, LIKERS, fetches, (fetch) => [fetch.of]);
+    return selectKeysetPages(this.db, LIKERS_SEEN, fetches, (fetch) => [fetch.of, viewerId, viewerId]);
   }
 }

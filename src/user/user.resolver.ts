@@ -32,9 +32,9 @@ export class UserResolver {
     })
     search: string,
     @Args(() => ConnectionArgs) args: ConnectionArgs,
-    @Ctx() { services, loaders }: Context,
+    @Ctx() { auth, services, loaders }: Context,
   ): Promise<UserConnection> {
-    const page = await services.users.search(search, args.first, args.after);
+    const page = await services.users.search(search, args.first, args.after, optionalViewerId(auth));
     for (const edge of page.edges) loaders.user.prime(edge.user.dbId, edge.user);
     const edges = page.edges.map(({ cursor, user }) => ({ cursor, node: user }));
     return {

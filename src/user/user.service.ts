@@ -64,9 +64,9 @@ export class UserService {
   /**
    * Users whose nickName key starts with the key of `text`, best match first (user.search.ts
    * says the order), `first` of them after the cursor `after`. Bad input is BAD_USER_INPUT naming
-   * `search`, `first` or `after`.
+   * `search`, `first` or `after`. Users blocked by or blocking `viewerId` are left out.
    */
-  async search(text: string, first: number | null | undefined, after: string | null | undefined): Promise<UserSearchPage> {
+  async search(text: string, first: number | null | undefined, after: string | null | undefined, viewerId: number | null = null): Promise<UserSearchPage> {
     const key = searchKeyOf(text);
     let size: number;
     try {
@@ -83,6 +83,7 @@ export class UserService {
       lengths: lengthsFrom(position?.length ?? positionOf(key).length),
       after: position,
       limit: size + 1,
+      viewerId,
     });
     return {
       edges: found.slice(0, size).map(({ user, key: userKey }) => ({ cursor: encodeSearchCursor(userKey), user })),

@@ -3,7 +3,7 @@
  * first, whatever happens between its pages. The reproductions of the issue that found the
  * scroll skipping and repeating, as they apply in every model (this file is also part of the
  * embedded pass), and a scroll with pages of 1 to 7 while other clients publish in bursts,
- * delete, follow and unfollow. The inbox-only races are in inbox-races.test.ts.
+ * delete, follow and unfollow, mute and unmute. The inbox-only races are in inbox-races.test.ts.
  */
 import { fromGlobalId } from '../../src/kernel/global-id';
 import { TestClock } from '../support/clock';
@@ -124,7 +124,7 @@ describe('between two pages', () => {
   });
 });
 
-describe('a scroll while other clients publish, delete, follow and unfollow', () => {
+describe('a scroll while other clients publish, delete, follow and unfollow, mute and unmute', () => {
   const READERS = 3;
   const AUTHORS = 4;
   let app: TestApp;
@@ -142,7 +142,7 @@ describe('a scroll while other clients publish, delete, follow and unfollow', ()
     const authors: TestUser[] = [];
     for (let i = 0; i < READERS; i += 1) readers.push(await signUp(app, `churn_r${i}`));
     for (let i = 0; i < AUTHORS; i += 1) authors.push(await signUp(app, `churn_a${i}`));
-    // Readers 0 and 1 follow everyone for the whole test; reader 2's follows churn.
+    // Readers 0 and 1 follow everyone for the whole test (reader 1's mutes churn); reader 2's follows churn.
     for (const reader of readers.slice(0, 2)) for (const author of authors) await follow(app, reader, author);
     for (let i = 0; i < 30; i += 1) await publish(app, authors[i % AUTHORS], `before ${i}`);
 
@@ -152,6 +152,10 @@ describe('a scroll while other clients publish, delete, follow and unfollow', ()
     const deleteSentAt = new Map<string, number>();
     /** Per author: reader 2's follow changes, each with when it was sent and answered. */
     const changes: Array<Array<{ sent: number; answered: number; follows: boolean }>> = Array.from({ length: AUTHORS }, () => []);
+    /** Per author: reader 1's mutes and unmutes (follows: unmuted), from a start where nobody is muted. */
+    const mutes: Array<Array<{ sent: number; answered: number; follows: boolean }>> = Array.from({ length: AUTHORS }, () => [
+      { sent: -Infinity, answered: -Infinity, follows: true },
+    ]);
     for (const row of await app.query<{ id: string; user_id: string }>('SELECT id, user_id FROM tb_blog')) {
       published.set(Buffer.from(`Blog:${row.id}`).toString('base64'), { author: authors.findIndex((a) => dbId(a) === Number(row.user_id)), at: -1 });
     }
@@ -177,6 +181,12 @@ describe('a scroll while other clients publish, delete, follow and unfollow', ()
         const sent = now();
         await follow(app, readers[2], authors[author], round % 2 === 0);
         changes[author].push({ sent, answered: now(), follows: round % 2 === 0 });
+        // Reader 1 mutes an author, and unmutes them two rounds later.
+        const muted = (round + 1) % AUTHORS;
+        const mutedSent = now();
+        const mute = Math.floor(round / AUTHORS) % 2 === 0;
+        ok(await app.gql('mutation($u: ID!, $m: Boolean!) { mute(userId: $u, muted: $m) { id } }', { u: authors[muted].id, m: mute }, readers[1].token));
+        mutes[muted].push({ sent: mutedSent, answered: now(), follows: !mute });
       }
     };
 
@@ -204,6 +214,7 @@ describe('a scroll while other clients publish, delete, follow and unfollow', ()
     const rows = await app.query<{ id: string; created_at: Date }>('SELECT id, created_at FROM tb_blog');
     const order = new Map(rows.map((row) => [Buffer.from(`Blog:${row.id}`).toString('base64'), [row.created_at.getTime(), Number(row.id)] as const]));
     let promisedChecked = 0;
+    let mutedChecked = 0;
     for (const scroll of scrolls) {
       const where = `reader ${scroll.reader}, pages of ${scroll.first}`;
       expect({ where, repeated: scroll.ids.filter((id, i) => scroll.ids.indexOf(id) !== i) }).toEqual({ where, repeated: [] });
@@ -212,15 +223,22 @@ describe('a scroll while other clients publish, delete, follow and unfollow', ()
         expect({ where, inOrder: a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]) }).toEqual({ where, inOrder: true });
       }
       for (const [id, blog] of published) {
-        // Promised: published before the scroll, never deleted, by an author followed throughout.
-        const followed = scroll.reader < 2 || followedThroughout(changes[blog.author], scroll.startedAt, scroll.endedAt);
+        // Promised: published before the scroll, never deleted, by an author followed (and not muted) throughout.
+        const log = [null, mutes, changes][scroll.reader]?.[blog.author];
+        const followed = log === undefined || log === null || followedThroughout(log, scroll.startedAt, scroll.endedAt);
         if (blog.at < scroll.startedAt && !deleteSentAt.has(id) && followed) {
           promisedChecked += 1;
           expect({ where, id, shown: scroll.ids.includes(id) }).toEqual({ where, id, shown: true });
         }
+        // Never shown: a blog of an author muted all through the scroll.
+        if (scroll.reader === 1 && mutedThroughout(mutes[blog.author], scroll.startedAt, scroll.endedAt)) {
+          mutedChecked += 1;
+          expect({ where, id, muted: true, shown: scroll.ids.includes(id) }).toEqual({ where, id, muted: true, shown: false });
+        }
       }
     }
     expect(promisedChecked).toBeGreaterThan(100);
+    expect(mutedChecked).toBeGreaterThan(0);
     // At rest, every reader's feed is the truth.
     await app.services.fanout?.idle(60_000);
     await app.services.feed.idle();
@@ -233,4 +251,11 @@ function followedThroughout(changes: ReadonlyArray<{ sent: number; answered: num
   if (changes.some((change) => change.sent <= to && change.answered >= from)) return false;
   const before = changes.filter((change) => change.answered < from);
   return before.length > 0 && before[before.length - 1].follows;
+}
+
+/** Muted from before `from` to after `to`: the last change answered before `from` was a mute, and none was sent until `to`. */
+function mutedThroughout(changes: ReadonlyArray<{ sent: number; answered: number; follows: boolean }>, from: number, to: number): boolean {
+  if (changes.some((change) => change.sent <= to && change.answered >= from)) return false;
+  const before = changes.filter((change) => change.answered < from);
+  return before.length > 0 && !before[before.length - 1].follows;
 }

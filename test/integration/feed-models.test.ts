@@ -95,6 +95,27 @@ describe('push, pull and hybrid', () => {
         await publish(app, i % 2 === 0 ? big : small, `after ${i}`);
       }
       await check();
+      // Mutes: big leaves the feed (the follow kept) and new blogs of it stay out; big crosses the
+      // threshold while muted, the unmute brings its blogs back, pulled and pushed ones alike.
+      const mute = async (muted: boolean) =>
+        ok(await app.gql('mutation($u: ID!, $m: Boolean!) { mute(userId: $u, muted: $m) { id } }', { u: big.id, m: muted }, reader.token));
+      await mute(true);
+      await check();
+      await follow(app, fans[0], big);
+      for (let i = 0; i < 4; i += 1) {
+        clock.tick();
+        await publish(app, i % 2 === 0 ? big : small, `muted ${i}`);
+      }
+      await check();
+      await mute(false);
+      await check();
+      // small blocks the reader: the reader's follow ends, and a new one is refused.
+      ok(await app.gql('mutation($u: ID!) { block(userId: $u) { id } }', { u: reader.id }, small.token));
+      await check();
+      expect((await app.gql('mutation($u: ID!) { follow(userId: $u) { id } }', { u: small.id }, reader.token)).errors?.[0].extensions).toMatchObject({
+        code: 'FORBIDDEN',
+        reason: 'blocked',
+      });
       results[model] = { pages: snapshots, truths };
     }
   });
@@ -118,6 +139,9 @@ describe('push, pull and hybrid', () => {
       });
     }
     expect(results.push.truths[3]).toHaveLength(28);
+    // Muted: big's 12 blogs leave (small's 16 stay); two more of each while big is muted; unmuted:
+    // all 32; small's 18 leave with the block.
+    expect(results.push.truths.slice(4).map((truth) => truth.length)).toEqual([16, 18, 32, 14]);
   });
 
   it('return identical pages, cursors included', () => {

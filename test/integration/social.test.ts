@@ -300,7 +300,7 @@ describe('many pages at once', () => {
     const fetches = Array.from({ length: 2 * MAX_PAGES_PER_STATEMENT + 1 }, (_, i) => ({ of: users[i % users.length], after: null, limit: 1 + (i % 4) }));
     await app.services.feed.idle();
     const before = app.sqlLog.statements;
-    const pages = await app.services.follows.followers(fetches);
+    const pages = await app.services.follows.followers(null, fetches);
     expect(app.sqlLog.statements - before).toBe(3);
     const expected = fetches.map(({ of, limit }) =>
       rows

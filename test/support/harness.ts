@@ -304,11 +304,11 @@ export async function inboxScores(app: TestApp, readerIds: readonly number[], bl
   return scores;
 }
 
-/** The reader's feed as MySQL, the truth, says it must be: live blogs of followees, canonical order. */
+/** The reader's feed as MySQL, the truth, says it must be: live blogs of the followees not muted, canonical order. */
 export async function feedTruth(app: TestApp, readerDbId: number): Promise<string[]> {
   const rows = await app.query<{ id: string }>(
     `SELECT b.id FROM tb_blog b JOIN tb_follow f ON f.follow_user_id = b.user_id
-     WHERE f.user_id = ? AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC`,
+     WHERE f.user_id = ? AND f.muted = 0 AND b.deleted_at IS NULL ORDER BY b.created_at DESC, b.id DESC`,
     [readerDbId],
   );
   return rows.map((row) => Buffer.from(`Blog:${row.id}`).toString('base64'));

@@ -7,8 +7,9 @@
  * with the same answers as FeedStore. Every call to either is a step that fast-check's scheduler
  * may run in any order with the steps of everything else in flight:
  * - publishes in same-millisecond bursts with their fan-out chunks delivered in any order,
- *   deletes, follows and unfollows (with their versions and outbox rows, as follow.service.ts
- *   commits them), readers scrolling with small pages;
+ *   deletes, follows and unfollows, mutes and unmutes, blocks and unblocks (with their versions
+ *   and outbox rows, as follow.service.ts commits them: a muted follow is not a followee of the
+ *   feed, a block ends the follow and refuses new ones), readers scrolling with small pages;
  * - two API processes at once, each of its own feed model (push, pull or hybrid), which may die
  *   at any await (what they were doing stops there; the relay of a live process picks up what
  *   the outboxes hold) and come back under another model: a rolling deploy that switches models;
@@ -27,7 +28,8 @@
  * - each blog that was live before the scroll began and all through it, by an author followed
  *   all through it, appears exactly once;
  * - nothing repeats, and the order is canonical (score DESC, id DESC);
- * - nothing is shown by an author the reader did not follow, or that was deleted, at the time.
+ * - nothing is shown by an author the reader did not follow (or had muted), or that was deleted, at the time.
+ * Following, for the feed, is following without a mute: the checks read the feed's follow state.
  * At rest, every feed equals the truth through every process, and every inbox trusted in the
  * current generation holds exactly the truth's fanned-out blogs at and above its floor.
  */
@@ -36,7 +38,7 @@ import fc from 'fast-check';
 import { Blog } from '../../src/blog/blog.types';
 import type { FeedModel } from '../../src/kernel/config';
 import { compareCanonical, FeedPosition, isAfter, ScoredId, START } from '../../src/kernel/pagination/cursor';
-import { FeedService, FeedTruth, PendingFollowChange } from '../../src/feed/feed.service';
+import { FeedService, FeedTruth } from '../../src/feed/feed.service';
 import type { FeedCandidate, FollowChangeRow, TruthSnapshot } from '../../src/feed/feed.store';
 import { GenerationRecord, InboxGeneration } from '../../src/feed/generation';
 import type { AuthorInFlight, TaskInFlight } from '../../src/feed/inbox';
@@ -65,6 +67,14 @@ class ProcessDied extends Error {
 class RedisDown extends Error {
   override name = 'RedisDown';
 }
+
+/** A follow refused by the rules (a block): its transaction rolls back, nothing changes. */
+class Refused extends Error {
+  override name = 'Refused';
+}
+
+/** Deliberate bugs, to show the checks catch them. */
+type Bug = 'mute outside the follow-change path';
 
 /** What a process meets when it dies or Redis does not answer: the work stops there (a job is retried, a client sees an error). */
 function stopped(error: unknown): void {
@@ -104,7 +114,12 @@ interface Transaction {
 
 class Truth implements FeedTruth, GenerationRecord, InFlightSource {
   readonly blogs = new Map<number, BlogRow>();
+  /** tb_follow: who follows whom, muted or not (counts, social lists, the fan-out's walk). */
   readonly follows = new Set<string>();
+  /** tb_user_mute: reader:author pairs, kept whether or not the reader follows the author. */
+  readonly mutes = new Set<string>();
+  /** tb_user_block: reader:author pairs (the model's readers and authors are apart: either's block ends the same follow). */
+  readonly blocks = new Set<string>();
   readonly versions = new Map<number, number>();
   readonly pulled = new Set<number>();
   readonly tasks = new Map<number, Task>();
@@ -119,12 +134,19 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
 
   constructor(private readonly clock: () => number) {}
 
+  /** Whether the reader follows the author for the feed: a follow that is not muted (FeedStore's reads of followees). */
   following(reader: number, author: number): boolean {
+    return this.follows.has(`${reader}:${author}`) && !this.mutes.has(`${reader}:${author}`);
+  }
+
+  /** Whether the follow row exists, muted or not. */
+  followsRow(reader: number, author: number): boolean {
     return this.follows.has(`${reader}:${author}`);
   }
 
+  /** Every follower, muted or not: what the fan-out walks (tb_follow by followee) and follower_count counts. */
   followersOf(author: number): number[] {
-    return READERS.filter((reader) => this.following(reader, author));
+    return READERS.filter((reader) => this.followsRow(reader, author));
   }
 
   /** The reader's feed: live blogs of followees, canonical order; on the replica unless `fresh`. */
@@ -151,16 +173,15 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
     return release;
   }
 
-  /** The version a follow change of this reader commits with, or null when the pair already is so. */
-  nextVersion(reader: number, author: number, follow: boolean): number | null {
-    return this.following(reader, author) === follow ? null : (this.versions.get(reader) ?? 0) + 1;
+  /** The version the reader's next follow change commits with. */
+  nextVersion(reader: number): number {
+    return (this.versions.get(reader) ?? 0) + 1;
   }
 
-  /** The commit of a follow transaction. */
-  commitFollow(reader: number, author: number, follow: boolean, version: number, tx: Transaction): void {
-    if (follow) this.follows.add(`${reader}:${author}`);
-    else this.follows.delete(`${reader}:${author}`);
-    this.versions.set(reader, version);
+  /** The commit of a transaction of the follow graph: its writes, and (with a version) the reader's new feed_version and its outbox rows. */
+  commit(reader: number, version: number | null, tx: Transaction, writes: () => void): void {
+    writes();
+    if (version !== null) this.versions.set(reader, version);
     for (const change of tx.changes) this.changes.set(change.id, { ...change, createdAt: this.clock() });
   }
 
@@ -337,7 +358,7 @@ class Process {
     readonly model: FeedModel,
   ) {
     const { s } = world;
-    const truth = this.scheduled(world.truth, 'mysql', ['following', 'followersOf', 'feed', 'lock', 'nextVersion', 'commitFollow']);
+    const truth = this.scheduled(world.truth, 'mysql', ['following', 'followsRow', 'followersOf', 'feed', 'lock', 'nextVersion', 'commit']);
     const inbox = this.scheduled(world.inbox, 'redis', ['sorted', 'expire', 'lose', 'evict', 'snapshot', 'restore'], () => {
       if (world.redisDown) throw new RedisDown('Redis does not answer');
     });
@@ -460,6 +481,7 @@ class World {
   constructor(
     readonly s: fc.Scheduler,
     models: [FeedModel, FeedModel],
+    readonly bug: Bug | null = null,
   ) {
     this.truth = new Truth(() => this.ms);
     this.processes = models.map((model) => new Process(this, this.nextProcessId++, model));
@@ -478,27 +500,106 @@ class World {
     await work(process).catch(stopped);
   }
 
-  /** As FollowService.setFollowing: the transaction (row lock, version, outbox row) inside FeedService.changeFollow. */
+  /**
+   * As FollowService.setFollowing: the transaction (row lock, version, outbox row) inside
+   * FeedService.changeFollow. A follow of a muted author commits as a change that leaves them out
+   * of the feed; a follow across a block is refused (rolled back).
+   */
   async follow(process: Process, reader: number, author: number, yes: boolean): Promise<void> {
     await process.step('request follow');
-    await process.feed.changeFollow(reader, author, yes, async (record) => {
+    await this.feedChange(process, reader, author, yes, () => {
+      const key = `${reader}:${author}`;
+      if (this.truth.followsRow(reader, author) === yes) return null;
+      if (yes && this.truth.blocks.has(key)) throw new Refused('blocked');
+      return { inFeed: yes && !this.truth.mutes.has(key), writes: () => (yes ? this.truth.follows.add(key) : this.truth.follows.delete(key)) };
+    });
+  }
+
+  /**
+   * As FollowService.setMuted: the mute row always; a change of the feed (version, outbox row)
+   * only when the reader follows the author. `bug` is the test of this test: a mute that skips
+   * the follow-change path must be caught.
+   */
+  async mute(process: Process, reader: number, author: number, yes: boolean): Promise<void> {
+    await process.step('request mute');
+    const key = `${reader}:${author}`;
+    const writes = () => (yes ? this.truth.mutes.add(key) : this.truth.mutes.delete(key));
+    if (this.bug === 'mute outside the follow-change path') {
       const release = await this.truth.lock(reader);
       try {
-        await process.step('follow tx');
-        const version = this.truth.nextVersion(reader, author, yes);
-        if (version === null) return null;
-        const tx: Transaction = { changes: [] };
-        const change: PendingFollowChange = await record(tx as never, version);
-        await process.step('commit follow');
-        this.truth.commitFollow(reader, author, yes, version, tx);
-        this.time += 1;
-        const key = `${reader}:${author}`;
-        this.followLog.set(key, [...(this.followLog.get(key) ?? []), [this.time, yes]]);
-        return change;
+        await process.step('mute tx');
+        const changes = this.truth.followsRow(reader, author) && this.truth.mutes.has(key) !== yes;
+        this.truth.commit(reader, changes ? this.truth.nextVersion(reader) : null, { changes: [] }, writes);
+        if (changes) this.logFeed(reader, author, !yes);
       } finally {
         release();
       }
+      return;
+    }
+    await this.feedChange(process, reader, author, !yes, () => {
+      if (!this.truth.followsRow(reader, author) || this.truth.mutes.has(key) === yes) return { inFeed: null, writes };
+      return { inFeed: !yes, writes };
     });
+  }
+
+  /** As FollowService.setBlocked: the block row, and the end of the follow through the unfollow path, in one transaction; unblock: the row alone. */
+  async block(process: Process, reader: number, author: number, yes: boolean): Promise<void> {
+    await process.step('request block');
+    const key = `${reader}:${author}`;
+    await this.feedChange(process, reader, author, false, () => {
+      const block = () => (yes ? this.truth.blocks.add(key) : this.truth.blocks.delete(key));
+      if (!yes || !this.truth.followsRow(reader, author)) return { inFeed: null, writes: block };
+      return {
+        inFeed: false,
+        writes: () => {
+          block();
+          this.truth.follows.delete(key);
+        },
+      };
+    });
+  }
+
+  /**
+   * One transaction of the follow graph through FeedService.changeFollow, under the reader's row
+   * lock: `decide` says (at its start) what it writes and, when the reader's feed changes, whether
+   * the author is in it after (inFeed; null: the feed does not change, no version, no outbox row),
+   * or null when nothing changes at all.
+   */
+  private async feedChange(
+    process: Process,
+    reader: number,
+    author: number,
+    follow: boolean,
+    decide: () => { inFeed: boolean | null; writes: () => void } | null,
+  ): Promise<void> {
+    await process.feed
+      .changeFollow(reader, author, follow, async (record) => {
+        const release = await this.truth.lock(reader);
+        try {
+          await process.step('follow tx');
+          const decided = decide();
+          if (decided === null) return null;
+          const tx: Transaction = { changes: [] };
+          const version = decided.inFeed === null ? null : this.truth.nextVersion(reader);
+          const change = version === null ? null : await record(tx as never, version, decided.inFeed!);
+          await process.step('commit follow');
+          this.truth.commit(reader, version, tx, decided.writes);
+          if (decided.inFeed !== null) this.logFeed(reader, author, decided.inFeed);
+          return change;
+        } finally {
+          release();
+        }
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof Refused)) throw error;
+      });
+  }
+
+  /** The feed's follow state of the pair changed (committed now). */
+  private logFeed(reader: number, author: number, inFeed: boolean): void {
+    this.time += 1;
+    const key = `${reader}:${author}`;
+    this.followLog.set(key, [...(this.followLog.get(key) ?? []), [this.time, inFeed]]);
   }
 
   /** Publishes `count` blogs in one millisecond, each with its own fan-out. */
@@ -705,10 +806,11 @@ class World {
           });
         },
       },
+      // As the API's loader: whether the follow row exists, muted or not (isFollowedByViewer).
       followedByViewer: {
         async loadMany(authorIds) {
           await s.schedule(Promise.resolve(), 'loader.follows');
-          return authorIds.map((author) => truth.following(reader, author));
+          return authorIds.map((author) => truth.followsRow(reader, author));
         },
       },
     };
@@ -812,6 +914,8 @@ function decode(cursor: string): FeedPosition {
 
 type Op =
   | { op: 'follow'; on: number; reader: number; author: number; yes: boolean }
+  | { op: 'mute'; on: number; reader: number; author: number; yes: boolean }
+  | { op: 'block'; on: number; reader: number; author: number; yes: boolean }
   | { op: 'publish'; on: number; author: number; count: number }
   | { op: 'delete'; on: number; pick: number }
   | { op: 'scroll'; on: number; reader: number; first: number; up: number | null; down: number }
@@ -835,6 +939,8 @@ const authorArb = fc.constantFrom(...AUTHORS);
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant('follow' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('mute' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('block' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }) },
   { weight: 5, arbitrary: fc.record({ op: fc.constant('publish' as const), on: onArb, author: authorArb, count: fc.integer({ min: 1, max: 3 }) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('delete' as const), on: onArb, pick: fc.nat(50) }) },
   {
@@ -867,6 +973,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 const setupArb = fc.array(
   fc.oneof(
     fc.record({ op: fc.constant('follow' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.constant(true) }),
+    fc.record({ op: fc.constant('mute' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }),
     fc.record({ op: fc.constant('publish' as const), on: onArb, author: authorArb, count: fc.integer({ min: 1, max: 3 }) }),
     fc.constant({ op: 'tick' as const }),
   ),
@@ -877,6 +984,10 @@ async function run(world: World, op: Op): Promise<void> {
   switch (op.op) {
     case 'follow':
       return world.on(op.on, (p) => world.follow(p, op.reader, op.author, op.yes));
+    case 'mute':
+      return world.on(op.on, (p) => world.mute(p, op.reader, op.author, op.yes));
+    case 'block':
+      return world.on(op.on, (p) => world.block(p, op.reader, op.author, op.yes));
     case 'publish':
       return world.on(op.on, (p) => world.publishBurst(p, op.author, op.count));
     case 'delete':
@@ -985,8 +1096,8 @@ async function checkAtRest(world: World, s: fc.Scheduler): Promise<void> {
   }
 }
 
-async function runScenario(models: [FeedModel, FeedModel], s: fc.Scheduler, setup: Op[], ops: Op[]): Promise<void> {
-  const world = new World(s, models);
+async function runScenario(models: [FeedModel, FeedModel], s: fc.Scheduler, setup: Op[], ops: Op[], bug: Bug | null = null): Promise<void> {
+  const world = new World(s, models, bug);
   await s.waitFor(world.start());
   for (const op of setup) await s.waitFor(run(world, op));
   await s.waitIdle();
@@ -1036,6 +1147,27 @@ describe.each([
           ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}),
         },
       );
+    },
+    TIMEOUT_MS,
+  );
+});
+
+describe('the checks themselves', () => {
+  it(
+    'catch a mute that changes the follow graph outside the follow-change path (the inbox keeps the muted author)',
+    async () => {
+      const failure = await fc
+        .assert(
+          fc.asyncProperty(fc.scheduler(), setupArb, fc.array(opArb, { minLength: 1, maxLength: 16, size: 'max' }), async (s, setup, ops) => {
+            await runScenario(['push', 'push'], s, setup, ops, 'mute outside the follow-change path');
+          }),
+          { numRuns: 2000, endOnFailure: true },
+        )
+        .then(
+          () => null,
+          (error: unknown) => error,
+        );
+      expect(failure).toBeInstanceOf(Error);
     },
     TIMEOUT_MS,
   );
