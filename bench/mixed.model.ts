@@ -1,5 +1,5 @@
 /**
- * Pure parts of bench:mixed (no I/O, unit-tested in test/unit/mixed-bench.test.ts): a seeded
+ * Pure parts of bench:mixed (no I/O, unit-tested in test/unit/bench/mixed-bench.test.ts): a seeded
  * random source, a Zipf sampler for heavy-tailed popularity, the operation mix and its
  * prediction from the operations' rates alone, the open-loop schedule and latency summaries.
  */

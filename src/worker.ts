@@ -5,7 +5,7 @@
  * scale out; SIGTERM lets running jobs finish, then exits.
  *
  * It loads the domain and the stores only (composition.ts), never the API layer: no Apollo, no
- * Express, no resolver (test/integration/worker-process.test.ts checks what a running worker
+ * Express, no resolver (test/integration/ops/worker-process.test.ts checks what a running worker
  * has loaded). Tracing starts first, as in server.ts: what it instruments is imported after it.
  */
 import 'reflect-metadata';

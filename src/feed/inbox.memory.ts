@@ -1,9 +1,9 @@
 /**
  * The inbox in process memory: the specification of the Redis scripts (inbox.redis.ts,
  * scripts/*.lua), with exactly their semantics, written to be read.
- * test/integration/inbox-conformance.test.ts runs random operation sequences against both and
+ * test/integration/feed/inbox-conformance.test.ts runs random operation sequences against both and
  * compares every answer and every state; the model test of the feed rules
- * (test/unit/feed-model.test.ts) runs FeedService on it.
+ * (test/unit/feed/feed-rules-model.test.ts) runs FeedService on it.
  *
  * Expiry is not timed here: `expire` forgets an inbox as Redis would when its TTL runs out,
  * `evict` drops one of its keys as an evicting maxmemory-policy would, `lose` forgets

@@ -4,8 +4,8 @@
  * - RedisInbox (inbox.redis.ts): Lua scripts (scripts/*.lua) over three keys per reader, used by
  *   the service;
  * - MemoryInbox (inbox.memory.ts): the same operations on plain maps, the specification the
- *   scripts are tested against (test/integration/inbox-conformance.test.ts) and the inbox of the
- *   model test of the feed rules (test/unit/feed-model.test.ts).
+ *   scripts are tested against (test/integration/feed/inbox-conformance.test.ts) and the inbox of the
+ *   model test of the feed rules (test/unit/feed/feed-rules-model.test.ts).
  * Nothing but feed/ and the fan-out executor (through FeedService) writes to an inbox.
  *
  * ## What an inbox holds

@@ -2,7 +2,7 @@
  * The error vocabulary of the API: every `extensions.code` it answers with, and a factory per
  * code. Every error a client can cause carries a code, so a client branches on the code, never
  * on the message; the message says what was received. docs/api.md's "Errors and limits" table
- * lists exactly these codes (test/unit/error-codes.test.ts holds the two together).
+ * lists exactly these codes (test/unit/kernel/error-codes.test.ts holds the two together).
  *
  * Services throw these directly: authorisation and validation live in services (the rules hold
  * whatever calls them), and GraphQLError is a plain Error subclass with no GraphQL coupling that

@@ -6,7 +6,7 @@
  * Two implementations of one semantics, as with the inbox (feed/inbox.ts):
  * - RedisLiveBus (live.redis.ts): Redis pub/sub between processes, on one server or a cluster;
  * - MemoryLiveBus (live.memory.ts): the same inside one process, for the embedded mode (no
- *   Redis, one process by design). test/integration/live-bus.test.ts runs one suite over both.
+ *   Redis, one process by design). test/integration/live/live-bus.test.ts runs one suite over both.
  *
  * ## Publish only to live readers (Mastodon's streaming design)
  * The fan-out already walks every follower of an author in chunks of FANOUT_CHUNK_SIZE. Most

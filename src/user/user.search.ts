@@ -1,6 +1,6 @@
 /**
  * Finding users by the start of their nickName (`users(search:)`): the rules of the search text,
- * the order of the results, and their cursor. Pure: no I/O (test/unit/user-search.test.ts).
+ * the order of the results, and their cursor. Pure: no I/O (test/unit/user/user-search.test.ts).
  *
  * Matching is on the nickName key (nickNameKey: NFKC, then lower case), the key that makes
  * nickNames unique: "ａｌ" and "AL" find "alice", as they would log in as her.

@@ -1,7 +1,7 @@
 /**
  * The feed cursor: a position in a list ordered by (score DESC, id DESC).
  *
- * Pure: no I/O, so it can be read and tested on its own (test/unit/cursor.test.ts).
+ * Pure: no I/O, so it can be read and tested on its own (test/unit/kernel/cursor.test.ts).
  *
  * A position is the scroll cursor of a sorted-set feed, `(maxScore, offset)` (the seed notes call it
  * `(minTime, offset)`), plus the id of the blog it comes after:

@@ -1,0 +1,236 @@
+/**
+ * Inboxes in Redis (push and hybrid models): scores and members, fan-out to many followers,
+ * deletes, trimming with the cold path, a follow's backfill, and the constant cost of a page.
+ * The feeds they serve are checked in every mode by feed.test.ts and follow.test.ts.
+ */
+import { Redis } from 'ioredis';
+import { fromGlobalId } from '../../../src/kernel/global-id';
+import { TestClock } from '../../support/clock';
+import { freePort, PrivateRedis } from '../../support/processes';
+import {
+  addFollowers,
+  inboxScores,
+  FEED_PAGE,
+  feedTruth,
+  follow,
+  ok,
+  publish,
+  publishInTurns,
+  readerOfThree,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
+
+const BACKFILL = 5;
+const clock = new TestClock();
+let app: TestApp;
+let reader: TestUser;
+let authors: TestUser[];
+
+beforeAll(async () => {
+  app = await startTestApp('inbox', { now: clock.now, env: { FEED_MAX_ITEMS: '800', FOLLOW_BACKFILL_ITEMS: String(BACKFILL) } });
+  ({ reader, authors } = await readerOfThree(app));
+});
+
+afterAll(() => app.close());
+
+const expectedFeed = (readerDbId: number) => feedTruth(app, readerDbId);
+
+const dbId = (user: TestUser) => fromGlobalId(user.id).id;
+
+describe('inboxes', () => {
+  it("hold the blog's created_at as score and a fixed-width member", async () => {
+    clock.tick(5);
+    const id = await publish(app, authors[1], 'scored');
+    await app.services.fanout?.idle();
+    const blogDbId = fromGlobalId(id).id;
+    const member = String(blogDbId).padStart(20, '0');
+    const [row] = await app.db.query('SELECT created_at FROM tb_blog WHERE id = ?', [blogDbId]);
+    expect(await app.redis.zscore(app.keys.feed(dbId(reader)), member)).toBe(String(row.created_at.getTime()));
+  });
+
+  it('lose a deleted blog (feed.test.ts checks that it is hidden at once)', async () => {
+    clock.tick(5);
+    const id = await publish(app, authors[2], 'to delete');
+    await app.services.fanout?.idle();
+    const member = String(fromGlobalId(id).id).padStart(20, '0');
+    expect(await app.redis.zscore(app.keys.feed(dbId(reader)), member)).not.toBeNull();
+    ok(await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: id }, authors[2].token));
+    await app.services.fanout?.idle();
+    expect(await app.redis.zscore(app.keys.feed(dbId(reader)), member)).toBeNull();
+    expect(await scrollFeed(app, reader, 100)).toEqual(await expectedFeed(dbId(reader)));
+  });
+
+  it('reach every follower of a popular author, in pipelined chunks', async () => {
+    const star = await signUp(app, 'star');
+    const fans: TestUser[] = [];
+    for (let i = 0; i < 12; i += 1) fans.push(await signUp(app, `fan${i}`));
+    for (const fan of fans) await follow(app, fan, star);
+    // Add 2,500 followers in bulk (more than two fan-out chunks of 1,000).
+    await addFollowers(app, star, 1_000_000, 2500);
+    clock.tick(5);
+    const id = await publish(app, star, 'for everyone');
+    await app.services.fanout?.idle();
+    const followers = Array.from({ length: 2500 }, (_, i) => 1_000_000 + i);
+    const scores = await inboxScores(app, followers, id);
+    expect(scores.filter((score) => score !== null)).toHaveLength(2500);
+    for (const fan of fans) expect((await scrollFeed(app, fan, 10))[0]).toBe(id);
+  });
+});
+
+describe('trimming', () => {
+  let small: TestApp;
+  afterAll(() => small.close());
+
+  it('keeps each inbox at FEED_MAX_ITEMS, and serves the older blogs from MySQL', async () => {
+    small = await startTestApp('feed_trim', { env: { FEED_MAX_ITEMS: '10' } });
+    const author = await signUp(small, 'author');
+    const fan = await signUp(small, 'fan');
+    await follow(small, fan, author);
+    const ids: string[] = [];
+    for (let i = 0; i < 15; i += 1) ids.push(await publish(small, author, `t${i}`));
+    await small.services.fanout?.idle();
+    // The newest 10 entries.
+    expect(await small.redis.zcard(small.keys.feed(fromGlobalId(fan.id).id))).toBe(10 + 1); // and the sentinel
+    const expected: Array<{ id: string }> = await small.db.query('SELECT id FROM tb_blog ORDER BY created_at DESC, id DESC');
+    const inInbox = await small.redis.zrevrangebyscore(small.keys.feed(fromGlobalId(fan.id).id), '(+inf', 0);
+    expect(inInbox.map(Number)).toEqual(expected.slice(0, 10).map((r) => Number(r.id)));
+    // All 15, the 5 oldest through the cold path, with no seam.
+    expect(await scrollFeed(small, fan, 4)).toEqual(expected.map((r) => Buffer.from(`Blog:${r.id}`).toString('base64')));
+  });
+});
+
+it("follow: the followee's newest blogs enter the inbox at once (the rest via the cold path); unfollow takes them out", async () => {
+  const reader = await signUp(app, 'follower');
+  const kept = await signUp(app, 'kept');
+  const dropped = await signUp(app, 'dropped');
+  const [keptIds, droppedIds] = await publishInTurns(app, clock, [kept, dropped], 8);
+  await app.services.fanout?.idle();
+  const inboxIds = async () =>
+    (await app.redis.zrevrangebyscore(app.keys.feed(dbId(reader)), '(+inf', 0)).map((member) => Buffer.from(`Blog:${Number(member)}`).toString('base64'));
+  await follow(app, reader, kept);
+  // No waiting: the backfill is part of the follow. The inbox gets the newest BACKFILL blogs;
+  // the older ones come from MySQL (the cold path), with no seam in the scroll.
+  expect(await inboxIds()).toEqual(keptIds.slice(0, BACKFILL));
+  expect(await scrollFeed(app, reader, 3)).toEqual(keptIds);
+  await follow(app, reader, dropped);
+  const both = await scrollFeed(app, reader, 4);
+  expect([...both].sort()).toEqual([...keptIds, ...droppedIds].sort());
+  // The backfill cut the inbox below the 5th newest blog of `dropped`: still complete above.
+  expect(await inboxIds()).toEqual(both.slice(0, (await inboxIds()).length));
+  // New blogs reach the reader through fan-out...
+  clock.tick();
+  const fresh = await publish(app, dropped, 'fresh');
+  await app.services.fanout?.idle();
+  expect((await scrollFeed(app, reader, 4))[0]).toBe(fresh);
+  expect((await inboxIds())[0]).toBe(fresh);
+  // ...and unfollowing removes the followee's blogs from the inbox itself, not only from view.
+  await follow(app, reader, dropped, false);
+  expect(await scrollFeed(app, reader, 4)).toEqual(keptIds);
+  expect((await inboxIds()).filter((id) => droppedIds.includes(id) || id === fresh)).toEqual([]);
+});
+
+describe('cost of a page', () => {
+  // An app of its own without fan-out workers: the outbox relay and the workers would add their
+  // own statements to the count while the page is measured.
+  let quiet: TestApp;
+  let viewer: TestUser;
+  /** Follows the first five authors only. */
+  let stranger: TestUser;
+  let authors: TestUser[];
+  let server: PrivateRedis;
+  beforeAll(async () => {
+    // A redis-server of its own (also in the cluster pass): MONITOR then sees this app's
+    // commands only, not those of the test files running beside it.
+    server = new PrivateRedis(await freePort());
+    await server.start();
+    quiet = await startTestApp('feed_cost', { env: { FANOUT_WORKERS: '0', REDIS_URL: server.url } });
+    viewer = await signUp(quiet, 'viewer');
+    stranger = await signUp(quiet, 'stranger');
+    authors = [];
+    for (let a = 0; a < 6; a += 1) {
+      const author = await signUp(quiet, `author${a}`);
+      authors.push(author);
+      for (let i = 0; i < 10; i += 1) await publish(quiet, author, `post ${a}.${i}`);
+      await follow(quiet, viewer, author); // the follow's backfill fills the inbox
+      if (a < 5) await follow(quiet, stranger, author);
+    }
+  });
+  afterAll(async () => {
+    await quiet.close();
+    await server.stop();
+  });
+
+  /** SQL statements and Redis commands the app sends while answering one request of `who`. */
+  async function measure(first: number, who: TestUser = viewer): Promise<{ sql: number; redis: number; edges: number }> {
+    const monitor = await (quiet.redis as Redis).monitor();
+    const appPort = (quiet.redis as any).stream.localPort as number;
+    const commands: string[][] = [];
+    const marker = `end-of-request-${first}-${Date.now()}`;
+    const done = new Promise<void>((resolve) =>
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (!source.endsWith(`:${appPort}`)) return;
+        if (args[0]?.toLowerCase() === 'echo' && args[1] === marker) resolve();
+        // The process's check of the Redis generation (feed/generation.ts) is not the request's.
+        else if (args[0]?.toLowerCase() !== 'info') commands.push(args);
+      }),
+    );
+    const sqlBefore = quiet.sqlLog.statements;
+    const data = ok(await quiet.gql(FEED_PAGE, { first }, who.token));
+    const sql = quiet.sqlLog.statements - sqlBefore;
+    await quiet.redis.echo(marker);
+    await done;
+    monitor.disconnect();
+    return { sql, redis: commands.length, edges: data.followFeed.edges.length };
+  }
+
+  it('is the same few SQL statements and Redis commands for 5 and for 50 items', async () => {
+    // The viewer's first request records their activity, sets the big-author generation and
+    // fills the hydration cache with the blogs and authors of the pages; the second keeps the
+    // viewer's list of big followees (hybrid). Count the next ones.
+    for (const who of [viewer, stranger]) {
+      await measure(50, who);
+      await measure(50, who);
+    }
+    // No worker runs here: the 60 publishes are still "in flight", so the page also reads its
+    // followees' blogs above the fan-out watermark from MySQL: one statement more (a bounded
+    // range of each followee in flight), whatever the page size.
+    const inFlight = [await measure(5), await measure(50)];
+    // The fan-out of the first five authors finishes (as a worker would record it): a reader
+    // who follows none of those still in flight pays nothing for it; the viewer still does.
+    const finish = async (authorIds: number[]) => {
+      const tasks: Array<{ id: string; author_id: string }> = await quiet.db.query(
+        "SELECT id, author_id FROM tb_fanout_task WHERE kind = 'deliver' AND author_id IN (?)",
+        [authorIds],
+      );
+      await quiet.db.query('UPDATE tb_fanout_task SET status = ? WHERE id IN (?)', ['done', tasks.map((task) => task.id)]);
+      await quiet.services.feed.deliveryFinished(tasks.map((task) => ({ taskId: Number(task.id), authorId: Number(task.author_id) })));
+    };
+    await finish(authors.slice(0, 5).map(dbId));
+    const strangers = [await measure(5, stranger), await measure(50, stranger)];
+    inFlight.push(await measure(5));
+    // Now the last one's too: the page is back to its usual cost.
+    await finish([dbId(authors[5])]);
+    const five = await measure(5);
+    const fifty = await measure(50);
+    expect(five.edges).toBe(5);
+    expect(fifty.edges).toBe(50);
+    // Four Redis commands: the inbox script (it reads the watermark and the big-author generation
+    // too: a single server), the page's blogs with their like counts and the viewer's likes (one
+    // script), their authors, and the follow checks from the inbox (together). No SQL: the list
+    // of big followees is kept (with none, no pulled blogs are read), and the page's data comes
+    // from the hydration cache.
+    expect(five.redis).toBe(4);
+    expect(fifty.redis).toBe(4);
+    expect(five.sql).toBe(0);
+    expect(fifty.sql).toBe(five.sql);
+    for (const page of inFlight) {
+      expect(page.redis).toBe(4);
+      expect(page.sql).toBe(five.sql + 1);
+    }
+    for (const page of strangers) expect({ redis: page.redis, sql: page.sql }).toEqual({ redis: 4, sql: five.sql });
+  });
+});
