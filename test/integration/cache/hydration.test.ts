@@ -312,7 +312,7 @@ it('serves pages from MySQL while Redis hangs, records the writes it missed, and
   expect(Number(debts)).toBe(0);
 });
 
-it("serves Blog.likers' first page from the like set, in MySQL's order, and the next pages from MySQL", async () => {
+it("serves an anonymous Blog.likers' first page from the like set, in MySQL's order, and the next pages from MySQL", async () => {
   const nodes = await warmPage();
   const blog = nodes.find((node) => node.likeCount >= 3);
   expect(blog).toBeDefined();
@@ -325,7 +325,8 @@ it("serves Blog.likers' first page from the like set, in MySQL's order, and the 
   for (let pageNumber = 0; pageNumber < 20; pageNumber += 1) {
     const settles = cacheOf(reader).settles;
     const before = reader.sqlLog.statements;
-    const data: any = ok(await reader.gql(LIKERS, { id: blog.id, after }, viewer.token));
+    // Anonymous: a signed-in viewer's likers come from MySQL, where the viewer's blocks hide some.
+    const data: any = ok(await reader.gql(LIKERS, { id: blog.id, after }));
     // The first page: the blog and the likers' users (the likers themselves come from the like set).
     if (after === null && cacheOf(reader).settles === settles) expect(reader.sqlLog.statements - before).toBe(2);
     ids.push(...data.blog.likers.edges.map((edge: any) => edge.node.id));
