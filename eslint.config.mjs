@@ -60,7 +60,24 @@ export default tseslint.config(
   {
     // The service logs through pino (structured JSON lines, LOG_LEVEL); a console line bypasses both.
     files: ['src/**/*.ts'],
-    rules: { 'no-console': 'error' },
+    rules: {
+      'no-console': 'error',
+      // A function of many positional arguments is read wrong at its call sites: five at most, and
+      // a constructor's dependencies (more than three) come in one options object.
+      '@typescript-eslint/max-params': ['error', { max: 5 }],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MethodDefinition[kind='constructor'] > FunctionExpression[params.length>3]",
+          message: 'A constructor of more than three dependencies takes one options object (see FeedServiceDeps).',
+        },
+        {
+          // `x as unknown as T` tells the compiler to stop checking; type the value or narrow it instead.
+          selector: "TSAsExpression > TSAsExpression.expression[typeAnnotation.type='TSUnknownKeyword']",
+          message: "No 'as unknown as' in src: give the value its real type, or narrow it with a check.",
+        },
+      ],
+    },
   },
   prettier,
 );

@@ -353,7 +353,7 @@ async function memoryPerEntry(entries: number, args: string[]): Promise<number> 
   try {
     await client.ping();
     const keys = new RedisKeys('mem:');
-    const inbox = new RedisInbox(client, keys, entries, 86_400);
+    const inbox = new RedisInbox({ redis: client, keys, maxItems: entries, ttlSeconds: 86_400 });
     const readers = 100;
     for (let reader = 0; reader < readers; reader += 1) {
       const items = Array.from({ length: entries }, (_, i) => ({ id: 5_000_000 + reader * entries + i, score: 1_796_000_000_000 + i * 1000 }));

@@ -113,7 +113,13 @@ export function createInbox(config: FeedConfig, redis: RedisClient | null): Inbo
     if (config.feedModel !== 'pull') throw new Error(`FEED_MODEL=${config.feedModel} needs Redis`);
     return null;
   }
-  return new RedisInbox(redis, new RedisKeys(config.redisKeyPrefix), config.feedMaxItems, config.activeDays * 24 * 3600, config.buildStaleMs);
+  return new RedisInbox({
+    redis,
+    keys: new RedisKeys(config.redisKeyPrefix),
+    maxItems: config.feedMaxItems,
+    ttlSeconds: config.activeDays * 24 * 3600,
+    buildStaleMs: config.buildStaleMs,
+  });
 }
 
 export interface FeedDeps {
@@ -198,17 +204,17 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   // Pages' blogs and authors from Redis; without Redis (the embedded mode) pages read SQL.
   const hydration = redis ? new HydrationCache({ redis, keys, store: new CacheStore(db), warn }) : null;
   const cacheWrites: CacheWrites = hydration ?? NO_CACHE;
-  const users = new UserService(new UserStore(db), now, db, cacheWrites);
+  const users = new UserService({ store: new UserStore(db), now, db, cache: cacheWrites });
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
   const liveBuses = createLiveBuses(config, redis, warn);
-  const liveFeed = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel, warn);
+  const liveFeed = new LiveFeed({ buses: liveBuses, store: new FeedStore(db), model: config.feedModel, warn });
   const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed, now });
   metrics.watchRebuilds(() => feed.rebuildsInFlight());
-  const follows = new FollowService(db, new FollowStore(db), users, feed, liveFeed, now, config.maxFollowing);
+  const follows = new FollowService({ db, store: new FollowStore(db), users, feed, live: liveFeed, now, maxFollowing: config.maxFollowing });
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
-  const blogs = new BlogService(db, new BlogStore(db), fanout, feed, liveFeed, now, { writes: cacheWrites, hydration, users, warn });
-  const likes = new LikeService(db, new LikeStore(db), blogs, now, cacheWrites, hydration);
+  const blogs = new BlogService({ db, store: new BlogStore(db), fanout, feed, live: liveFeed, now, cache: { writes: cacheWrites, hydration, users, warn } });
+  const likes = new LikeService({ db, store: new LikeStore(db), blogs, now, cache: cacheWrites, hydration });
   // A new user's inbox is only a head start: like any missing inbox, it is built from MySQL on
   // the first feed read. So with Redis away the account is created and the sign-up succeeds
   // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
@@ -278,7 +284,7 @@ export function startFanoutWorkers(
   const store = new FanoutStore(db, now);
   // Publishing only: a worker holds no subscriptions.
   const liveBuses = createLiveBuses(config, redis, warn);
-  const live = new LiveFeed(liveBuses, new FeedStore(db), config.feedModel, warn);
+  const live = new LiveFeed({ buses: liveBuses, store: new FeedStore(db), model: config.feedModel, warn });
   const feed = createFeedService(config, db, redis, { warn, inFlight: store, live, now });
   const workers = new FanoutWorkers({ config, store, feed, queue, now, warn, metrics });
   feed.start();

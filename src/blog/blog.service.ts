@@ -93,20 +93,38 @@ export function validateIdempotencyKey(key: string | null | undefined): void {
   );
 }
 
+export interface BlogServiceDeps {
+  /** Runs the transactions. */
+  db: Database;
+  store: BlogStore;
+  /** null in the embedded mode, where nothing is fanned out (the pull model). */
+  fanout: FanoutService | null;
+  /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
+  feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes' | 'followedAmong'>;
+  /** Live subscribers to tell of a blog that no fan-out delivers, and of a deleted blog. */
+  live: Pick<LiveFeed, 'published' | 'deleted'>;
+  now: () => Date;
+  cache: BlogCaching;
+}
+
 export class BlogService {
-  constructor(
-    /** Runs the transactions. */
-    private readonly db: Database,
-    private readonly store: BlogStore,
-    /** null in the embedded mode, where nothing is fanned out (the pull model). */
-    private readonly fanout: FanoutService | null,
-    /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
-    private readonly feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes' | 'followedAmong'>,
-    /** Live subscribers to tell of a blog that no fan-out delivers, and of a deleted blog. */
-    private readonly live: Pick<LiveFeed, 'published' | 'deleted'>,
-    private readonly now: () => Date,
-    private readonly cache: BlogCaching,
-  ) {}
+  private readonly db: Database;
+  private readonly store: BlogStore;
+  private readonly fanout: FanoutService | null;
+  private readonly feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes' | 'followedAmong'>;
+  private readonly live: Pick<LiveFeed, 'published' | 'deleted'>;
+  private readonly now: () => Date;
+  private readonly cache: BlogCaching;
+
+  constructor(deps: BlogServiceDeps) {
+    this.db = deps.db;
+    this.store = deps.store;
+    this.fanout = deps.fanout;
+    this.feed = deps.feed;
+    this.live = deps.live;
+    this.now = deps.now;
+    this.cache = deps.cache;
+  }
 
   /**
    * Saves the blog and its fan-out event in one transaction and returns. Delivery to the

@@ -85,18 +85,30 @@ export interface LiveBlog extends ScoredId {
   authorId: number;
 }
 
+export interface LiveFeedDeps {
+  buses: LiveBuses;
+  /** What a subscription reads: followees, who sees a blog, and the blogs a resume replays. */
+  store: Pick<FeedStore, 'viewersSeeing' | 'followeeIds' | 'feedNewer' | 'visibleAmong'>;
+  model: FeedModel;
+  warn?: LiveWarn;
+}
+
 export class LiveFeed {
   /** This process's open subscriptions of pull and hybrid viewers, by viewer: each re-lists its author channels on a follow change. */
   private readonly subscriptions = new Map<number, Set<FeedSubscription>>();
   /** "Does viewer V see blog B now?", batched per tick: one statement per blog, for all the viewers asking. */
   private readonly visible: DataLoader<{ viewerId: number; blogId: number }, boolean, string>;
 
-  constructor(
-    private readonly buses: LiveBuses,
-    private readonly store: Pick<FeedStore, 'viewersSeeing' | 'followeeIds' | 'feedNewer' | 'visibleAmong'>,
-    private readonly model: FeedModel,
-    private readonly warn: LiveWarn = () => {},
-  ) {
+  private readonly buses: LiveBuses;
+  private readonly store: LiveFeedDeps['store'];
+  private readonly model: FeedModel;
+  private readonly warn: LiveWarn;
+
+  constructor(deps: LiveFeedDeps) {
+    this.buses = deps.buses;
+    this.store = deps.store;
+    this.model = deps.model;
+    this.warn = deps.warn ?? (() => {});
     this.visible = new DataLoader(async (asks) => this.seeing(asks), {
       // A follow or a delete may change the answer at any moment: nothing is remembered.
       cache: false,
@@ -146,7 +158,8 @@ export class LiveFeed {
    * (a graphql-js subscription source; return() ends it and frees its channels).
    */
   async subscribe(viewerId: number, after: ScoredId | null = null): Promise<AsyncIterableIterator<ScoredId>> {
-    const subscription = new FeedSubscription(viewerId, this.buses, this.store, this.model === 'push' ? 'reader' : 'reader and followees', this.warn);
+    const listensTo = this.model === 'push' ? 'reader' : 'reader and followees';
+    const subscription = new FeedSubscription({ viewerId, buses: this.buses, store: this.store, listensTo, warn: this.warn });
     await subscription.open();
     if (this.model !== 'push') this.track(viewerId, subscription);
     if (after === null) return this.checked(viewerId, subscription, null, []);
@@ -174,7 +187,7 @@ export class LiveFeed {
    * (deleted, or their author unfollowed), each told once; return() ends it.
    */
   async subscribeRemovals(viewerId: number): Promise<AsyncIterableIterator<LiveRemoval>> {
-    const subscription = new FeedSubscription(viewerId, this.buses, this.store, 'reader and followees', this.warn);
+    const subscription = new FeedSubscription({ viewerId, buses: this.buses, store: this.store, listensTo: 'reader and followees', warn: this.warn });
     await subscription.open();
     this.track(viewerId, subscription);
     const told = new Set<number>();
@@ -272,6 +285,15 @@ function iteratorOf<T>(next: () => Promise<IteratorResult<T>>, close: () => Prom
   return iterator;
 }
 
+interface FeedSubscriptionDeps {
+  viewerId: number;
+  buses: LiveBuses;
+  store: Pick<FeedStore, 'followeeIds'>;
+  /** push: the reader's own channel only; pull and hybrid: the followees' channels too. */
+  listensTo: 'reader' | 'reader and followees';
+  warn: LiveWarn;
+}
+
 /**
  * One subscription's channels and the one queue they all feed: the viewer's own channel, and in
  * pull and hybrid one per followee. Relists run one at a time, and a close waits for the one in
@@ -288,14 +310,19 @@ class FeedSubscription {
   private queuedRelist: Promise<void> | null = null;
   private readonly closeHooks: Array<() => void> = [];
 
-  constructor(
-    private readonly viewerId: number,
-    private readonly buses: LiveBuses,
-    private readonly store: Pick<FeedStore, 'followeeIds'>,
-    private readonly listensTo: 'reader' | 'reader and followees',
-    private readonly warn: LiveWarn,
-  ) {
-    this.events = new LiveQueue({ readerId: viewerId, warn, onClose: () => this.closeChannels() });
+  private readonly viewerId: number;
+  private readonly buses: LiveBuses;
+  private readonly store: Pick<FeedStore, 'followeeIds'>;
+  private readonly listensTo: FeedSubscriptionDeps['listensTo'];
+  private readonly warn: LiveWarn;
+
+  constructor(deps: FeedSubscriptionDeps) {
+    this.viewerId = deps.viewerId;
+    this.buses = deps.buses;
+    this.store = deps.store;
+    this.listensTo = deps.listensTo;
+    this.warn = deps.warn;
+    this.events = new LiveQueue({ readerId: deps.viewerId, warn: deps.warn, onClose: () => this.closeChannels() });
   }
 
   /** Listens on the viewer's channel, then on their followees'. Throws (having closed what it opened) when a channel cannot be opened. */

@@ -134,22 +134,34 @@ function authorsOf(flat: readonly string[]): AuthorInFlight[] {
   return authors;
 }
 
+export interface RedisInboxDeps {
+  redis: RedisClient;
+  keys: RedisKeys;
+  /** FEED_MAX_ITEMS: the entries an inbox keeps. */
+  maxItems: number;
+  /** ACTIVE_DAYS in seconds: an inbox outlives its reader's last activity by this long. */
+  ttlSeconds: number;
+  /** BUILD_STALE_MS: a rebuild older than this (by Redis's clock) is taken over by the next one. */
+  buildStaleMs?: number;
+}
+
 export class RedisInbox implements Inbox {
   /** On a cluster a script may only touch keys of one slot: one call per inbox then. */
   private readonly perInbox: boolean;
   private readonly ttlMs: number;
 
-  constructor(
-    private readonly redis: RedisClient,
-    private readonly keys: RedisKeys,
-    private readonly maxItems: number,
-    /** ACTIVE_DAYS in seconds: an inbox outlives its reader's last activity by this long. */
-    ttlSeconds: number,
-    /** BUILD_STALE_MS: a rebuild older than this (by Redis's clock) is taken over by the next one. */
-    private readonly buildStaleMs = BUILD_STALE_MS,
-  ) {
-    this.perInbox = isCluster(redis);
-    this.ttlMs = ttlSeconds * 1000;
+  private readonly redis: RedisClient;
+  private readonly keys: RedisKeys;
+  private readonly maxItems: number;
+  private readonly buildStaleMs: number;
+
+  constructor(deps: RedisInboxDeps) {
+    this.redis = deps.redis;
+    this.keys = deps.keys;
+    this.maxItems = deps.maxItems;
+    this.buildStaleMs = deps.buildStaleMs ?? BUILD_STALE_MS;
+    this.perInbox = isCluster(deps.redis);
+    this.ttlMs = deps.ttlSeconds * 1000;
   }
 
   private inboxKeys(readerId: number): [string, string, string] {

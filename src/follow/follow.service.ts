@@ -41,19 +41,37 @@ interface FeedChange {
   inFeed: boolean;
 }
 
+export interface FollowServiceDeps {
+  /** Runs the transactions. */
+  db: Database;
+  store: FollowStore;
+  users: UserService;
+  feed: Pick<FeedService, 'changeFollow'>;
+  /** The viewer's live subscriptions, which listen to the authors they follow. */
+  live: Pick<LiveFeed, 'followsChanged'>;
+  now: () => Date;
+  /** MAX_FOLLOWING: how many users one user may follow. */
+  maxFollowing: number;
+}
+
 export class FollowService {
-  constructor(
-    /** Runs the transactions. */
-    private readonly db: Database,
-    private readonly store: FollowStore,
-    private readonly users: UserService,
-    private readonly feed: Pick<FeedService, 'changeFollow'>,
-    /** The viewer's live subscriptions, which listen to the authors they follow. */
-    private readonly live: Pick<LiveFeed, 'followsChanged'>,
-    private readonly now: () => Date,
-    /** MAX_FOLLOWING: how many users one user may follow. */
-    private readonly maxFollowing: number,
-  ) {}
+  private readonly db: Database;
+  private readonly store: FollowStore;
+  private readonly users: UserService;
+  private readonly feed: Pick<FeedService, 'changeFollow'>;
+  private readonly live: Pick<LiveFeed, 'followsChanged'>;
+  private readonly now: () => Date;
+  private readonly maxFollowing: number;
+
+  constructor(deps: FollowServiceDeps) {
+    this.db = deps.db;
+    this.store = deps.store;
+    this.users = deps.users;
+    this.feed = deps.feed;
+    this.live = deps.live;
+    this.now = deps.now;
+    this.maxFollowing = deps.maxFollowing;
+  }
 
   /**
    * Idempotent: makes "viewer follows target" true or false and returns the target. The row and

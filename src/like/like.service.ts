@@ -8,18 +8,34 @@ import type { KeysetPosition } from '../kernel/pagination/cursor';
 import type { KeysetFetch } from '../kernel/pagination/page';
 import { LikeStore } from './like.store';
 
+export interface LikeServiceDeps {
+  /** Runs the transactions. */
+  db: Database;
+  store: LikeStore;
+  blogs: Pick<BlogService, 'findById'>;
+  now: () => Date;
+  /** The hydration cache's like sets, kept in the likes' commit order (NO_CACHE in the embedded mode). */
+  cache: CacheWrites;
+  /** Blog.likers' first pages from the like sets; null in the embedded mode. */
+  hydration?: HydrationCache | null;
+}
+
 export class LikeService {
-  constructor(
-    /** Runs the transactions. */
-    private readonly db: Database,
-    private readonly store: LikeStore,
-    private readonly blogs: Pick<BlogService, 'findById'>,
-    private readonly now: () => Date,
-    /** The hydration cache's like sets, kept in the likes' commit order (NO_CACHE in the embedded mode). */
-    private readonly cache: CacheWrites,
-    /** Blog.likers' first pages from the like sets; null in the embedded mode. */
-    private readonly hydration: HydrationCache | null = null,
-  ) {}
+  private readonly db: Database;
+  private readonly store: LikeStore;
+  private readonly blogs: Pick<BlogService, 'findById'>;
+  private readonly now: () => Date;
+  private readonly cache: CacheWrites;
+  private readonly hydration: HydrationCache | null;
+
+  constructor(deps: LikeServiceDeps) {
+    this.db = deps.db;
+    this.store = deps.store;
+    this.blogs = deps.blogs;
+    this.now = deps.now;
+    this.cache = deps.cache;
+    this.hydration = deps.hydration ?? null;
+  }
 
   /**
    * Idempotent: makes "viewer likes blog" true or false and returns the blog with its new count.

@@ -16,15 +16,27 @@ export interface UserSearchPage {
 
 export { nickNameKey };
 
+export interface UserServiceDeps {
+  store: UserStore;
+  now: () => Date;
+  /** Runs the profile changes' transactions. */
+  db: Database;
+  /** The hydration cache, told of profile changes (nothing in the embedded mode). */
+  cache: CacheWrites;
+}
+
 export class UserService {
-  constructor(
-    private readonly store: UserStore,
-    private readonly now: () => Date,
-    /** Runs the profile changes' transactions. */
-    private readonly db: Database,
-    /** The hydration cache, told of profile changes (nothing in the embedded mode). */
-    private readonly cache: CacheWrites,
-  ) {}
+  private readonly store: UserStore;
+  private readonly now: () => Date;
+  private readonly db: Database;
+  private readonly cache: CacheWrites;
+
+  constructor(deps: UserServiceDeps) {
+    this.store = deps.store;
+    this.now = deps.now;
+    this.db = deps.db;
+    this.cache = deps.cache;
+  }
 
   /**
    * Changes the viewer's nickName and/or icon (omitted: unchanged; icon null: removed). The

@@ -146,7 +146,10 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
     MIGRATE_ON_START: 'on',
     // The cluster pass of the suite (npm run test:cluster) runs every app on a Redis Cluster,
     // except those that bring a Redis of their own (REDIS_URL: fault tests, a command count).
-    ...(process.env.TEST_REDIS_CLUSTER_NODES && !options.env?.REDIS_URL ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES } : {}),
+    // An app that shares another's stores takes its Redis too, whichever it is.
+    ...(process.env.TEST_REDIS_CLUSTER_NODES && !options.env?.REDIS_URL && !options.shareWith
+      ? { REDIS_CLUSTER_NODES: process.env.TEST_REDIS_CLUSTER_NODES }
+      : {}),
     ...options.env,
   };
   const config = loadConfig(env);
@@ -257,7 +260,7 @@ export async function addFollowers(app: TestApp, author: TestUser, firstId: numb
   const authorId = Number(Buffer.from(author.id, 'base64').toString().split(':')[1]);
   const ids = Array.from({ length: count }, (_, i) => firstId + i);
   // Their inboxes as a follow leaves them: valid, holding the follow (version 1) and nothing else.
-  const inbox = new RedisInbox(app.redis, app.keys, app.config.feedMaxItems, app.config.activeDays * 86_400);
+  const inbox = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: app.config.activeDays * 86_400 });
   const epoch = await currentGeneration(app);
   const openFollowing = async (readerId: number) => {
     await inbox.create(readerId, 0, epoch);

@@ -259,7 +259,7 @@ describe('inactive followers', () => {
     // longer hold the author: the script writes nothing, and nobody asks MySQL.
     const member = String(fromGlobalId(id).id).padStart(20, '0');
     const delivery = { entry: { id: fromGlobalId(id).id, score: Date.now() }, authorId: dbId(author) };
-    const inbox = new RedisInbox(app.redis, app.keys, app.config.feedMaxItems, 3600);
+    const inbox = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: 3600 });
     expect(await inbox.deliver([dbId(reader)], delivery)).toEqual({ written: [], unsure: [], live: [] });
     expect(await app.redis.zscore(app.keys.feed(dbId(reader)), member)).toBeNull();
     // While a follow change of the reader is pending the inbox cannot say: it writes, reports the

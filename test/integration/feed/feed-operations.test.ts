@@ -283,7 +283,7 @@ describe('inboxes Redis evicts, builds a dead process left', () => {
 
   it('takes over a rebuild its process left unfinished, after BUILD_STALE_MS, on the next read', async () => {
     await app.redis.del(app.keys.feed(dbId(reader)), app.keys.feedMeta(dbId(reader)), app.keys.feedFollowees(dbId(reader)));
-    const dead = new RedisInbox(app.redis, app.keys, app.config.feedMaxItems, 3600);
+    const dead = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: 3600 });
     expect(await dead.beginBuild(dbId(reader), `dead:${randomUUID()}`, await currentGeneration(app))).toBe(true);
     expect(await scrollFeed(app, reader, 10)).toEqual(await feedTruth(app, dbId(reader)));
     await app.services.feed.idle();

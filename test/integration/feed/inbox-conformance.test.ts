@@ -305,7 +305,7 @@ it('does exactly what the memory inbox does, answer by answer and state by state
     fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 60, size: 'max' }), async (ops) => {
       runNumber += 1;
       const keys = new RedisKeys(`${app.config.redisKeyPrefix}conf${runNumber}:`);
-      const redisInbox = new RedisInbox(app.redis, keys, MAX_ITEMS, 3600);
+      const redisInbox = new RedisInbox({ redis: app.redis, keys, maxItems: MAX_ITEMS, ttlSeconds: 3600 });
       const memory = new MemoryInbox(MAX_ITEMS);
       try {
         for (const [step, op] of ops.entries()) {
@@ -346,7 +346,7 @@ it('does exactly what the memory inbox does, answer by answer and state by state
 
 it('keeps the keys of an inbox in one cluster slot and expiring together', async () => {
   const keys = new RedisKeys(`${app.config.redisKeyPrefix}ttl:`);
-  const inbox = new RedisInbox(app.redis, keys, MAX_ITEMS, 3600);
+  const inbox = new RedisInbox({ redis: app.redis, keys, maxItems: MAX_ITEMS, ttlSeconds: 3600 });
   await inbox.create(7, 0, 1);
   await inbox.deliver([7], { entry: { id: 1, score: 5 }, authorId: 1 });
   const ttls = await Promise.all([keys.feed(7), keys.feedMeta(7), keys.feedFollowees(7)].map((key) => app.redis.pttl(key)));

@@ -160,7 +160,7 @@ describe('follow changes of one pair that cross each other', () => {
   let store: FeedStore;
   beforeAll(async () => {
     app = await startTestApp('races_pair', { now: clock.now });
-    inbox = new RedisInbox(app.redis, app.keys, app.config.feedMaxItems, 3600);
+    inbox = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: 3600 });
     store = new FeedStore(app.db);
   });
   afterAll(() => app.close());
@@ -232,7 +232,7 @@ describe('a rebuild racing a follow', () => {
     await app.services.fanout?.idle();
     // The inbox expired; a read starts a rebuild: begin, then the snapshot...
     await dropInbox(app, dbId(reader));
-    const inbox = new RedisInbox(app.redis, app.keys, app.config.feedMaxItems, 3600);
+    const inbox = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: 3600 });
     const token = randomUUID();
     expect(await inbox.beginBuild(dbId(reader), token, await currentGeneration(app))).toBe(true);
     const snapshot = await new FeedStore(app.db).snapshot(dbId(reader), app.config.feedMaxItems);
