@@ -164,9 +164,26 @@ describe('cost of a page', () => {
     await server.stop();
   });
 
-  /** SQL statements and Redis commands the app sends while answering one request of `who`. */
+  /**
+   * SQL statements and Redis commands the app sends while answering one request of `who`. A
+   * MONITOR connection of ioredis now and then loses its place in the reply stream ("Command
+   * queue state error") when the server's output starts while it still waits for its own reply:
+   * that measurement is thrown away and taken again (a warm page costs the same each time).
+   */
   async function measure(first: number, who: TestUser = viewer): Promise<{ sql: number; redis: number; edges: number }> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await measureOnce(first, who);
+      } catch (error) {
+        if (attempt >= 3 || !String(error).includes('Command queue state error')) throw error;
+      }
+    }
+  }
+
+  async function measureOnce(first: number, who: TestUser): Promise<{ sql: number; redis: number; edges: number }> {
     const monitor = await (quiet.redis as Redis).monitor();
+    const failed = new Promise<never>((_, reject) => monitor.once('error', reject));
+    failed.catch(() => {}); // seen by the race below, whenever it comes
     const appPort = (quiet.redis as any).stream.localPort as number;
     const commands: string[][] = [];
     const marker = `end-of-request-${first}-${Date.now()}`;
@@ -181,9 +198,12 @@ describe('cost of a page', () => {
     const sqlBefore = quiet.sqlLog.statements;
     const data = ok(await quiet.gql(FEED_PAGE, { first }, who.token));
     const sql = quiet.sqlLog.statements - sqlBefore;
-    await quiet.redis.echo(marker);
-    await done;
-    monitor.disconnect();
+    try {
+      await quiet.redis.echo(marker);
+      await Promise.race([done, failed]);
+    } finally {
+      monitor.disconnect();
+    }
     return { sql, redis: commands.length, edges: data.followFeed.edges.length };
   }
 
