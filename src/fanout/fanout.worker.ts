@@ -20,6 +20,14 @@ import { OutboxRelay } from './fanout.relay';
 import { FanoutLog } from './fanout.service';
 import { FanoutStore } from './fanout.store';
 
+/**
+ * How long stop() lets BullMQ finish closing once no job of this process runs any more. Its close
+ * can wait for good on a blocking connection that was reconnecting when it was called (Redis just
+ * restarted: ioredis's disconnect of a socketless client never emits the 'end' BullMQ waits for);
+ * what is left then is a few round trips, so past this the workers are dropped with a warning.
+ */
+export const WORKER_CLOSE_AFTER_JOBS_MS = 3000;
+
 export interface FanoutWorkerDeps {
   config: Config;
   /** The outbox, on the workers' own MySQL pool. */
@@ -39,6 +47,8 @@ export class FanoutWorkers {
   private readonly purger: FanoutPurger;
   private readonly dispatcher: FanoutDispatcher;
   private readonly executor: FanoutExecutor;
+  /** The jobs this process runs now: stop() waits for them itself, not through BullMQ's close. */
+  private readonly jobsInFlight = new Set<Promise<void>>();
 
   constructor(private readonly deps: FanoutWorkerDeps) {
     const { store, feed } = deps;
@@ -95,7 +105,15 @@ export class FanoutWorkers {
     }
   }
 
-  private async process(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
+  private process(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
+    const run = this.runJob(job);
+    this.jobsInFlight.add(run);
+    const forget = () => this.jobsInFlight.delete(run);
+    run.then(forget, forget);
+    return run;
+  }
+
+  private async runJob(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
     if (job.name === 'dispatch') {
       await this.dispatcher.dispatch(job.data.taskId);
     } else {
@@ -114,8 +132,39 @@ export class FanoutWorkers {
   async stop(): Promise<void> {
     await this.relay.stop();
     await this.purger.stop();
-    await Promise.all(this.workers.map((worker) => worker.close()));
+    // Closing stops BullMQ fetching jobs at once; the running ones then finish on their own.
+    const closed = Promise.all(this.workers.map((worker) => worker.close())).then(() => true);
+    await Promise.race([closed, this.jobsFinished()]);
+    if (!(await within(closed, WORKER_CLOSE_AFTER_JOBS_MS))) {
+      this.deps.warn(
+        `fan-out workers had not closed ${WORKER_CLOSE_AFTER_JOBS_MS} ms after their last job (a blocking Redis connection that was reconnecting): dropped`,
+      );
+    }
     for (const connection of this.connections) connection.disconnect();
+  }
+
+  /** Resolves once no job of this process runs (jobs started meanwhile included). */
+  private async jobsFinished(): Promise<void> {
+    while (this.jobsInFlight.size > 0) await Promise.allSettled([...this.jobsInFlight]);
+  }
+}
+
+/** Whether `promise` settles within `ms` milliseconds (its outcome aside). */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

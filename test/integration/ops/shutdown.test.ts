@@ -155,3 +155,32 @@ describe('with its Redis hung (SIGSTOP)', () => {
     agent.destroy();
   });
 });
+
+describe('with its Redis just restarted', () => {
+  let redis: PrivateRedis;
+  beforeAll(async () => {
+    redis = new PrivateRedis(await freePort());
+    await redis.start();
+  });
+  afterAll(async () => {
+    await redis.stop();
+  });
+
+  it('a worker SIGTERMed while its connections still reconnect finishes its shutdown and exits 0', async () => {
+    // BullMQ's close waits for an 'end' that a reconnecting blocking connection never emits;
+    // the workers' stop bounds that wait once no job runs (WORKER_CLOSE_AFTER_JOBS_MS).
+    const timeoutMs = 30_000;
+    const { env } = await serverEnv('shutdown_redis_restarted', { REDIS_URL: redis.url, SHUTDOWN_TIMEOUT_MS: String(timeoutMs) });
+    const worker = startWorkerProcess(env);
+    started.push(worker);
+    await waitFor('the worker to start', async () => worker.output().includes('fan-out worker running'), 30_000);
+    await redis.stop();
+    // Away long enough for ioredis's reconnect delay to reach its cap (1 s): the blocking
+    // connection is then most likely between two attempts when the signal comes.
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    await redis.start();
+    const { code } = await signalled(worker, 'SIGTERM');
+    expect(worker.output()).toContain('shutdown finished');
+    expect(code).toBe(0);
+  });
+});
