@@ -41,7 +41,13 @@ const KERNEL_GRAPHQL = [
 
 module.exports = {
   forbidden: [
-    { name: 'no-cycles', severity: 'error', comment: 'modules must not import each other in a circle', from: {}, to: { circular: true } },
+    {
+      name: 'no-cycles',
+      severity: 'error',
+      comment: 'modules must not import each other in a circle',
+      from: {},
+      to: { circular: true },
+    },
     {
       name: 'kernel-is-the-bottom',
       severity: 'error',
@@ -90,7 +96,14 @@ module.exports = {
       comment: 'the fan-out worker process must not load the API layer, Apollo or Express',
       from: { path: '^src/worker[.]ts$' },
       to: {
-        path: [...API, 'node_modules/@apollo/server/', 'node_modules/express/', 'node_modules/cors/', 'node_modules/graphql-ws/', 'node_modules/ws/'],
+        path: [
+          ...API,
+          'node_modules/@apollo/server/',
+          'node_modules/express/',
+          'node_modules/cors/',
+          'node_modules/graphql-ws/',
+          'node_modules/ws/',
+        ],
         reachable: true,
       },
     },

@@ -21,7 +21,10 @@ const config: CodegenConfig = {
     // carries its id (`__meta__.hash`, SHA-256 of its text), which the client sends instead of it.
     'examples/generated/': {
       preset: 'client',
-      presetConfig: { fragmentMasking: false, persistedDocuments: { mode: 'embedHashInDocument', hashAlgorithm: 'sha256' } },
+      presetConfig: {
+        fragmentMasking: false,
+        persistedDocuments: { mode: 'embedHashInDocument', hashAlgorithm: 'sha256' },
+      },
       // Normalized caches (Apollo Client, urql's graphcache) add __typename to every selection and
       // need it in the answer; the server runs the manifest's text, so the text carries it too.
       documentTransforms: [addTypenameSelectionDocumentTransform],

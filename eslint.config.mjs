@@ -26,7 +26,10 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       // `_`-prefixed names are deliberately unused (destructuring a field away, a required parameter).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' },
+      ],
       // Off: `async` without `await` is how the in-memory inbox, Apollo plugin hooks and test fakes meet
       // promise-returning interfaces, and it turns a throw into a rejection; dropping it would change that.
       '@typescript-eslint/require-await': 'off',

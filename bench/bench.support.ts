@@ -63,7 +63,9 @@ export async function startProfiler(): Promise<{ stop(file: string): Promise<str
   const session = new Session();
   session.connect();
   const post = (method: string, params?: object) =>
-    new Promise<any>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+    new Promise<any>((resolve, reject) =>
+      session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))),
+    );
   await post('Profiler.enable');
   await post('Profiler.start');
   return {
@@ -84,7 +86,10 @@ const BENCH_JWT_SECRET = 'bench-secret-of-the-benchmarks-own-servers-only';
  * DATABASE_URL and REDIS_URL), on a free local port, in production mode, without rate limits.
  * A Redis Cluster is refused: the figures are those of one standalone Redis.
  */
-export function benchConfig(settings: Record<string, string>, base: Record<string, string | undefined> = process.env): Config {
+export function benchConfig(
+  settings: Record<string, string>,
+  base: Record<string, string | undefined> = process.env,
+): Config {
   // MIGRATE_ON_START: a benchmark's fresh database is migrated by the benchmark's own server.
   const config = loadConfig({
     ...base,
@@ -96,7 +101,8 @@ export function benchConfig(settings: Record<string, string>, base: Record<strin
     MIGRATE_ON_START: 'on',
     ...settings,
   });
-  if (config.redisClusterNodes) throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
+  if (config.redisClusterNodes)
+    throw new Error('the benchmarks run against a standalone Redis (REDIS_URL), not REDIS_CLUSTER_NODES');
   return config;
 }
 

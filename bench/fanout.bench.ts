@@ -40,7 +40,18 @@ import { fromGlobalId } from '../src/kernel/global-id';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
 import type { Config } from '../src/kernel/config';
-import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, percentile, progress, rate, startProfiler } from './bench.support';
+import {
+  benchConfig,
+  deleteByPrefix,
+  flag,
+  freshBenchDatabase,
+  graphql,
+  ms,
+  percentile,
+  progress,
+  rate,
+  startProfiler,
+} from './bench.support';
 
 const FOLLOWERS = flag('followers', 100_000);
 const PUBLISHES = flag('publishes', 60);
@@ -55,22 +66,37 @@ const WORKER_PROCESSES = flag('worker-processes', 0);
 function benchNames(): { database: string; keyPrefix: string } {
   const name = process.env.BENCH_NAME ?? '';
   if (!/^\w*$/.test(name)) throw new Error(`BENCH_NAME may hold only letters, digits and _ (got "${name}")`);
-  return name === '' ? { database: 'feed_bench', keyPrefix: 'bench:fanout:' } : { database: `feed_bench_${name}`, keyPrefix: `bench:fanout:${name}:` };
+  return name === ''
+    ? { database: 'feed_bench', keyPrefix: 'bench:fanout:' }
+    : { database: `feed_bench_${name}`, keyPrefix: `bench:fanout:${name}:` };
 }
 
 async function main(): Promise<void> {
   const names = benchNames();
   const databaseUrl = await freshBenchDatabase(names.database);
-  const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: names.keyPrefix, FANOUT_WORKERS: '0', PASSWORD_HASH_COST: '1024' });
+  const config = benchConfig({
+    DATABASE_URL: databaseUrl,
+    REDIS_KEY_PREFIX: names.keyPrefix,
+    FANOUT_WORKERS: '0',
+    PASSWORD_HASH_COST: '1024',
+  });
   const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   const app = await startApp({ config, db, redis });
-  console.log(`fan-out benchmark: ${FOLLOWERS.toLocaleString('en-US')} followers, Redis ${config.redisUrl}, MySQL ${databaseUrl}`);
+  console.log(
+    `fan-out benchmark: ${FOLLOWERS.toLocaleString('en-US')} followers, Redis ${config.redisUrl}, MySQL ${databaseUrl}`,
+  );
 
   // 1. Seed.
   const signUp = async (nickName: string) =>
-    (await graphql(app.url, 'mutation($n: String!) { signUp(nickName: $n, password: "bench-password") { token user { id } } }', { n: nickName })).signUp;
+    (
+      await graphql(
+        app.url,
+        'mutation($n: String!) { signUp(nickName: $n, password: "bench-password") { token user { id } } }',
+        { n: nickName },
+      )
+    ).signUp;
   const big = await signUp('big-author');
   const small = await signUp('small-author');
   const ten = await signUp('ten-author');
@@ -92,16 +118,28 @@ async function main(): Promise<void> {
     await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, feed_version) VALUES ?', [
       batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), 1]),
     ]);
-    await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [batch.map((id) => [id, bigId, new Date()])]);
-    await Promise.all(batch.map((id) => inbox.create(id, 0, 1).then(() => inbox.applyFollow(id, { version: 1, authorId: bigId }, [], null))));
+    await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
+      batch.map((id) => [id, bigId, new Date()]),
+    ]);
+    await Promise.all(
+      batch.map((id) =>
+        inbox.create(id, 0, 1).then(() => inbox.applyFollow(id, { version: 1, authorId: bigId }, [], null)),
+      ),
+    );
     seeded(Math.min(FOLLOWERS, start + 10_000));
   }
   // The first ten follow the ten-follower author too (version 2), the first of them the small one (3).
   const tenFollowerIds = followerIds.slice(0, SMALL_AUDIENCE);
-  await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [tenFollowerIds.map((id) => [id, tenId, new Date()])]);
+  await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
+    tenFollowerIds.map((id) => [id, tenId, new Date()]),
+  ]);
   await db.query('UPDATE tb_user SET feed_version = 2 WHERE id IN (?)', [tenFollowerIds]);
   await Promise.all(tenFollowerIds.map((id) => inbox.applyFollow(id, { version: 2, authorId: tenId }, [], null)));
-  await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [FIRST_FOLLOWER_ID, smallId, new Date()]);
+  await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [
+    FIRST_FOLLOWER_ID,
+    smallId,
+    new Date(),
+  ]);
   await db.query('UPDATE tb_user SET feed_version = 3 WHERE id = ?', [FIRST_FOLLOWER_ID]);
   await inbox.applyFollow(FIRST_FOLLOWER_ID, { version: 3, authorId: smallId }, [], null);
   seedRedis.disconnect();
@@ -110,7 +148,12 @@ async function main(): Promise<void> {
   // 2. Publish latency, the request alone.
   const publish = async (token: string, title: string) => {
     const started = performance.now();
-    const data = await graphql(app.url, 'mutation($t: String!) { publishBlog(input: { title: $t, content: "bench" }) { id } }', { t: title }, token);
+    const data = await graphql(
+      app.url,
+      'mutation($t: String!) { publishBlog(input: { title: $t, content: "bench" }) { id } }',
+      { t: title },
+      token,
+    );
     return { elapsed: performance.now() - started, id: data.publishBlog.id as string };
   };
   for (let i = 0; i < 10; i += 1) await publish(small.token, `warm-up ${i}`);
@@ -128,7 +171,11 @@ async function main(): Promise<void> {
   const inProcess =
     WORKER_PROCESSES > 0
       ? null
-      : startFanoutWorkers({ config, redis, fanoutQueue, metrics: app.services.metrics, warn }, Math.max(1, flag('workers', 1)), { kind: 'shared', db });
+      : startFanoutWorkers(
+          { config, redis, fanoutQueue, metrics: app.services.metrics, warn },
+          Math.max(1, flag('workers', 1)),
+          { kind: 'shared', db },
+        );
   const workerProcesses = await startWorkerProcesses(config, WORKER_PROCESSES, process.argv.includes('--profile'));
   const profiler = process.argv.includes('--profile') && inProcess ? await startProfiler() : null;
   const redisCpuBefore = await redisCpuSeconds(redis);
@@ -144,15 +191,21 @@ async function main(): Promise<void> {
   let smallSeconds: number | null = null;
   let bigAtSmall = '';
   const bigTask = async () =>
-    (await db.query("SELECT status, chunks_done, chunks_total FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'", [blogId]))[0] as
-      { status: string; chunks_done: number; chunks_total: number } | undefined;
+    (
+      await db.query(
+        "SELECT status, chunks_done, chunks_total FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'",
+        [blogId],
+      )
+    )[0] as { status: string; chunks_done: number; chunks_total: number } | undefined;
   for (;;) {
     if (smallSeconds === null) {
       const scores = await Promise.all(tenFollowerIds.map((id) => redis.zscore(keys.feed(id), smallMember)));
       if (scores.every((score) => score !== null)) {
         smallSeconds = (performance.now() - smallStart) / 1000;
         const task = await bigTask();
-        bigAtSmall = task ? `${task.status}, ${task.chunks_done} of ${task.chunks_total} chunks done` : 'not dispatched yet';
+        bigAtSmall = task
+          ? `${task.status}, ${task.chunks_done} of ${task.chunks_total} chunks done`
+          : 'not dispatched yet';
       }
     }
     if ((await bigTask())?.status === 'done') break;
@@ -162,7 +215,8 @@ async function main(): Promise<void> {
   const redisCpu = (await redisCpuSeconds(redis)) - redisCpuBefore;
   const nodeCpu = cpuSeconds(workerProcesses) - nodeCpuBefore;
   const busiest = commandStatsDelta(statsBefore, await commandStats(redis)).slice(0, 6);
-  if (profiler) console.log(`CPU profile of the delivery written to ${await profiler.stop('fanout-delivery.cpuprofile')}`);
+  if (profiler)
+    console.log(`CPU profile of the delivery written to ${await profiler.stop('fanout-delivery.cpuprofile')}`);
   await inProcess?.stop();
   await stopWorkerProcesses(workerProcesses);
   if (smallSeconds === null) {
@@ -203,7 +257,9 @@ async function main(): Promise<void> {
   const p50one = percentile(latencies.one, 50);
   const p50many = percentile(latencies.many, 50);
   console.log('');
-  console.log(`publishBlog, 1 follower:       p50 ${ms(p50one)}  p99 ${ms(percentile(latencies.one, 99))}  (${PUBLISHES} requests)`);
+  console.log(
+    `publishBlog, 1 follower:       p50 ${ms(p50one)}  p99 ${ms(percentile(latencies.one, 99))}  (${PUBLISHES} requests)`,
+  );
   console.log(
     `publishBlog, ${FOLLOWERS.toLocaleString('en-US')} followers: p50 ${ms(p50many)}  p99 ${ms(percentile(latencies.many, 99))}  (${PUBLISHES} requests)`,
   );
@@ -226,8 +282,12 @@ async function main(): Promise<void> {
     `lanes: a ${SMALL_AUDIENCE}-follower post published right after it reached its ${SMALL_AUDIENCE} inboxes ${(smallSeconds * 1000).toFixed(0)} ms after its publish (target < 1 s); the big one then: ${bigAtSmall}`,
   );
   console.log(`redis-benchmark pipelined ZADD (-P 16, 50 clients, random keys): ${rate(benchmarkRate)}`);
-  console.log(`plain pipelined ZADD + trim loop (one client, chunks of 1000, ${PLAIN_LOOP_SAMPLE.toLocaleString('en-US')} followers): ${rate(plainRate)}`);
-  console.log(`seed loop (one awaited ZADD per follower, ${SEED_LOOP_SAMPLE.toLocaleString('en-US')} followers): ${rate(seedRate)}`);
+  console.log(
+    `plain pipelined ZADD + trim loop (one client, chunks of 1000, ${PLAIN_LOOP_SAMPLE.toLocaleString('en-US')} followers): ${rate(plainRate)}`,
+  );
+  console.log(
+    `seed loop (one awaited ZADD per follower, ${SEED_LOOP_SAMPLE.toLocaleString('en-US')} followers): ${rate(seedRate)}`,
+  );
   console.log(`  delivery / redis-benchmark ZADD: ${(deliveryRate / benchmarkRate).toFixed(2)}x  (target >= 0.3x)`);
   console.log(`  delivery / plain pipelined: ${(deliveryRate / plainRate).toFixed(2)}x`);
   console.log(`  delivery / seed loop:       ${(deliveryRate / seedRate).toFixed(1)}x  (target >= 10x)`);
@@ -268,7 +328,9 @@ async function redisBenchmarkZadd(config: Config, requests: number): Promise<num
     let text = '';
     child.stdout.on('data', (chunk) => (text += chunk));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`redis-benchmark exited with ${code}: ${text}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(text) : reject(new Error(`redis-benchmark exited with ${code}: ${text}`)),
+    );
   });
   // "zadd ...: 123456.79 requests per second, p50=..." (the last of its \r-separated updates).
   const match = /([\d.]+) requests per second/.exec(output.split('\r').pop() ?? output);
@@ -345,7 +407,10 @@ async function startWorkerProcesses(config: Config, count: number, profile: bool
   };
   const started = Array.from({ length: count }, (_, i) => {
     const args = profile ? ['--cpu-prof', `--cpu-prof-name=fanout-worker-${i + 1}.cpuprofile`] : [];
-    const child = spawn(process.execPath, [...args, 'dist/src/worker.js'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...args, 'dist/src/worker.js'], {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     return new Promise<ChildProcess>((resolve, reject) => {
       let output = '';
       child.stdout.on('data', (data: Buffer) => {

@@ -36,7 +36,16 @@ import { readPageArgs } from '../src/kernel/pagination/connection';
 import { createLoaders, loaderSources } from '../src/graphql/loaders';
 import { RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
-import { benchConfig, deleteByPrefix, flag, freshBenchDatabase, graphql, ms, rate, startProfiler } from './bench.support';
+import {
+  benchConfig,
+  deleteByPrefix,
+  flag,
+  freshBenchDatabase,
+  graphql,
+  ms,
+  rate,
+  startProfiler,
+} from './bench.support';
 
 const DURATION = flag('duration', 8);
 const CONNECTIONS = flag('connections', 32);
@@ -69,12 +78,20 @@ async function main(): Promise<void> {
   const databaseUrl = await freshBenchDatabase(name === '' ? 'feed_bench_feed' : `feed_bench_feed_${name}`);
   const keyPrefix = name === '' ? 'bench:feed:' : `bench:feed:${name}:`;
   const configOf = (model: string) =>
-    benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: keyPrefix, FANOUT_WORKERS: '0', FEED_MODEL: model, BIG_V_FOLLOWERS: '100' });
+    benchConfig({
+      DATABASE_URL: databaseUrl,
+      REDIS_KEY_PREFIX: keyPrefix,
+      FANOUT_WORKERS: '0',
+      FEED_MODEL: model,
+      BIG_V_FOLLOWERS: '100',
+    });
   const config = configOf('push');
   const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
-  console.log(`feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`);
+  console.log(
+    `feed benchmark: ${READERS} readers, ${AUTHORS} + ${BIG_AUTHORS} big authors, ${DURATION} s per run, ${CONNECTIONS} connections`,
+  );
 
   // Seed MySQL, and the same rows into an embedded SQLite file.
   const now = Date.now();
@@ -123,11 +140,13 @@ async function main(): Promise<void> {
   }
   const same = JSON.stringify((await graphql(apps.push.url, QUERY, {}, tokens[1])).followFeed);
   for (const model of ['pull', 'hybrid', 'embedded']) {
-    if (JSON.stringify((await graphql(apps[model].url, QUERY, {}, tokens[1])).followFeed) !== same) throw new Error(`${model} page differs from push`);
+    if (JSON.stringify((await graphql(apps[model].url, QUERY, {}, tokens[1])).followFeed) !== same)
+      throw new Error(`${model} page differs from push`);
   }
   // A process reads a user's sessions at their first request there, then every 10 minutes
   // (src/auth/auth.sessions.ts): paid here, not in the runs, which measure the steady state.
-  for (const app of [apps.push, apps.pull, apps.hybrid, apps.embedded]) await Promise.all(tokens.map((token) => graphql(app.url, '{ __typename }', {}, token)));
+  for (const app of [apps.push, apps.pull, apps.hybrid, apps.embedded])
+    await Promise.all(tokens.map((token) => graphql(app.url, '{ __typename }', {}, token)));
 
   const run = async (url: string, bodies: string[]): Promise<LoadResult> => {
     const cpuBefore = process.cpuUsage();
@@ -140,7 +159,8 @@ async function main(): Promise<void> {
     push: await (async () => {
       const profiler = process.argv.includes('--profile') ? await startProfiler() : null;
       const result = await run(apps.push.url, firstBodies);
-      if (profiler) console.log(`CPU profile of the GraphQL push run written to ${await profiler.stop('feed-push.cpuprofile')}`);
+      if (profiler)
+        console.log(`CPU profile of the GraphQL push run written to ${await profiler.stop('feed-push.cpuprofile')}`);
       return result;
     })(),
     pull: await run(apps.pull.url, firstBodies),
@@ -181,7 +201,9 @@ async function main(): Promise<void> {
     ['zset-max-listpack-entries 1024', ['--zset-max-listpack-entries', '1024']],
   ] as const) {
     const bytes = await memoryPerEntry(config.feedMaxItems, [...args]);
-    console.log(`Redis memory per inbox entry, ${config.feedMaxItems}-entry inboxes, ${label}: ${bytes.toFixed(1)} bytes  (target <= 64)`);
+    console.log(
+      `Redis memory per inbox entry, ${config.feedMaxItems}-entry inboxes, ${label}: ${bytes.toFixed(1)} bytes  (target <= 64)`,
+    );
   }
 
   for (const [label, database] of [
@@ -212,7 +234,12 @@ const SHALLOW_HISTORY = 50;
 async function pullAgainstHistory(label: string, db: Database, now: number): Promise<void> {
   const base = FIRST_ID + 50_000;
   const groups = [
-    { name: `${DEEP_HISTORY.toLocaleString('en-US')} blogs each`, blogs: DEEP_HISTORY, first: base, reader: base + 1_000 },
+    {
+      name: `${DEEP_HISTORY.toLocaleString('en-US')} blogs each`,
+      blogs: DEEP_HISTORY,
+      first: base,
+      reader: base + 1_000,
+    },
     { name: `${SHALLOW_HISTORY} blogs each`, blogs: SHALLOW_HISTORY, first: base + 100, reader: base + 1_001 },
   ];
   for (const group of groups) {
@@ -223,7 +250,14 @@ async function pullAgainstHistory(label: string, db: Database, now: number): Pro
     );
     // Same times at the top in both groups (one blog per author every 10 s), older below.
     const blogs = authors.flatMap((author, a) =>
-      Array.from({ length: group.blogs }, (_, i) => [author, `old ${i}`, 'history', '[]', new Date(now - 7_200_000 - i * 10_000 - a * 7), true]),
+      Array.from({ length: group.blogs }, (_, i) => [
+        author,
+        `old ${i}`,
+        'history',
+        '[]',
+        new Date(now - 7_200_000 - i * 10_000 - a * 7),
+        true,
+      ]),
     );
     await db.insertRows('INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', blogs);
     await db.insertRows(
@@ -241,7 +275,10 @@ async function pullAgainstHistory(label: string, db: Database, now: number): Pro
   const results: Array<{ top: number; deep: number }> = [];
   for (const group of groups) {
     const upTo = await store.feedPage(group.reader, START, 900);
-    results.push({ top: await timePage(group.reader, START), deep: await timePage(group.reader, keysetAfter(upTo[upTo.length - 1])) });
+    results.push({
+      top: await timePage(group.reader, START),
+      deep: await timePage(group.reader, keysetAfter(upTo[upTo.length - 1])),
+    });
   }
   const [deep, shallow] = results;
   console.log(
@@ -255,10 +292,24 @@ async function pullAgainstHistory(label: string, db: Database, now: number): Pro
  * The benchmark's data, through the dialect helpers so it seeds MySQL and SQLite alike (same
  * insert order, so blog ids and pages are the same in both).
  */
-async function seed(db: Database, now: number, authorIds: number[], bigIds: number[], readerIds: number[]): Promise<void> {
+async function seed(
+  db: Database,
+  now: number,
+  authorIds: number[],
+  bigIds: number[],
+  readerIds: number[],
+): Promise<void> {
   await db.insertRows(
     'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, has_pulled_blogs, follower_count) VALUES ?',
-    [...authorIds, ...readerIds].map((id) => [id, `u${id}`, `u${id}`, 'not-a-hash', new Date(now), bigIds.includes(id), bigIds.includes(id) ? READERS : 0]),
+    [...authorIds, ...readerIds].map((id) => [
+      id,
+      `u${id}`,
+      `u${id}`,
+      'not-a-hash',
+      new Date(now),
+      bigIds.includes(id),
+      bigIds.includes(id) ? READERS : 0,
+    ]),
   );
   const blogs = authorIds.flatMap((author, a) =>
     Array.from({ length: BLOGS_PER_AUTHOR }, (_, i) => [
@@ -273,12 +324,15 @@ async function seed(db: Database, now: number, authorIds: number[], bigIds: numb
   await db.insertRows('INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', blogs);
   const follows: unknown[][] = [];
   readerIds.forEach((reader, r) => {
-    for (let k = 0; k < FOLLOWS_PER_READER; k += 1) follows.push([reader, authorIds[(r * 7 + k * 13) % AUTHORS], new Date(now)]);
+    for (let k = 0; k < FOLLOWS_PER_READER; k += 1)
+      follows.push([reader, authorIds[(r * 7 + k * 13) % AUTHORS], new Date(now)]);
     for (const big of bigIds) follows.push([reader, big, new Date(now)]);
   });
   await db.insertRows('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', follows);
   const blogIds = await db.select<{ id: string }>('SELECT id FROM tb_blog ORDER BY id');
-  const likes = readerIds.flatMap((reader, r) => blogIds.filter((_, i) => (i + r) % 9 === 0).map((b) => [Number(b.id), reader, new Date(now)]));
+  const likes = readerIds.flatMap((reader, r) =>
+    blogIds.filter((_, i) => (i + r) % 9 === 0).map((b) => [Number(b.id), reader, new Date(now)]),
+  );
   await db.insertRows('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', likes);
   // The counter the like transaction keeps equal to the rows (a page's likeCount, from either).
   await db.write('UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id)');
@@ -296,9 +350,13 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
         const auth = await services.tokens.check(req.headers.authorization);
         if (auth.kind !== 'viewer') throw new Error('no viewer');
         const loaders = createLoaders(loaderSources(services), auth.userId);
-        const page = await blogConnection(await services.feed.page(auth.userId, readPageArgs({ first: 20, after: body.variables?.after ?? null })), loaders, {
-          followedAuthorsOnly: true,
-        });
+        const page = await blogConnection(
+          await services.feed.page(auth.userId, readPageArgs({ first: 20, after: body.variables?.after ?? null })),
+          loaders,
+          {
+            followedAuthorsOnly: true,
+          },
+        );
         const nodes = page.edges.map((edge) => edge.node);
         const [authors, liked] = await Promise.all([
           loaders.user.loadMany(nodes.map((blog) => blog.authorId)),
@@ -321,7 +379,16 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
           };
         });
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ data: { followFeed: { edges, pageInfo: { hasNextPage: page.pageInfo.hasNextPage, endCursor: page.pageInfo.endCursor } } } }));
+        res.end(
+          JSON.stringify({
+            data: {
+              followFeed: {
+                edges,
+                pageInfo: { hasNextPage: page.pageInfo.hasNextPage, endCursor: page.pageInfo.endCursor },
+              },
+            },
+          }),
+        );
       } catch (error) {
         res.writeHead(500).end(String(error));
       }
@@ -334,10 +401,18 @@ async function startPlainHandler(app: RunningApp): Promise<{ url: string; close(
   return { url: `http://127.0.0.1:${port}/`, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-async function load(spec: { url: string; bodies: string[]; tokens: string[]; connections: number; durationSeconds: number }): Promise<LoadResult> {
+async function load(spec: {
+  url: string;
+  bodies: string[];
+  tokens: string[];
+  connections: number;
+  durationSeconds: number;
+}): Promise<LoadResult> {
   const file = join(mkdtempSync(join(tmpdir(), 'feed-load-')), 'spec.json');
   writeFileSync(file, JSON.stringify(spec));
-  const child = spawn(process.execPath, [join(__dirname, 'load.runner.js'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(__dirname, 'load.runner.js'), file], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
@@ -348,7 +423,11 @@ async function load(spec: { url: string; bodies: string[]; tokens: string[]; con
 /** Bytes per entry of full inboxes, on a private redis-server started with `args`. */
 async function memoryPerEntry(entries: number, args: string[]): Promise<number> {
   const port = 16_379 + Math.floor(Math.random() * 1000);
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
+  const server = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args],
+    { stdio: 'ignore' },
+  );
   const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 20 });
   try {
     await client.ping();
@@ -356,7 +435,10 @@ async function memoryPerEntry(entries: number, args: string[]): Promise<number> 
     const inbox = new RedisInbox({ redis: client, keys, maxItems: entries, ttlSeconds: 86_400 });
     const readers = 100;
     for (let reader = 0; reader < readers; reader += 1) {
-      const items = Array.from({ length: entries }, (_, i) => ({ id: 5_000_000 + reader * entries + i, score: 1_796_000_000_000 + i * 1000 }));
+      const items = Array.from({ length: entries }, (_, i) => ({
+        id: 5_000_000 + reader * entries + i,
+        score: 1_796_000_000_000 + i * 1000,
+      }));
       await inbox.create(reader, 0, 1);
       await inbox.applyFollow(reader, { version: 1, authorId: 1 }, items, null);
     }

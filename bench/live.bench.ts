@@ -43,7 +43,10 @@ const FIRST_SOAK_AUTHOR_ID = 8_000_000;
 const FIRST_SOAK_READER_ID = 9_000_000;
 const MB = 1024 * 1024;
 
-type ClientMessage = { kind: 'ready' } | { kind: 'received'; events: Array<{ title: string; at: number }> } | { kind: 'error'; error: string };
+type ClientMessage =
+  | { kind: 'ready' }
+  | { kind: 'received'; events: Array<{ title: string; at: number }> }
+  | { kind: 'error'; error: string };
 
 async function main(): Promise<void> {
   if (SUBSCRIBERS > 0) await deliveryUnderLoad();
@@ -53,19 +56,30 @@ async function main(): Promise<void> {
 
 async function deliveryUnderLoad(): Promise<void> {
   const databaseUrl = await freshBenchDatabase('feed_bench_live');
-  const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_KEY_PREFIX: 'bench:live:', FEED_MODEL: 'push', MAX_SUBSCRIPTIONS_PER_USER: '10' });
+  const config = benchConfig({
+    DATABASE_URL: databaseUrl,
+    REDIS_KEY_PREFIX: 'bench:live:',
+    FEED_MODEL: 'push',
+    MAX_SUBSCRIPTIONS_PER_USER: '10',
+  });
   const db = await openMysql(config.databaseUrl, new SqlStatementLog(console), poolLimits(config));
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   const app = await startApp({ config, db, redis });
-  console.log(`live benchmark: ${SUBSCRIBERS.toLocaleString('en-US')} subscriptions, ${PUBLISHES} publishes, ${AUTHORS} authors, FEED_MODEL=push`);
+  console.log(
+    `live benchmark: ${SUBSCRIBERS.toLocaleString('en-US')} subscriptions, ${PUBLISHES} publishes, ${AUTHORS} authors, FEED_MODEL=push`,
+  );
 
   // Authors sign up through the API; readers are inserted in bulk, each following one author.
   const authors: Array<{ id: number; token: string }> = [];
   for (let a = 0; a < AUTHORS; a += 1) {
-    const data = await graphql(app.url, 'mutation($n: String!) { signUp(nickName: $n, password: "bench-password") { token user { id } } }', {
-      n: `live-author-${a}`,
-    });
+    const data = await graphql(
+      app.url,
+      'mutation($n: String!) { signUp(nickName: $n, password: "bench-password") { token user { id } } }',
+      {
+        n: `live-author-${a}`,
+      },
+    );
     authors.push({ id: fromGlobalId(data.signUp.user.id).id, token: data.signUp.token });
   }
   const readerIds = Array.from({ length: SUBSCRIBERS }, (_, i) => FIRST_READER_ID + i);
@@ -101,11 +115,15 @@ async function deliveryUnderLoad(): Promise<void> {
     live = await app.services.liveBuses.readers.liveAmong(readerIds);
     if (live.length === SUBSCRIBERS) break;
     if (waited % 50 === 49 || waited === 600)
-      console.log(`${live.length} of ${SUBSCRIBERS} live so far${errors.length ? `; client errors: ${errors.slice(0, 3).join('; ')}` : ''}`);
+      console.log(
+        `${live.length} of ${SUBSCRIBERS} live so far${errors.length ? `; client errors: ${errors.slice(0, 3).join('; ')}` : ''}`,
+      );
     if (waited === 600) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  console.log(`${live.length} of ${SUBSCRIBERS} subscriptions open and live in ${ms(performance.now() - connectStart)}`);
+  console.log(
+    `${live.length} of ${SUBSCRIBERS} subscriptions open and live in ${ms(performance.now() - connectStart)}`,
+  );
   gc();
   const after = process.memoryUsage();
   const perSubscription = (field: 'heapUsed' | 'rss') => (after[field] - before[field]) / SUBSCRIBERS / 1024;
@@ -116,15 +134,24 @@ async function deliveryUnderLoad(): Promise<void> {
   for (let i = 0; i < PUBLISHES; i += 1) {
     const title = `live ${i}`;
     publishedAt.set(title, Date.now());
-    await graphql(app.url, 'mutation($t: String!) { publishBlog(input: { title: $t, content: "live" }) { id } }', { t: title }, authors[i % AUTHORS].token);
+    await graphql(
+      app.url,
+      'mutation($t: String!) { publishBlog(input: { title: $t, content: "live" }) { id } }',
+      { t: title },
+      authors[i % AUTHORS].token,
+    );
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   await app.services.fanout?.idle(60_000);
   await new Promise((resolve) => setTimeout(resolve, 1500));
   const cpu = process.cpuUsage(cpuBefore);
   const expected = PUBLISHES * (SUBSCRIBERS / AUTHORS);
-  const latencies = received.filter((event) => publishedAt.has(event.title)).map((event) => event.at - publishedAt.get(event.title)!);
-  console.log(`events delivered: ${latencies.length} of ${expected} expected${errors.length ? `, client errors: ${errors.slice(0, 3).join('; ')}` : ''}`);
+  const latencies = received
+    .filter((event) => publishedAt.has(event.title))
+    .map((event) => event.at - publishedAt.get(event.title)!);
+  console.log(
+    `events delivered: ${latencies.length} of ${expected} expected${errors.length ? `, client errors: ${errors.slice(0, 3).join('; ')}` : ''}`,
+  );
   console.log(
     `publish-to-delivery latency: p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}, max ${ms(Math.max(...latencies))}  (target p99 < 1 s)`,
   );
@@ -133,21 +160,33 @@ async function deliveryUnderLoad(): Promise<void> {
   console.log(
     `server CPU over the publishes and their delivery: ${ms(cpuMs)}, ${((cpuMs * 1000) / Math.max(1, latencies.length)).toFixed(0)} us per event delivered`,
   );
-  console.log(`server memory per open subscription: heap ${perSubscription('heapUsed').toFixed(1)} KB, RSS ${perSubscription('rss').toFixed(1)} KB`);
+  console.log(
+    `server memory per open subscription: heap ${perSubscription('heapUsed').toFixed(1)} KB, RSS ${perSubscription('rss').toFixed(1)} KB`,
+  );
 
   // The cost of offline followers: one author's publish with its live followers only, then with OFFLINE more.
   const author = authors[0];
   const publishCommands = async () => {
     const stats = await redis.info('commandstats');
-    return ['publish', 'spublish'].reduce((sum, name) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0), 0);
+    return ['publish', 'spublish'].reduce(
+      (sum, name) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0),
+      0,
+    );
   };
   const measure = async (label: string) => {
     const commands = await publishCommands();
     const started = performance.now();
-    await graphql(app.url, 'mutation($t: String!) { publishBlog(input: { title: $t, content: "live" }) { id } }', { t: label }, author.token);
+    await graphql(
+      app.url,
+      'mutation($t: String!) { publishBlog(input: { title: $t, content: "live" }) { id } }',
+      { t: label },
+      author.token,
+    );
     await app.services.fanout?.idle(120_000);
     const elapsed = performance.now() - started;
-    console.log(`${label.padEnd(40)} fan-out ${ms(elapsed).padStart(9)}  PUBLISH commands ${(await publishCommands()) - commands}`);
+    console.log(
+      `${label.padEnd(40)} fan-out ${ms(elapsed).padStart(9)}  PUBLISH commands ${(await publishCommands()) - commands}`,
+    );
   };
   await measure(`${SUBSCRIBERS / AUTHORS} live followers`);
   const offlineIds = Array.from({ length: OFFLINE }, (_, i) => FIRST_OFFLINE_ID + i);
@@ -214,10 +253,16 @@ async function soak(): Promise<void> {
       else errors.push(message.error);
     }),
   );
-  clients.send({ url: app.url, tokens: readerIds.flatMap((id) => Array.from({ length: SOAK_SUBSCRIPTIONS }, () => token(id))) });
+  clients.send({
+    url: app.url,
+    tokens: readerIds.flatMap((id) => Array.from({ length: SOAK_SUBSCRIPTIONS }, () => token(id))),
+  });
   await ready;
   for (;;) {
-    const [readers, authors] = [await app.services.liveBuses.readers.liveAmong(readerIds), await app.services.liveBuses.authors.liveAmong(authorIds)];
+    const [readers, authors] = [
+      await app.services.liveBuses.readers.liveAmong(readerIds),
+      await app.services.liveBuses.authors.liveAmong(authorIds),
+    ];
     if (readers.length === SOAK_READERS && authors.length === SOAK_FOLLOWEES) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -273,8 +318,11 @@ async function soak(): Promise<void> {
     `events delivered: ${delivered.toLocaleString('en-US')} of ${(SOAK_BLOGS * subscriptions).toLocaleString('en-US')} in ${seconds.toFixed(1)} s` +
       `${errors.length ? `, client errors: ${errors.slice(0, 3).join('; ')}` : ''}`,
   );
-  const perThousand = (heapGrowth: number, events: number) => `${((heapGrowth / MB / Math.max(1, events)) * 1000).toFixed(3)} MB`;
-  const afterWarmUp = warm ? `, ${perThousand(end - warm.heap, delivered - warm.delivered)} after the first checkpoint` : '';
+  const perThousand = (heapGrowth: number, events: number) =>
+    `${((heapGrowth / MB / Math.max(1, events)) * 1000).toFixed(3)} MB`;
+  const afterWarmUp = warm
+    ? `, ${perThousand(end - warm.heap, delivered - warm.delivered)} after the first checkpoint`
+    : '';
   console.log(
     `heap growth per 1,000 events delivered: ${perThousand(end - start, delivered)} from the start${afterWarmUp} (${((end - start) / MB).toFixed(1)} MB in all; target: flat)`,
   );
@@ -288,7 +336,8 @@ async function soak(): Promise<void> {
 
 /** Valid, empty inboxes for users inserted by hand, 2,000 script calls at a time (not 50,000 at once). */
 async function openInboxes(feed: { openInbox(id: number): Promise<void> }, ids: number[]): Promise<void> {
-  for (let start = 0; start < ids.length; start += 2000) await Promise.all(ids.slice(start, start + 2000).map((id) => feed.openInbox(id)));
+  for (let start = 0; start < ids.length; start += 2000)
+    await Promise.all(ids.slice(start, start + 2000).map((id) => feed.openInbox(id)));
 }
 
 /** A full GC, for the memory figures (the script runs with --expose-gc). */

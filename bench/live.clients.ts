@@ -42,9 +42,11 @@ process.once('message', (message: Start) => {
         next: (result) => {
           if (result.data) received.push({ title: result.data.followFeedAdded.node.title, at: Date.now() });
           // A subscription the server could not start ends with one result of errors, then completes.
-          if (result.errors) process.send!({ kind: 'error', error: result.errors.map((error) => error.message).join('; ') });
+          if (result.errors)
+            process.send!({ kind: 'error', error: result.errors.map((error) => error.message).join('; ') });
         },
-        error: (error) => process.send!({ kind: 'error', error: String((error as Error)?.message ?? JSON.stringify(error)) }),
+        error: (error) =>
+          process.send!({ kind: 'error', error: String((error as Error)?.message ?? JSON.stringify(error)) }),
         complete: () => {},
       },
     );
@@ -55,7 +57,10 @@ process.once('message', (message: Start) => {
     clients.push(client);
   };
   for (let start = 0; start < message.tokens.length; start += CONNECT_BATCH) {
-    setTimeout(() => message.tokens.slice(start, start + CONNECT_BATCH).forEach(connect), (start / CONNECT_BATCH) * CONNECT_TICK_MS);
+    setTimeout(
+      () => message.tokens.slice(start, start + CONNECT_BATCH).forEach(connect),
+      (start / CONNECT_BATCH) * CONNECT_TICK_MS,
+    );
   }
   const flush = setInterval(() => {
     if (received.length > 0) process.send!({ kind: 'received', events: received.splice(0) });

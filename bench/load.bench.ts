@@ -49,7 +49,9 @@ async function main(): Promise<void> {
       ]),
     ),
   ]);
-  const follows = readers.flatMap((reader, r) => Array.from({ length: 30 }, (_, k) => [reader, authors[(r * 3 + k * 7) % AUTHORS], new Date(now)]));
+  const follows = readers.flatMap((reader, r) =>
+    Array.from({ length: 30 }, (_, k) => [reader, authors[(r * 3 + k * 7) % AUTHORS], new Date(now)]),
+  );
   await db.query('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [follows]);
   await db.query(
     'UPDATE tb_user u SET follower_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.follow_user_id = u.id), following_count = (SELECT COUNT(*) FROM tb_follow f WHERE f.user_id = u.id)',
@@ -72,7 +74,9 @@ async function main(): Promise<void> {
       durationSeconds: DURATION,
     }),
   );
-  const child = spawn(process.execPath, [join(__dirname, 'mixed.runner.js'), file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(__dirname, 'mixed.runner.js'), file], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
@@ -90,7 +94,9 @@ async function main(): Promise<void> {
       `${operation.padEnd(8)} ${String(r.count).padStart(7)} requests  p50 ${ms(r.p50)}  p99 ${ms(r.p99)}  errors ${r.errors}${r.firstError ? `  first: ${r.firstError}` : ''}`,
     );
   }
-  console.log(`total    ${String(total).padStart(7)} requests in ${result.seconds.toFixed(1)} s = ${rate(total / result.seconds)}, errors ${errors}`);
+  console.log(
+    `total    ${String(total).padStart(7)} requests in ${result.seconds.toFixed(1)} s = ${rate(total / result.seconds)}, errors ${errors}`,
+  );
   await app.services.fanout?.idle(120_000).catch((error: unknown) => warn('fan-out still running at the end', error));
   await app.stop();
   await Promise.allSettled([db.close(), redis.quit()]);

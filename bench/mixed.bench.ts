@@ -52,7 +52,16 @@ import { createRedis } from '../src/redis/redis.client';
 import { poolLimits } from '../src/stores';
 import { benchConfig, freshBenchDatabase, ms, progress, rate } from './bench.support';
 import type { GeneratorResult, GeneratorSpec } from './mixed.generator';
-import { DEFAULT_SHARES, Operation, OPERATIONS, parseShares, partsCapacity, seededRandom, summarize, zipfSampler } from './mixed.model';
+import {
+  DEFAULT_SHARES,
+  Operation,
+  OPERATIONS,
+  parseShares,
+  partsCapacity,
+  seededRandom,
+  summarize,
+  zipfSampler,
+} from './mixed.model';
 
 const QUICK = process.env.MIXED_QUICK === '1';
 
@@ -125,7 +134,12 @@ async function main(): Promise<void> {
   const cleanups: Array<() => Promise<unknown>> = [async () => redisServer.stop()];
   try {
     const databaseUrl = await freshBenchDatabase(name === '' ? 'feed_bench_mixed' : `feed_bench_mixed_${name}`);
-    const config = benchConfig({ DATABASE_URL: databaseUrl, REDIS_URL: redisServer.url, REDIS_KEY_PREFIX: 'bench:mixed:', FANOUT_WORKERS: '0' });
+    const config = benchConfig({
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisServer.url,
+      REDIS_KEY_PREFIX: 'bench:mixed:',
+      FANOUT_WORKERS: '0',
+    });
     const fanoutWorkers = Math.max(1, Number(process.env.FANOUT_WORKERS ?? 1));
     const sqlLog = new SqlStatementLog(console);
     const db = await openMysql(config.databaseUrl, sqlLog, poolLimits(config));
@@ -146,7 +160,9 @@ async function main(): Promise<void> {
     const app = await startApp({ config, db, redis });
     const workers = startFanoutWorkers(app.services, fanoutWorkers, { kind: 'own', sqlLog });
     cleanups.unshift(async () => {
-      await app.services.fanout?.idle(60_000).catch((error: unknown) => warn('fan-out still running at the end', error));
+      await app.services.fanout
+        ?.idle(60_000)
+        .catch((error: unknown) => warn('fan-out still running at the end', error));
       await app.stop();
       await workers.stop();
     });
@@ -183,7 +199,8 @@ async function main(): Promise<void> {
     for (let viewer = 0; viewer < DEEP_READERS; viewer += 1) {
       const top = await store.feedPage(graph.active[viewer], START, 100);
       const cursors = cursorsForPage(START, top);
-      for (let depth = 10; depth < 100 && depth < top.length; depth += 10) deep.push({ viewer, after: encodeCursor(cursors[depth - 1]) });
+      for (let depth = 10; depth < 100 && depth < top.length; depth += 10)
+        deep.push({ viewer, after: encodeCursor(cursors[depth - 1]) });
     }
     if (deep.length === 0) throw new Error('no feed is 10 entries deep: more blogs or follows are needed');
     const newest = await db.select<{ id: string }>('SELECT id FROM tb_blog ORDER BY id DESC LIMIT ?', [LIKED_POOL]);
@@ -198,7 +215,8 @@ async function main(): Promise<void> {
     const specFile = join(mkdtempSync(join(tmpdir(), 'feed-mixed-')), 'spec.json');
     let seedOfRun = SEED;
     const generate = (
-      spec: Pick<GeneratorSpec, 'shares' | 'mode' | 'durationSeconds'> & Partial<Pick<GeneratorSpec, 'series' | 'markSecond'>>,
+      spec: Pick<GeneratorSpec, 'shares' | 'mode' | 'durationSeconds'> &
+        Partial<Pick<GeneratorSpec, 'series' | 'markSecond'>>,
       onStart?: () => void,
     ) => {
       writeFileSync(specFile, JSON.stringify({ ...base, series: false, ...spec, seed: (seedOfRun += 1) }));
@@ -210,7 +228,11 @@ async function main(): Promise<void> {
       redisCommands: await redisServer.commands(),
       rowsRead: await rows.total(),
     });
-    const phase = async (label: string, spec: Parameters<typeof generate>[0], onStart?: () => void): Promise<PhaseResult> => {
+    const phase = async (
+      label: string,
+      spec: Parameters<typeof generate>[0],
+      onStart?: () => void,
+    ): Promise<PhaseResult> => {
       const before = await counters();
       const lagsBefore = probes.lags.length;
       const generator = await generate(spec, onStart);
@@ -222,8 +244,12 @@ async function main(): Promise<void> {
       const throughput = requests / generator.seconds;
       console.log(
         `${label.padEnd(34)} ${rate(throughput).padStart(8)}  ${OPERATIONS.filter((o) => generator.operations[o])
-          .map((o) => `${o} p50 ${generator.operations[o]!.p50.toFixed(1)} p99 ${generator.operations[o]!.p99.toFixed(1)}`)
-          .join(', ')} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%)`,
+          .map(
+            (o) => `${o} p50 ${generator.operations[o]!.p50.toFixed(1)} p99 ${generator.operations[o]!.p99.toFixed(1)}`,
+          )
+          .join(
+            ', ',
+          )} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%)`,
       );
       for (const o of OPERATIONS) {
         const first = generator.operations[o]?.firstError;
@@ -244,7 +270,11 @@ async function main(): Promise<void> {
 
     console.log('');
     await generate({ shares: {}, mode: { kind: 'each', connections: CONNECTIONS }, durationSeconds: 0 });
-    await phase('warm-up (mix, not counted)', { shares: SHARES, mode: { kind: 'closed', connections: CONNECTIONS }, durationSeconds: Math.min(DURATION, 5) });
+    await phase('warm-up (mix, not counted)', {
+      shares: SHARES,
+      mode: { kind: 'closed', connections: CONNECTIONS },
+      durationSeconds: Math.min(DURATION, 5),
+    });
 
     const alone: Partial<Record<Operation, PhaseResult>> = {};
     for (const operation of OPERATIONS) {
@@ -255,7 +285,11 @@ async function main(): Promise<void> {
         durationSeconds: DURATION,
       });
     }
-    const mixPeak = await phase('mix at peak', { shares: SHARES, mode: { kind: 'closed', connections: CONNECTIONS }, durationSeconds: DURATION });
+    const mixPeak = await phase('mix at peak', {
+      shares: SHARES,
+      mode: { kind: 'closed', connections: CONNECTIONS },
+      durationSeconds: DURATION,
+    });
     const peakRate = mixPeak.requests / mixPeak.generator.seconds;
     const halfRate = Math.max(1, Math.round(peakRate / 2));
     const half = await phase(`mix at half peak (${halfRate}/s, open loop)`, {
@@ -268,7 +302,13 @@ async function main(): Promise<void> {
     const lost = await redisLost(redisServer, probes, half, (onStart) =>
       phase(
         `mix at half peak, Redis lost at ${LOST_AT} s`,
-        { shares: SHARES, mode: { kind: 'open', rate: halfRate }, durationSeconds: LOST_SECONDS, series: true, markSecond: LOST_AT },
+        {
+          shares: SHARES,
+          mode: { kind: 'open', rate: halfRate },
+          durationSeconds: LOST_SECONDS,
+          series: true,
+          markSecond: LOST_AT,
+        },
         onStart,
       ),
     );
@@ -345,7 +385,16 @@ async function seed(databaseUrl: string, bigAuthorFollowers: number): Promise<Gr
     'users',
     'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, follower_count, following_count, has_pulled_blogs) VALUES ?',
     USERS,
-    (u) => [firstId + u, `m${firstId + u}`, `m${firstId + u}`, 'not-a-hash', created, followers[u], following[u], hasPulled[u] === 1],
+    (u) => [
+      firstId + u,
+      `m${firstId + u}`,
+      `m${firstId + u}`,
+      'not-a-hash',
+      created,
+      followers[u],
+      following[u],
+      hasPulled[u] === 1,
+    ],
   );
   const pairs: Array<[number, number]> = [];
   followeesOf.forEach((list, u) => list.forEach((followee) => pairs.push([u, followee])));
@@ -354,14 +403,19 @@ async function seed(databaseUrl: string, bigAuthorFollowers: number): Promise<Gr
     firstId + pairs[i][1],
     created,
   ]);
-  await insert('blogs', 'INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?', BLOGS, (i) => [
-    firstId + blogAuthors[i],
-    `Post ${i} by m${firstId + blogAuthors[i]}`,
-    'Some content of a typical length for a post in a feed, seeded by bench:mixed.',
-    '[]',
-    new Date(blogTimes[i]),
-    !isBig(blogAuthors[i]),
-  ]);
+  await insert(
+    'blogs',
+    'INSERT INTO tb_blog (user_id, title, content, images, created_at, pushed) VALUES ?',
+    BLOGS,
+    (i) => [
+      firstId + blogAuthors[i],
+      `Post ${i} by m${firstId + blogAuthors[i]}`,
+      'Some content of a typical length for a post in a feed, seeded by bench:mixed.',
+      '[]',
+      new Date(blogTimes[i]),
+      !isBig(blogAuthors[i]),
+    ],
+  );
   // Statistics as a database that grew to this size would have them: InnoDB's automatic
   // recalculation can miss a bulk load into fresh tables (tb_user then counted 0 rows, and the
   // optimizer scanned it whole to join 10 blogs to their authors).
@@ -387,7 +441,9 @@ async function seed(databaseUrl: string, bigAuthorFollowers: number): Promise<Gr
   console.log(
     `seeded in ${graph.seedSeconds.toFixed(1)} s: ${graph.follows.toLocaleString('en-US')} follows; followers: top ${graph.topFollowers
       .map((n) => n.toLocaleString('en-US'))
-      .join(', ')}, median ${graph.medianFollowers}; ${graph.bigAuthors} big authors (>= ${bigAuthorFollowers.toLocaleString('en-US')} followers)`,
+      .join(
+        ', ',
+      )}, median ${graph.medianFollowers}; ${graph.bigAuthors} big authors (>= ${bigAuthorFollowers.toLocaleString('en-US')} followers)`,
   );
   return graph;
 }
@@ -432,7 +488,15 @@ function instrument(app: RunningApp): Probes {
 
 interface LostResult {
   phase: PhaseResult;
-  timeline: Array<{ second: number; pages: number; p99: number; errors: number; fromInbox: number | null; returning: number; rebuilds: number }>;
+  timeline: Array<{
+    second: number;
+    pages: number;
+    p99: number;
+    errors: number;
+    fromInbox: number | null;
+    returning: number;
+    rebuilds: number;
+  }>;
   /**
    * Seconds from the FLUSHALL until the inboxes are back: pages served from inboxes reach
    * BACK_SHARE of the returning pages (readers who read since the loss, at least a second before)
@@ -465,7 +529,8 @@ async function redisLost(
   const snapshotsBefore = { ...probes.snapshots };
   const phase = await run(() => {
     startedAt = performance.now();
-    const sample = async () => samples.push({ at: performance.now(), sources: await probes.pageSources(), snapshots: probes.snapshots.count });
+    const sample = async () =>
+      samples.push({ at: performance.now(), sources: await probes.pageSources(), snapshots: probes.snapshots.count });
     void sample();
     sampler = setInterval(() => void sample(), SAMPLE_MS);
     flush = setTimeout(() => {
@@ -501,7 +566,9 @@ async function redisLost(
     const returning = window.reduce((sum, each) => sum + each.returning * each.pages, 0);
     return returning >= BACK_MIN_RETURNING && fromInbox >= BACK_SHARE * returning;
   });
-  const ninety = timeline.find((row) => row.second > flushSecond && row.fromInbox !== null && row.fromInbox >= BACK_SHARE);
+  const ninety = timeline.find(
+    (row) => row.second > flushSecond && row.fromInbox !== null && row.fromInbox >= BACK_SHARE,
+  );
   const last = timeline.slice(-BACK_WINDOW);
   const lastPages = last.reduce((sum, row) => sum + row.pages, 0);
   const rebuilds = probes.snapshots.count - snapshotsBefore.count;
@@ -512,12 +579,14 @@ async function redisLost(
     timeline,
     backAfterSeconds: back ? back.second - flushSecond : null,
     ninetyAfterSeconds: ninety ? ninety.second - flushSecond : null,
-    inboxShareAtEnd: lastPages > 0 ? last.reduce((sum, row) => sum + (row.fromInbox ?? 0) * row.pages, 0) / lastPages : null,
+    inboxShareAtEnd:
+      lastPages > 0 ? last.reduce((sum, row) => sum + (row.fromInbox ?? 0) * row.pages, 0) / lastPages : null,
     rebuilds,
     rowsPerRebuild: rebuilds > 0 ? rows / rebuilds : null,
     extraRowsPerRebuild:
       rebuilds > 0 && phase.costs.rowsRead !== null && without.costs.rowsRead !== null
-        ? (phase.costs.rowsRead - (without.costs.rowsRead / without.generator.seconds) * phase.generator.seconds) / rebuilds
+        ? (phase.costs.rowsRead - (without.costs.rowsRead / without.generator.seconds) * phase.generator.seconds) /
+          rebuilds
         : null,
     pageP99UntilBack: Math.max(0, ...recovering.map((bucket) => bucket.p99)),
   };
@@ -539,19 +608,33 @@ function report(input: {
     if (phase) ratesAlone[operation] = phase.requests / phase.generator.seconds;
   }
   const predicted = partsCapacity(SHARES, ratesAlone);
-  const perRequest = (phase: PhaseResult, value: number | null) => (value === null || phase.requests === 0 ? null : value / phase.requests);
+  const perRequest = (phase: PhaseResult, value: number | null) =>
+    value === null || phase.requests === 0 ? null : value / phase.requests;
   const fixed = (value: number | null, digits = 1) => (value === null ? '-' : value.toFixed(digits));
   const cell = (phase: PhaseResult, operation: Operation) => {
     const op = phase.generator.operations[operation];
     return op ? `${op.p50.toFixed(1)} / ${op.p99.toFixed(1)}` : '-';
   };
-  const opRate = (phase: PhaseResult, operation: Operation) => (phase.generator.operations[operation]?.count ?? 0) / phase.generator.seconds;
+  const opRate = (phase: PhaseResult, operation: Operation) =>
+    (phase.generator.operations[operation]?.count ?? 0) / phase.generator.seconds;
 
   console.log('');
   console.log('Per operation (latency p50 / p99 in ms; costs per request measured alone, a publish with its fan-out)');
-  const header = ['operation', 'share', 'alone rate', 'alone p50/p99', 'SQL', 'Redis', 'rows', 'mix@peak rate', 'mix@peak p50/p99', 'half-peak p50/p99'];
+  const header = [
+    'operation',
+    'share',
+    'alone rate',
+    'alone p50/p99',
+    'SQL',
+    'Redis',
+    'rows',
+    'mix@peak rate',
+    'mix@peak p50/p99',
+    'half-peak p50/p99',
+  ];
   const widths = [18, 6, 11, 15, 6, 7, 7, 14, 17, 18];
-  const line = (cells: string[]) => console.log(cells.map((text, i) => (i === 0 ? text.padEnd(widths[i]) : text.padStart(widths[i]))).join(' '));
+  const line = (cells: string[]) =>
+    console.log(cells.map((text, i) => (i === 0 ? text.padEnd(widths[i]) : text.padStart(widths[i]))).join(' '));
   line(header);
   const total = OPERATIONS.reduce((sum, operation) => sum + SHARES[operation], 0);
   for (const operation of OPERATIONS) {
@@ -584,9 +667,11 @@ function report(input: {
   ]);
 
   const lagOf = (phase: PhaseResult) => summarize(phase.fanoutLagSeconds.map((seconds) => seconds * 1000));
-  const pages = (phase: PhaseResult) => Math.max(phase.generator.operations.first?.p99 ?? 0, phase.generator.operations.deeper?.p99 ?? 0);
+  const pages = (phase: PhaseResult) =>
+    Math.max(phase.generator.operations.first?.p99 ?? 0, phase.generator.operations.deeper?.p99 ?? 0);
   const errors = [...Object.values(alone), mixPeak, half, lost.phase].reduce(
-    (sum, phase) => sum + Object.values(phase.generator.operations).reduce((n, op) => n + op.errors, 0) + phase.generator.abandoned,
+    (sum, phase) =>
+      sum + Object.values(phase.generator.operations).reduce((n, op) => n + op.errors, 0) + phase.generator.abandoned,
     0,
   );
   const firstRate = ratesAlone.first;
@@ -625,17 +710,26 @@ function report(input: {
 
   console.log('');
   console.log('Summary');
-  console.log(`  mix at peak: ${rate(peakRate)}; its parts alone predict ${rate(predicted)} (1 / sum(share / rate alone))`);
+  console.log(
+    `  mix at peak: ${rate(peakRate)}; its parts alone predict ${rate(predicted)} (1 / sum(share / rate alone))`,
+  );
   console.log(`  mix vs parts:                ${mixRatio.toFixed(2)}x  (target >= 0.9x)`);
-  if (firstRate && publishRate) console.log(`  publishes alone / first pages alone: ${(publishRate / firstRate).toFixed(2)}x  (target >= 0.5x)`);
+  if (firstRate && publishRate)
+    console.log(`  publishes alone / first pages alone: ${(publishRate / firstRate).toFixed(2)}x  (target >= 0.5x)`);
   console.log(`  feed page p99 at half peak (${halfRate}/s, open loop): ${ms(pages(half))}  (target < 50 ms)`);
-  console.log(`  fan-out lag p99 at half peak: ${ms(lagOf(half).p99)} (${lagOf(half).count} fan-outs); with the mix at peak: ${ms(lagOf(mixPeak).p99)}`);
+  console.log(
+    `  fan-out lag p99 at half peak: ${ms(lagOf(half).p99)} (${lagOf(half).count} fan-outs); with the mix at peak: ${ms(lagOf(mixPeak).p99)}`,
+  );
   console.log(
     `  Redis lost: inboxes back for returning readers after ${lost.backAfterSeconds === null ? 'more than the run' : `${lost.backAfterSeconds} s`}, ` +
       `page p99 until then ${ms(lost.pageP99UntilBack)}, ${fixed(lost.rowsPerRebuild, 0)} rows per rebuild snapshot, ` +
       `${fixed(lost.extraRowsPerRebuild, 0)} MySQL rows read per rebuild`,
   );
-  const generatorCpu = Math.max(...[...Object.values(alone), mixPeak, half, lost.phase].map((phase) => phase.generator.cpuSeconds / phase.generator.seconds));
+  const generatorCpu = Math.max(
+    ...[...Object.values(alone), mixPeak, half, lost.phase].map(
+      (phase) => phase.generator.cpuSeconds / phase.generator.seconds,
+    ),
+  );
   console.log(`  load generator (another process): at most ${Math.round(generatorCpu * 100)}% of a core in a phase`);
   console.log(`  errors: ${errors}${errors > 0 ? '  (must be 0)' : ''}`);
 
@@ -655,7 +749,16 @@ function report(input: {
     });
     console.log(
       JSON.stringify({
-        settings: { users: USERS, follows: FOLLOWS, zipf: ZIPF, blogs: BLOGS, active: ACTIVE, duration: DURATION, connections: CONNECTIONS, shares: SHARES },
+        settings: {
+          users: USERS,
+          follows: FOLLOWS,
+          zipf: ZIPF,
+          blogs: BLOGS,
+          active: ACTIVE,
+          duration: DURATION,
+          connections: CONNECTIONS,
+          shares: SHARES,
+        },
         graph: {
           follows: input.graph.follows,
           bigAuthors: input.graph.bigAuthors,
@@ -666,7 +769,12 @@ function report(input: {
         mixPeak: phaseJson(mixPeak),
         half: phaseJson(half),
         lost: { ...lost, phase: phaseJson(lost.phase) },
-        ratios: { predicted, mixVsParts: mixRatio, publishVsPages: firstRate && publishRate ? publishRate / firstRate : null, pageP99AtHalf: pages(half) },
+        ratios: {
+          predicted,
+          mixVsParts: mixRatio,
+          publishVsPages: firstRate && publishRate ? publishRate / firstRate : null,
+          pageP99AtHalf: pages(half),
+        },
         errors,
       }),
     );
@@ -675,7 +783,9 @@ function report(input: {
 }
 
 async function runGenerator(specFile: string, onStart?: () => void): Promise<GeneratorResult> {
-  const child = spawn(process.execPath, [join(__dirname, 'mixed.generator.js'), specFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(__dirname, 'mixed.generator.js'), specFile], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => {
     const before = output;
@@ -698,7 +808,11 @@ interface PrivateRedis {
 /** A redis-server of the run's own (no persistence), on a free port. */
 async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = 17_000 + Math.floor(Math.random() * 2000);
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const server = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' },
+  );
   const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 50, retryStrategy: () => 50 });
   // Refused until the server listens: ioredis retries, and the ping waits for it.
   client.on('error', () => {});
@@ -735,7 +849,9 @@ class RowsRead {
     server.pathname = '/';
     const connection = await createConnection({ uri: server.toString() });
     try {
-      const [rows] = (await connection.query("SHOW VARIABLES LIKE 'userstat'")) as unknown as [Array<{ Value: string }>];
+      const [rows] = (await connection.query("SHOW VARIABLES LIKE 'userstat'")) as unknown as [
+        Array<{ Value: string }>,
+      ];
       if (rows.length === 0) throw new Error('no userstat');
       if (rows[0].Value !== 'ON') await connection.query('SET GLOBAL userstat = 1');
       return new RowsRead(connection, schema, rows[0].Value === 'ON' ? null : rows[0].Value);
@@ -747,9 +863,10 @@ class RowsRead {
 
   async total(): Promise<number | null> {
     if (!this.connection) return null;
-    const [rows] = (await this.connection.query('SELECT COALESCE(SUM(ROWS_READ), 0) AS n FROM information_schema.TABLE_STATISTICS WHERE TABLE_SCHEMA = ?', [
-      this.schema,
-    ])) as unknown as [Array<{ n: string }>];
+    const [rows] = (await this.connection.query(
+      'SELECT COALESCE(SUM(ROWS_READ), 0) AS n FROM information_schema.TABLE_STATISTICS WHERE TABLE_SCHEMA = ?',
+      [this.schema],
+    )) as unknown as [Array<{ n: string }>];
     return Number(rows[0].n);
   }
 

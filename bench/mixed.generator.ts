@@ -13,7 +13,17 @@
  */
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
-import { dueBetween, LatencySummary, Operation, OPERATIONS, pickOperation, seededRandom, Shares, summarize, zipfSampler } from './mixed.model';
+import {
+  dueBetween,
+  LatencySummary,
+  Operation,
+  OPERATIONS,
+  pickOperation,
+  seededRandom,
+  Shares,
+  summarize,
+  zipfSampler,
+} from './mixed.model';
 
 export interface GeneratorSpec {
   url: string;
@@ -27,7 +37,8 @@ export interface GeneratorSpec {
   /** Blogs to like. */
   blogIds: string[];
   shares: Shares;
-  mode: { kind: 'closed'; connections: number } | { kind: 'open'; rate: number } | { kind: 'each'; connections: number };
+  mode:
+    { kind: 'closed'; connections: number } | { kind: 'open'; rate: number } | { kind: 'each'; connections: number };
   durationSeconds: number;
   seed: number;
   /** Feed pages' latency per second (the "Redis lost" timeline). */
@@ -56,7 +67,8 @@ const FEED = `query($after: String) { followFeed(first: 10, after: $after) {
   pageInfo { hasNextPage endCursor } } }`;
 const PROFILE = `query($id: ID!) { user(id: $id) { id nickName followerCount followingCount isFollowedByViewer
   blogs(first: 10) { edges { cursor node { id title content likeCount isLiked createdAt } } pageInfo { hasNextPage endCursor } } } }`;
-const PUBLISH = 'mutation($t: String!) { publishBlogEdge(input: { title: $t, content: "Posted during bench:mixed." }) { cursor node { id } } }';
+const PUBLISH =
+  'mutation($t: String!) { publishBlogEdge(input: { title: $t, content: "Posted during bench:mixed." }) { cursor node { id } } }';
 const LIKE = 'mutation($b: ID!, $l: Boolean!) { likeBlog(blogId: $b, liked: $l) { id likeCount isLiked } }';
 const FOLLOW = 'mutation($u: ID!, $f: Boolean!) { followUser(userId: $u, follow: $f) { user { id followerCount } } }';
 
@@ -81,25 +93,48 @@ async function main(): Promise<void> {
     const viewer = spec.viewers[index];
     switch (operation) {
       case 'first':
-        return { token: viewer.token, viewer: index, body: JSON.stringify({ query: FEED, variables: { after: null } }) };
+        return {
+          token: viewer.token,
+          viewer: index,
+          body: JSON.stringify({ query: FEED, variables: { after: null } }),
+        };
       case 'deeper': {
         const deep = any(spec.deep);
-        return { token: spec.viewers[deep.viewer].token, viewer: deep.viewer, body: JSON.stringify({ query: FEED, variables: { after: deep.after } }) };
+        return {
+          token: spec.viewers[deep.viewer].token,
+          viewer: deep.viewer,
+          body: JSON.stringify({ query: FEED, variables: { after: deep.after } }),
+        };
       }
       case 'profile':
-        return { token: viewer.token, viewer: index, body: JSON.stringify({ query: PROFILE, variables: { id: spec.ranked[popular()] } }) };
+        return {
+          token: viewer.token,
+          viewer: index,
+          body: JSON.stringify({ query: PROFILE, variables: { id: spec.ranked[popular()] } }),
+        };
       case 'publish':
         return {
           token: viewer.token,
           viewer: index,
-          body: JSON.stringify({ query: PUBLISH, variables: { t: `mixed ${Date.now()} ${Math.floor(random() * 1e9)}` } }),
+          body: JSON.stringify({
+            query: PUBLISH,
+            variables: { t: `mixed ${Date.now()} ${Math.floor(random() * 1e9)}` },
+          }),
         };
       case 'like':
-        return { token: viewer.token, viewer: index, body: JSON.stringify({ query: LIKE, variables: { b: any(spec.blogIds), l: random() < 0.6 } }) };
+        return {
+          token: viewer.token,
+          viewer: index,
+          body: JSON.stringify({ query: LIKE, variables: { b: any(spec.blogIds), l: random() < 0.6 } }),
+        };
       case 'follow': {
         let target = spec.ranked[popular()];
         while (target === viewer.userId) target = spec.ranked[popular()];
-        return { token: viewer.token, viewer: index, body: JSON.stringify({ query: FOLLOW, variables: { u: target, f: random() < 0.6 } }) };
+        return {
+          token: viewer.token,
+          viewer: index,
+          body: JSON.stringify({ query: FOLLOW, variables: { u: target, f: random() < 0.6 } }),
+        };
       }
     }
   };
@@ -118,14 +153,22 @@ async function main(): Promise<void> {
           port: url.port,
           path: url.pathname,
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${token}` },
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+            authorization: `Bearer ${token}`,
+          },
         },
         (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
           response.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
-            resolve(response.statusCode !== 200 || text.includes('"errors"') ? `${response.statusCode}: ${text.slice(0, 300)}` : null);
+            resolve(
+              response.statusCode !== 200 || text.includes('"errors"')
+                ? `${response.statusCode}: ${text.slice(0, 300)}`
+                : null,
+            );
           });
           response.on('error', (error) => resolve(String(error)));
         },
@@ -138,7 +181,9 @@ async function main(): Promise<void> {
     });
 
   const latencies = new Map<Operation, number[]>(OPERATIONS.map((operation) => [operation, []]));
-  const errors = new Map<Operation, { count: number; first?: string }>(OPERATIONS.map((operation) => [operation, { count: 0 }]));
+  const errors = new Map<Operation, { count: number; first?: string }>(
+    OPERATIONS.map((operation) => [operation, { count: 0 }]),
+  );
   const perSecond: Array<{ pages: number[]; errors: number; returning: number }> = [];
   /** Per reader, when their first page since the mark was due. */
   const firstSinceMark = new Map<number, number>();
@@ -228,7 +273,14 @@ async function main(): Promise<void> {
     result.series = Array.from({ length: perSecond.length }, (_, second) => {
       const bucket = perSecond[second] as (typeof perSecond)[number] | undefined;
       const summary = summarize(bucket?.pages ?? []);
-      return { second, pages: summary.count, p50: summary.p50, p99: summary.p99, errors: bucket?.errors ?? 0, returning: bucket?.returning ?? 0 };
+      return {
+        second,
+        pages: summary.count,
+        p50: summary.p50,
+        p99: summary.p99,
+        errors: bucket?.errors ?? 0,
+        returning: bucket?.returning ?? 0,
+      };
     });
   }
   console.log(JSON.stringify(result));

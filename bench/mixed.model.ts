@@ -10,7 +10,14 @@ export type Operation = (typeof OPERATIONS)[number];
 export type Shares = Partial<Record<Operation, number>>;
 
 /** The issue's default mix (percent): first feed pages, deeper pages, profiles, publishes, likes, follows. */
-export const DEFAULT_SHARES: Record<Operation, number> = { first: 45, deeper: 15, profile: 25, publish: 8, like: 5, follow: 2 };
+export const DEFAULT_SHARES: Record<Operation, number> = {
+  first: 45,
+  deeper: 15,
+  profile: 25,
+  publish: 8,
+  like: 5,
+  follow: 2,
+};
 
 /** mulberry32: a fast seeded generator of uniform numbers in [0, 1), so that a run's graph is reproducible. */
 export function seededRandom(seed: number): () => number {
@@ -86,11 +93,14 @@ export function parseShares(text: string): Record<Operation, number> {
     .filter(Boolean)) {
     const [name, raw] = part.split('=');
     const value = Number(raw);
-    if (!(OPERATIONS as readonly string[]).includes(name)) throw new Error(`MIXED_SHARES: unknown operation "${name}" (known: ${OPERATIONS.join(', ')})`);
-    if (!Number.isFinite(value) || value < 0) throw new Error(`MIXED_SHARES: ${name} must be a number >= 0 (got "${raw}")`);
+    if (!(OPERATIONS as readonly string[]).includes(name))
+      throw new Error(`MIXED_SHARES: unknown operation "${name}" (known: ${OPERATIONS.join(', ')})`);
+    if (!Number.isFinite(value) || value < 0)
+      throw new Error(`MIXED_SHARES: ${name} must be a number >= 0 (got "${raw}")`);
     shares[name as Operation] = value;
   }
-  if (OPERATIONS.every((operation) => shares[operation] === 0)) throw new Error('MIXED_SHARES: at least one share must be above 0');
+  if (OPERATIONS.every((operation) => shares[operation] === 0))
+    throw new Error('MIXED_SHARES: at least one share must be above 0');
   return shares;
 }
 

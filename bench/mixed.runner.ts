@@ -95,7 +95,13 @@ async function main(): Promise<void> {
   const result: Record<string, unknown> = { seconds };
   for (const [operation, { latencies, errors, firstError }] of stats) {
     latencies.sort((a, b) => a - b);
-    result[operation] = { count: latencies.length, errors, p50: percentile(latencies, 50), p99: percentile(latencies, 99), firstError };
+    result[operation] = {
+      count: latencies.length,
+      errors,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      firstError,
+    };
   }
   console.log(JSON.stringify(result));
 }

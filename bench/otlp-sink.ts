@@ -26,4 +26,7 @@ http
   })
   .listen(port, '127.0.0.1', () => console.log(`OTLP sink on http://127.0.0.1:${port}`));
 
-setInterval(() => console.log(`received ${requests} exports, ${spans} spans, ${(bytes / 1e6).toFixed(1)} MB`), 10_000).unref();
+setInterval(
+  () => console.log(`received ${requests} exports, ${spans} spans, ${(bytes / 1e6).toFixed(1)} MB`),
+  10_000,
+).unref();

@@ -21,6 +21,12 @@ import { loadConfig } from '../src/kernel/config';
 import { registerTracing } from '../src/telemetry';
 
 const { operations } = loadConfig({ ...process.env, JWT_SECRET: 'bench-secret-bench-secret' });
-registerTracing({ sdkTraceNode, exporter, resources, instrumentation, http, graphql, mysql2, ioredis }, operations, 'follow-feed-bench');
+registerTracing(
+  { sdkTraceNode, exporter, resources, instrumentation, http, graphql, mysql2, ioredis },
+  operations,
+  'follow-feed-bench',
+);
 if (operations.otlpEndpoint)
-  console.log(`tracing on: spans to ${operations.otlpEndpoint} (OTEL_TRACES_SAMPLER=${process.env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on'})`);
+  console.log(
+    `tracing on: spans to ${operations.otlpEndpoint} (OTEL_TRACES_SAMPLER=${process.env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on'})`,
+  );

@@ -46,13 +46,20 @@ function operation(document: TypedDocumentNode<unknown, never>): { documentId: s
 }
 
 /** A minimal typed client: the document fixes the types of `variables` and of the result. */
-async function request<Result, Variables>(document: TypedDocumentNode<Result, Variables>, variables: Variables, token?: string): Promise<Result> {
+async function request<Result, Variables>(
+  document: TypedDocumentNode<Result, Variables>,
+  variables: Variables,
+  token?: string,
+): Promise<Result> {
   const response = await fetch(API_URL, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify({ ...operation(document), variables }),
   });
-  const body = (await response.json()) as { data?: Result; errors?: Array<{ message: string; extensions?: { code?: string } }> };
+  const body = (await response.json()) as {
+    data?: Result;
+    errors?: Array<{ message: string; extensions?: { code?: string } }>;
+  };
   if (body.errors?.length || !body.data) {
     throw new Error(`GraphQL error: ${body.errors?.map((e) => `${e.extensions?.code}: ${e.message}`).join('; ')}`);
   }
@@ -66,15 +73,22 @@ async function main(): Promise<void> {
   // Finding the author by nickName typed in another case (the search folds case and width): the
   // exact match comes first, before longer nickNames that start the same.
   const typed = `AUTHOR-${suffix.toUpperCase()}`;
-  const found = (await request(SearchUsersDocument, { search: typed, first: 5 }, reader.token)).users.edges.map((edge) => edge.node);
+  const found = (await request(SearchUsersDocument, { search: typed, first: 5 }, reader.token)).users.edges.map(
+    (edge) => edge.node,
+  );
   console.log(`search "${typed}": ${found.map((user) => user.nickName).join(', ')}`);
   const followed = await request(FollowDocument, { userId: found[0].id }, reader.token);
   console.log(
     `${followed.followUser.user.nickName} has ${followed.followUser.user.followerCount} follower(s); the reader follows ${followed.followUser.viewer.followingCount}`,
   );
   for (let i = 1; i <= 5; i += 1) {
-    const edge = (await request(PublishBlogDocument, { input: { title: `Example post ${i}`, content: 'Written by the example client.' } }, author.token))
-      .publishBlogEdge;
+    const edge = (
+      await request(
+        PublishBlogDocument,
+        { input: { title: `Example post ${i}`, content: 'Written by the example client.' } },
+        author.token,
+      )
+    ).publishBlogEdge;
     if (!edge.cursor) throw new Error('a published blog came without its feed cursor');
   }
   // Fan-out is asynchronous (and a new follow's blogs come in at once): the feed may take a moment.
@@ -83,7 +97,8 @@ async function main(): Promise<void> {
   let top: string | null | undefined = null;
   let page = 1;
   do {
-    const feed: FollowFeedQuery['followFeed'] = (await request(FollowFeedDocument, { first: 2, after }, reader.token)).followFeed;
+    const feed: FollowFeedQuery['followFeed'] = (await request(FollowFeedDocument, { first: 2, after }, reader.token))
+      .followFeed;
     const titles = feed.edges.map((edge) => `${edge.node.title} by ${edge.node.author.nickName}`);
     console.log(`page ${page}: ${titles.join(', ') || '(empty)'}`);
     top ??= feed.pageInfo.startCursor;
@@ -91,11 +106,17 @@ async function main(): Promise<void> {
     page += 1;
   } while (after);
   const listed = (await request(FollowersDocument, { userId: author.user.id, first: 10 })).user;
-  console.log(`followers of ${listed?.nickName}: ${listed?.followers.edges.map((edge) => edge.node.nickName).join(', ')}`);
+  console.log(
+    `followers of ${listed?.nickName}: ${listed?.followers.edges.map((edge) => edge.node.nickName).join(', ')}`,
+  );
   if (!top) throw new Error('the feed came back empty');
 
   // "New posts": one more blog; the count for a banner, then the page above the top the client shows.
-  await request(PublishBlogDocument, { input: { title: 'Example post 6', content: 'Newer than the top.' } }, author.token);
+  await request(
+    PublishBlogDocument,
+    { input: { title: 'Example post 6', content: 'Newer than the top.' } },
+    author.token,
+  );
   const count = (await request(NewPostCountDocument, { before: top }, reader.token)).followFeedNewCount;
   console.log(`new posts: ${count}`);
   const newer = (await request(NewerPostsDocument, { last: 10, before: top }, reader.token)).followFeed;
@@ -103,17 +124,29 @@ async function main(): Promise<void> {
   const newest = newer.pageInfo.startCursor ?? top;
 
   // While the client is away one more blog comes; it resumes the live feed from its newest cursor.
-  await request(PublishBlogDocument, { input: { title: 'Example post 7', content: 'Published while away.' } }, author.token);
+  await request(
+    PublishBlogDocument,
+    { input: { title: 'Example post 7', content: 'Published while away.' } },
+    author.token,
+  );
 
   // The live feed: the same address over WebSocket, the token in connection_init.
-  const live = createClient({ url: API_URL.replace(/^http/, 'ws'), webSocketImpl: WebSocket, connectionParams: { authorization: `Bearer ${reader.token}` } });
+  const live = createClient({
+    url: API_URL.replace(/^http/, 'ws'),
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: `Bearer ${reader.token}` },
+  });
   const connected = new Promise<void>((resolve) => live.on('connected', () => resolve()));
   const edges: Array<NewPostsSubscription['followFeedAdded']> = [];
   const arrived = new Promise<void>((resolve, reject) => {
     live.subscribe<NewPostsSubscription>(
       // Over WebSocket a trusted document's id goes in the extensions, with an empty query.
       DOCUMENT_IDS
-        ? { query: '', variables: { after: newest }, extensions: { persistedQuery: { version: 1, sha256Hash: documentId(NewPostsDocument) } } }
+        ? {
+            query: '',
+            variables: { after: newest },
+            extensions: { persistedQuery: { version: 1, sha256Hash: documentId(NewPostsDocument) } },
+          }
         : { query: print(NewPostsDocument), variables: { after: newest } },
       {
         next: (result) => {

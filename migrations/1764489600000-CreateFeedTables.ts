@@ -21,7 +21,13 @@ const timestamp = (name: string, isNullable = false): TableColumnOptions => ({
   isNullable,
 });
 // utf8mb4 so titles, nicknames and content keep every character (emoji included) verbatim.
-const text = (name: string, type: 'varchar' | 'text', length?: number, isNullable = false, collation = 'utf8mb4_unicode_ci'): TableColumnOptions => ({
+const text = (
+  name: string,
+  type: 'varchar' | 'text',
+  length?: number,
+  isNullable = false,
+  collation = 'utf8mb4_unicode_ci',
+): TableColumnOptions => ({
   name,
   type,
   length: length === undefined ? undefined : String(length),
@@ -82,7 +88,11 @@ export class CreateFeedTables1764489600000 implements MigrationInterface {
     await queryRunner.createTable(
       tableFor(queryRunner, {
         name: 'tb_blog_like',
-        columns: [{ ...bigint('blog_id'), isPrimary: true }, { ...bigint('user_id'), isPrimary: true }, timestamp('created_at')],
+        columns: [
+          { ...bigint('blog_id'), isPrimary: true },
+          { ...bigint('user_id'), isPrimary: true },
+          timestamp('created_at'),
+        ],
         indices: [{ name: 'ix_like_user_blog', columnNames: ['user_id', 'blog_id'] }],
       }),
     );

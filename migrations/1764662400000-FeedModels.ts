@@ -11,7 +11,10 @@ export class FeedModels1764662400000 implements MigrationInterface {
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.addColumn('tb_blog', new TableColumn({ name: 'pushed', type: 'boolean', default: true }));
-    await queryRunner.addColumn('tb_user', new TableColumn({ name: 'has_pulled_blogs', type: 'boolean', default: false }));
+    await queryRunner.addColumn(
+      'tb_user',
+      new TableColumn({ name: 'has_pulled_blogs', type: 'boolean', default: false }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -9,7 +9,10 @@ export class FanoutRetention1764835200000 implements MigrationInterface {
   name = 'FanoutRetention1764835200000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.createIndex('tb_fanout_task', new TableIndex({ name: 'ix_fanout_task_finished', columnNames: ['status', 'finished_at'] }));
+    await queryRunner.createIndex(
+      'tb_fanout_task',
+      new TableIndex({ name: 'ix_fanout_task_finished', columnNames: ['status', 'finished_at'] }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -13,6 +13,9 @@ export class DropLastActiveAt1764921600000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumn('tb_user', new TableColumn({ name: 'last_active_at', type: 'datetime', precision: 3, isNullable: true }));
+    await queryRunner.addColumn(
+      'tb_user',
+      new TableColumn({ name: 'last_active_at', type: 'datetime', precision: 3, isNullable: true }),
+    );
   }
 }

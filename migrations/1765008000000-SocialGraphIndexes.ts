@@ -10,11 +10,26 @@ import { MigrationInterface, QueryRunner, TableIndex } from 'typeorm';
 
 const INDEXES: Array<{ table: string; index: TableIndex }> = [
   // A user's followers, most recent follow first.
-  { table: 'tb_follow', index: new TableIndex({ name: 'ix_follow_followee_created', columnNames: ['follow_user_id', 'created_at', 'user_id'] }) },
+  {
+    table: 'tb_follow',
+    index: new TableIndex({
+      name: 'ix_follow_followee_created',
+      columnNames: ['follow_user_id', 'created_at', 'user_id'],
+    }),
+  },
   // The users a user follows, most recent follow first (and the common follows, in that order).
-  { table: 'tb_follow', index: new TableIndex({ name: 'ix_follow_follower_created', columnNames: ['user_id', 'created_at', 'follow_user_id'] }) },
+  {
+    table: 'tb_follow',
+    index: new TableIndex({
+      name: 'ix_follow_follower_created',
+      columnNames: ['user_id', 'created_at', 'follow_user_id'],
+    }),
+  },
   // A blog's likers, earliest like first.
-  { table: 'tb_blog_like', index: new TableIndex({ name: 'ix_like_blog_created', columnNames: ['blog_id', 'created_at', 'user_id'] }) },
+  {
+    table: 'tb_blog_like',
+    index: new TableIndex({ name: 'ix_like_blog_created', columnNames: ['blog_id', 'created_at', 'user_id'] }),
+  },
 ];
 
 export class SocialGraphIndexes1765008000000 implements MigrationInterface {

@@ -14,7 +14,10 @@ export class BlogLiveIndex1765094400000 implements MigrationInterface {
   name = 'BlogLiveIndex1765094400000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.createIndex('tb_blog', new TableIndex({ name: 'ix_blog_user_live', columnNames: ['user_id', 'deleted_at', 'created_at', 'id'] }));
+    await queryRunner.createIndex(
+      'tb_blog',
+      new TableIndex({ name: 'ix_blog_user_live', columnNames: ['user_id', 'deleted_at', 'created_at', 'id'] }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

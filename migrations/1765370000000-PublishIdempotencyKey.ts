@@ -23,7 +23,10 @@ export class PublishIdempotencyKey1765370000000 implements MigrationInterface {
         ...(mysql ? { charset: 'ascii', collation: 'ascii_bin' } : {}),
       }),
     );
-    await queryRunner.createIndex('tb_blog', new TableIndex({ name: 'uq_blog_user_idempotency', columnNames: ['user_id', 'idempotency_key'], isUnique: true }));
+    await queryRunner.createIndex(
+      'tb_blog',
+      new TableIndex({ name: 'uq_blog_user_idempotency', columnNames: ['user_id', 'idempotency_key'], isUnique: true }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

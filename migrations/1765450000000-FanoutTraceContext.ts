@@ -11,7 +11,10 @@ export class FanoutTraceContext1765450000000 implements MigrationInterface {
   name = 'FanoutTraceContext1765450000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumn('tb_fanout_task', new TableColumn({ name: 'trace_context', type: 'varchar', length: '64', isNullable: true }));
+    await queryRunner.addColumn(
+      'tb_fanout_task',
+      new TableColumn({ name: 'trace_context', type: 'varchar', length: '64', isNullable: true }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -10,8 +10,14 @@ export class FanoutWatermarked1765872000000 implements MigrationInterface {
   name = 'FanoutWatermarked1765872000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumn('tb_fanout_task', new TableColumn({ name: 'watermarked', type: 'boolean', default: true }));
-    await queryRunner.createIndex('tb_fanout_task', new TableIndex({ name: 'ix_fanout_task_watermarked', columnNames: ['watermarked', 'status'] }));
+    await queryRunner.addColumn(
+      'tb_fanout_task',
+      new TableColumn({ name: 'watermarked', type: 'boolean', default: true }),
+    );
+    await queryRunner.createIndex(
+      'tb_fanout_task',
+      new TableIndex({ name: 'ix_fanout_task_watermarked', columnNames: ['watermarked', 'status'] }),
+    );
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

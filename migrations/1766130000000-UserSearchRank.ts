@@ -51,12 +51,21 @@ async function recordGeneratedColumn(queryRunner: QueryRunner, mysql: boolean, e
   await queryRunner.createTable(
     new Table({
       name: 'typeorm_metadata',
-      columns: [text('type', false), text('database'), text('schema'), text('table'), text('name'), { name: 'value', type: 'text', isNullable: true }],
+      columns: [
+        text('type', false),
+        text('database'),
+        text('schema'),
+        text('table'),
+        text('name'),
+        { name: 'value', type: 'text', isNullable: true },
+      ],
     }),
     true,
   );
   // On MySQL TypeORM looks the row up by the database's name (its "schema"); on SQLite by table alone.
-  const schema = mysql ? ((await queryRunner.query('SELECT DATABASE() AS name')) as Array<{ name: string }>)[0].name : undefined;
+  const schema = mysql
+    ? ((await queryRunner.query('SELECT DATABASE() AS name')) as Array<{ name: string }>)[0].name
+    : undefined;
   await queryRunner.manager
     .createQueryBuilder()
     .insert()

@@ -13,7 +13,10 @@ export class BlogEditsAndCacheDebts1766230000000 implements MigrationInterface {
   name = 'BlogEditsAndCacheDebts1766230000000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.addColumn('tb_blog', new TableColumn({ name: 'edited_at', type: 'datetime', precision: 3, isNullable: true }));
+    await queryRunner.addColumn(
+      'tb_blog',
+      new TableColumn({ name: 'edited_at', type: 'datetime', precision: 3, isNullable: true }),
+    );
     await queryRunner.createTable(
       tableFor(queryRunner, {
         name: 'tb_cache_debt',

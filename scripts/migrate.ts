@@ -21,10 +21,18 @@ async function main(): Promise<void> {
   const config = loadMigrationConfig();
   setLogLevel(config.logLevel);
   const log = new SqlStatementLog(logger);
-  const target = config.embedded ? `the embedded SQLite file ${resolve(config.embeddedDbFile)}` : `MySQL ${redactUrl(config.databaseUrl)}`;
+  const target = config.embedded
+    ? `the embedded SQLite file ${resolve(config.embeddedDbFile)}`
+    : `MySQL ${redactUrl(config.databaseUrl)}`;
   logger.info(`migrating ${target}`);
-  const ran = config.embedded ? await migrateSqlite(config.embeddedDbFile, log) : await migrateDatabase(config.databaseUrl, log);
-  logger.info(ran.length === 0 ? `no pending migrations on ${target}` : `ran ${ran.length} migration(s) on ${target}: ${ran.join(', ')}`);
+  const ran = config.embedded
+    ? await migrateSqlite(config.embeddedDbFile, log)
+    : await migrateDatabase(config.databaseUrl, log);
+  logger.info(
+    ran.length === 0
+      ? `no pending migrations on ${target}`
+      : `ran ${ran.length} migration(s) on ${target}: ${ran.join(', ')}`,
+  );
 }
 
 runEntryPoint(main);

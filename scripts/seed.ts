@@ -18,7 +18,8 @@ export const DEMO_PASSWORD = 'demo-password';
 
 function flag(name: string, fallback: number): number {
   const index = process.argv.indexOf(`--${name}`);
-  const raw = index >= 0 ? process.argv[index + 1] : process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
+  const raw =
+    index >= 0 ? process.argv[index + 1] : process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1];
   if (raw === undefined) return fallback;
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number (got "${raw}")`);
@@ -50,7 +51,9 @@ async function main(): Promise<void> {
   console.log(`Seeding ${describeStores(config)}`);
   const stores = await openStores(config, console);
   const { db, redis } = stores;
-  const [{ n: existing }] = await db.select<{ n: number }>('SELECT COUNT(*) AS n FROM tb_user WHERE nick_key = ?', ['demo1']);
+  const [{ n: existing }] = await db.select<{ n: number }>('SELECT COUNT(*) AS n FROM tb_user WHERE nick_key = ?', [
+    'demo1',
+  ]);
   if (Number(existing) > 0) {
     console.error('demo users already exist in this database (demo1, ...): nothing to do.');
     process.exit(1);
@@ -67,7 +70,9 @@ async function main(): Promise<void> {
       batch.map((nick) => [nick, nickNameKey(nick), hash, new Date(now)]),
     );
     // The new ids, in demo order (an INSERT reports only one id, and which one differs by database).
-    const rows = await db.select<{ id: number }>('SELECT id FROM tb_user WHERE nick_key IN (?) ORDER BY id', [batch.map(nickNameKey)]);
+    const rows = await db.select<{ id: number }>('SELECT id FROM tb_user WHERE nick_key IN (?) ORDER BY id', [
+      batch.map(nickNameKey),
+    ]);
     ids.push(...rows.map((row) => Number(row.id)));
     userBar(ids.length);
   }
@@ -102,21 +107,34 @@ async function main(): Promise<void> {
         // Every 5th blog shares its millisecond with the one before: ties, as in real feeds.
         const slot = k % 5 === 0 && k > 0 ? k - 1 : k;
         const at = now - Math.floor((slot / (users * blogsPerUser)) * week);
-        rows.push([ids[u], `Post ${b + 1} by demo${u + 1}`, `Something demo${u + 1} wanted to share (#${b + 1}).`, '[]', new Date(at)]);
+        rows.push([
+          ids[u],
+          `Post ${b + 1} by demo${u + 1}`,
+          `Something demo${u + 1} wanted to share (#${b + 1}).`,
+          '[]',
+          new Date(at),
+        ]);
       }
     }
     await db.insertRows('INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?', rows);
     blogBar(Math.min(users, start + 200));
   }
 
-  const blogIds = await db.select<{ id: string }>('SELECT id FROM tb_blog WHERE user_id BETWEEN ? AND ?', [ids[0], ids[ids.length - 1]]);
+  const blogIds = await db.select<{ id: string }>('SELECT id FROM tb_blog WHERE user_id BETWEEN ? AND ?', [
+    ids[0],
+    ids[ids.length - 1],
+  ]);
   if (blogIds.length > 0 && likes > 0) {
-    const rows = Array.from({ length: likes }, (_, i) => [Number(blogIds[(i * 31) % blogIds.length].id), ids[(i * 17) % users], new Date(now)]);
-    await db.insertRows('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', rows);
-    await db.write('UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id) WHERE user_id BETWEEN ? AND ?', [
-      ids[0],
-      ids[ids.length - 1],
+    const rows = Array.from({ length: likes }, (_, i) => [
+      Number(blogIds[(i * 31) % blogIds.length].id),
+      ids[(i * 17) % users],
+      new Date(now),
     ]);
+    await db.insertRows('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', rows);
+    await db.write(
+      'UPDATE tb_blog SET liked = (SELECT COUNT(*) FROM tb_blog_like l WHERE l.blog_id = tb_blog.id) WHERE user_id BETWEEN ? AND ?',
+      [ids[0], ids[ids.length - 1]],
+    );
   }
 
   if (redis && config.feedModel !== 'pull') {

@@ -30,7 +30,12 @@ export async function startApp(deps: CoreDeps): Promise<RunningApp> {
   core.feed.start();
   const workers: RunningWorkers | null =
     core.fanoutQueue && deps.config.fanoutWorkers > 0
-      ? startFanoutWorkers(core, deps.config.fanoutWorkers, { kind: 'own', sqlLog: new SqlStatementLog(logger) }, deps.now)
+      ? startFanoutWorkers(
+          core,
+          deps.config.fanoutWorkers,
+          { kind: 'own', sqlLog: new SqlStatementLog(logger) },
+          deps.now,
+        )
       : null;
   const api = await startApi(core, documents);
   return {

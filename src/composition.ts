@@ -139,7 +139,12 @@ export interface FeedDeps {
  * (feed/generation.ts) is checked at every reconnect and every GENERATION_CHECK_MS once
  * `start()`ed.
  */
-export function createFeedService(config: FeedConfig, db: Database, redis: RedisClient | null, deps: FeedDeps): FeedService {
+export function createFeedService(
+  config: FeedConfig,
+  db: Database,
+  redis: RedisClient | null,
+  deps: FeedDeps,
+): FeedService {
   const store = new FeedStore(db);
   const generation = redis ? new InboxGeneration(() => redisIdentity(redis), store, deps.warn) : null;
   if (redis && generation) redis.on('ready', () => generation.reconnected());
@@ -169,7 +174,11 @@ export function createFeedService(config: FeedConfig, db: Database, redis: Redis
  * process memory in the embedded mode. Readers' channels and authors' channels are two buses on
  * two key spaces, so a reader and an author with the same id never share a channel.
  */
-export function createLiveBuses(config: Pick<Config, 'redisKeyPrefix'>, redis: RedisClient | null, warn: FanoutLog): LiveBuses {
+export function createLiveBuses(
+  config: Pick<Config, 'redisKeyPrefix'>,
+  redis: RedisClient | null,
+  warn: FanoutLog,
+): LiveBuses {
   if (!redis) return { readers: new MemoryLiveBus(warn), authors: new MemoryLiveBus(warn) };
   return {
     readers: new RedisLiveBus({ redis, keys: new RedisKeys(config.redisKeyPrefix), warn }),
@@ -194,7 +203,10 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const keys = new RedisKeys(config.redisKeyPrefix);
   const fanoutQueue = redis ? new FanoutQueue(config) : null;
   const metrics = processMetrics(db, redis, fanoutQueue);
-  if (config.jwtSecret === null) throw new Error('no secret to sign tokens with: set JWT_SECRET (server.ts keeps a generated one in JWT_SECRET_FILE)');
+  if (config.jwtSecret === null)
+    throw new Error(
+      'no secret to sign tokens with: set JWT_SECRET (server.ts keeps a generated one in JWT_SECRET_FILE)',
+    );
   const authStore = new AuthStore(db);
   const sessions = new Sessions(authStore, redis ? new RedisSessionBus({ redis, keys, warn }) : null, {
     recheckMs: config.sessionRecheckSeconds * 1000,
@@ -209,17 +221,43 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
   const liveBuses = createLiveBuses(config, redis, warn);
   const liveFeed = new LiveFeed({ buses: liveBuses, store: new FeedStore(db), model: config.feedModel, warn });
-  const feed = createFeedService(config, db, redis, { warn, metrics, inFlight: fanoutStore ?? undefined, live: liveFeed, now });
+  const feed = createFeedService(config, db, redis, {
+    warn,
+    metrics,
+    inFlight: fanoutStore ?? undefined,
+    live: liveFeed,
+    now,
+  });
   metrics.watchRebuilds(() => feed.rebuildsInFlight());
-  const follows = new FollowService({ db, store: new FollowStore(db), users, feed, live: liveFeed, now, maxFollowing: config.maxFollowing });
+  const follows = new FollowService({
+    db,
+    store: new FollowStore(db),
+    users,
+    feed,
+    live: liveFeed,
+    now,
+    maxFollowing: config.maxFollowing,
+  });
   const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
-  const blogs = new BlogService({ db, store: new BlogStore(db), fanout, feed, live: liveFeed, now, cache: { writes: cacheWrites, hydration, users, warn } });
+  const blogs = new BlogService({
+    db,
+    store: new BlogStore(db),
+    fanout,
+    feed,
+    live: liveFeed,
+    now,
+    cache: { writes: cacheWrites, hydration, users, warn },
+  });
   const likes = new LikeService({ db, store: new LikeStore(db), blogs, now, cache: cacheWrites, hydration });
   // A new user's inbox is only a head start: like any missing inbox, it is built from MySQL on
   // the first feed read. So with Redis away the account is created and the sign-up succeeds
   // (failing it would make the retry say "taken"); the inbox is skipped with a warning.
   const openInbox = (id: number): Promise<void> =>
-    feed.openInbox(id).catch((error: unknown) => warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error));
+    feed
+      .openInbox(id)
+      .catch((error: unknown) =>
+        warn(`opening the inbox of new user ${id} failed; it is built on their first feed read`, error),
+      );
   const auth = new AuthService({
     users,
     passwords: new PasswordHasher(config.passwordHashCost),
@@ -280,7 +318,8 @@ export function startFanoutWorkers(
 ): RunningWorkers {
   const { config, redis, fanoutQueue: queue, metrics, warn } = core;
   if (!redis || !queue) throw new Error('fan-out workers need Redis (the embedded mode fans nothing out)');
-  const db = database.kind === 'shared' ? database.db : new MysqlPool(config.databaseUrl, poolLimits(config), database.sqlLog);
+  const db =
+    database.kind === 'shared' ? database.db : new MysqlPool(config.databaseUrl, poolLimits(config), database.sqlLog);
   const store = new FanoutStore(db, now);
   // Publishing only: a worker holds no subscriptions.
   const liveBuses = createLiveBuses(config, redis, warn);

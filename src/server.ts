@@ -26,13 +26,16 @@ async function main(): Promise<void> {
   // The first line says what the process runs on (the embedded mode must never be a surprise).
   logger.info(describeStores(loaded));
   const stores = await openStores(loaded, logger);
-  if (stores.redis && loaded.feedModel !== 'pull') void checkInboxEncoding(stores.redis, loaded.feedMaxItems, (message) => logger.warn(message));
+  if (stores.redis && loaded.feedModel !== 'pull')
+    void checkInboxEncoding(stores.redis, loaded.feedMaxItems, (message) => logger.warn(message));
   // Once the stores are open: a process that cannot serve makes no secret file.
   const config = withSigningSecret(loaded);
   const app = await startApp({ config, db: stores.db, redis: stores.redis });
   const workers = config.embedded ? 'no fan-out' : `FANOUT_WORKERS=${config.fanoutWorkers}`;
   const traced = config.operations.otlpEndpoint ? `, traces to ${config.operations.otlpEndpoint}` : '';
-  logger.info(`follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers}${traced})`);
+  logger.info(
+    `follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers}${traced})`,
+  );
   stopOnSignals(
     'finishing in-flight requests',
     async () => {

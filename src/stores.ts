@@ -30,13 +30,19 @@ export async function openStores(config: Config, log: LogSink, sqlLog = new SqlS
   const { migrateOnStart } = config.operations;
   if (config.embedded) {
     const db = await openSqlite(config.embeddedDbFile, sqlLog, migrateOnStart).catch((error: unknown) => {
-      throw new ConfigError(`cannot open the embedded database EMBEDDED_DB_FILE (${resolve(config.embeddedDbFile)}): ${reasonOf(error)}`);
+      throw new ConfigError(
+        `cannot open the embedded database EMBEDDED_DB_FILE (${resolve(config.embeddedDbFile)}): ${reasonOf(error)}`,
+      );
     });
     return { db, redis: null, close: () => db.close() };
   }
-  const primary = await openMysql(config.databaseUrl, sqlLog, poolLimits(config), migrateOnStart).catch((error: unknown) => {
-    throw new ConfigError(`cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${reasonOf(error)}`);
-  });
+  const primary = await openMysql(config.databaseUrl, sqlLog, poolLimits(config), migrateOnStart).catch(
+    (error: unknown) => {
+      throw new ConfigError(
+        `cannot open the database of DATABASE_URL (${redactUrl(config.databaseUrl)}): ${reasonOf(error)}`,
+      );
+    },
+  );
   const db = await withReplicas(primary, config, sqlLog);
   const redis = createRedis(config, (message) => log.warn(message));
   await checkMemoryPolicy(redis, (message) => log.warn(message)).catch(async (error: unknown) => {
@@ -90,6 +96,8 @@ export function describeStores(config: Config): string {
   const redis = config.redisClusterNodes
     ? `Redis Cluster ${config.redisClusterNodes.map((node) => `${node.host}:${node.port}`).join(',')}`
     : `Redis ${redactUrl(config.redisUrl)}`;
-  const replicas = config.databaseReplicaUrls.length ? ` (replicas ${config.databaseReplicaUrls.map(redactUrl).join(',')})` : '';
+  const replicas = config.databaseReplicaUrls.length
+    ? ` (replicas ${config.databaseReplicaUrls.map(redactUrl).join(',')})`
+    : '';
   return `MySQL ${redactUrl(config.databaseUrl)}${replicas}, ${redis}, FEED_MODEL=${config.feedModel}`;
 }

@@ -53,7 +53,11 @@ export async function startTracing(settings: TracingSettings, defaultServiceName
     import('@opentelemetry/instrumentation-mysql2'),
     import('@opentelemetry/instrumentation-ioredis'),
   ]);
-  return registerTracing({ sdkTraceNode, exporter, resources, instrumentation, http, graphql, mysql2, ioredis }, settings, defaultServiceName);
+  return registerTracing(
+    { sdkTraceNode, exporter, resources, instrumentation, http, graphql, mysql2, ioredis },
+    settings,
+    defaultServiceName,
+  );
 }
 
 /**
@@ -64,7 +68,11 @@ export function registerTracing(sdk: TracingSdk, settings: TracingSettings, defa
   if (!settings.otlpEndpoint) return OFF;
   const provider = new sdk.sdkTraceNode.NodeTracerProvider({
     resource: sdk.resources.resourceFromAttributes({ 'service.name': settings.serviceName ?? defaultServiceName }),
-    spanProcessors: [new sdk.sdkTraceNode.BatchSpanProcessor(new sdk.exporter.OTLPTraceExporter({ url: `${settings.otlpEndpoint}/v1/traces` }))],
+    spanProcessors: [
+      new sdk.sdkTraceNode.BatchSpanProcessor(
+        new sdk.exporter.OTLPTraceExporter({ url: `${settings.otlpEndpoint}/v1/traces` }),
+      ),
+    ],
   });
   // The global tracer provider, W3C trace context propagation, and an AsyncLocalStorage context manager.
   provider.register();
@@ -79,7 +87,10 @@ export function registerTracing(sdk: TracingSdk, settings: TracingSettings, defa
       new sdk.graphql.GraphQLInstrumentation({ ignoreResolveSpans: true, mergeItems: true }),
       // The statement as the stores wrote it: placeholders, no values (passwords, blog text).
       new sdk.mysql2.MySQL2Instrumentation({ maskStatement: true, maskStatementHook: (sql: string) => sql }),
-      new sdk.ioredis.IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command: string) => command }),
+      new sdk.ioredis.IORedisInstrumentation({
+        requireParentSpan: true,
+        dbStatementSerializer: (command: string) => command,
+      }),
     ],
   });
   return { shutdown: () => provider.shutdown() };

@@ -31,7 +31,13 @@ async function main(): Promise<void> {
     );
   }
   const tracing = await startTracing(config.operations, 'follow-feed-worker');
-  const [{ processMetrics, startFanoutWorkers }, { isMysql }, { FanoutQueue }, { breakerOf }, { describeStores, openStores }] = await Promise.all([
+  const [
+    { processMetrics, startFanoutWorkers },
+    { isMysql },
+    { FanoutQueue },
+    { breakerOf },
+    { describeStores, openStores },
+  ] = await Promise.all([
     import('./composition'),
     import('./db/mysql'),
     import('./fanout/fanout.queue'),
@@ -54,7 +60,9 @@ async function main(): Promise<void> {
     metricsToken: config.metricsToken,
     readiness: () => readiness(db, redis, () => breakerOf(redis)?.state ?? 'closed', workers.running()),
   });
-  logger.info(`fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid}); probes and metrics on ${probes.url}`);
+  logger.info(
+    `fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid}); probes and metrics on ${probes.url}`,
+  );
   stopOnSignals(
     'finishing running fan-out jobs',
     async () => {
@@ -74,7 +82,12 @@ async function main(): Promise<void> {
  * without Redis gets no jobs, so Redis down makes it not ready (jobs wait in the queue and the
  * outbox meanwhile; nothing is lost).
  */
-async function readiness(db: MysqlDatabase, redis: RedisClient, breaker: () => string, workersRunning: boolean): Promise<Readiness> {
+async function readiness(
+  db: MysqlDatabase,
+  redis: RedisClient,
+  breaker: () => string,
+  workersRunning: boolean,
+): Promise<Readiness> {
   const check = (name: string, probe: Promise<unknown>) =>
     withTimeout(probe, READY_TIMEOUT_MS, name).then(
       () => 'ok',

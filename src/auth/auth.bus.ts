@@ -102,7 +102,10 @@ export class RedisSessionBus implements SessionBus {
       () => undefined,
       (error: unknown) => {
         if (userId !== 0)
-          this.warn(`telling other processes that the sessions of user ${userId} ended failed; they find out by the skipped message number`, error);
+          this.warn(
+            `telling other processes that the sessions of user ${userId} ended failed; they find out by the skipped message number`,
+            error,
+          );
       },
     );
   }
@@ -115,7 +118,10 @@ export class RedisSessionBus implements SessionBus {
     if (this.subscriber) return;
     const channel = this.keys.sessions();
     const subscriber: RedisClient = isCluster(this.redis)
-      ? this.redis.duplicate([], { enableAutoPipelining: false, redisOptions: { connectionName: 'sessions', enableAutoPipelining: false } })
+      ? this.redis.duplicate([], {
+          enableAutoPipelining: false,
+          redisOptions: { connectionName: 'sessions', enableAutoPipelining: false },
+        })
       : this.redis.duplicate({ enableAutoPipelining: false, autoResubscribe: false, connectionName: 'sessions' });
     this.subscriber = subscriber;
     subscriber.on('message', (from: string, message: string) => {
@@ -131,7 +137,8 @@ export class RedisSessionBus implements SessionBus {
           this.heardAt = this.now();
           listener.missed();
         },
-        (error: unknown) => this.warn('subscribing to session changes failed; it is tried again at the next reconnection', error),
+        (error: unknown) =>
+          this.warn('subscribing to session changes failed; it is tried again at the next reconnection', error),
       );
     });
     subscriber.on('close', () => {
@@ -150,7 +157,10 @@ export class RedisSessionBus implements SessionBus {
     this.subscribed = false;
     const subscriber = this.subscriber;
     this.subscriber = undefined;
-    if (subscriber) await withTimeout(subscriber.quit(), CLOSE_TIMEOUT_MS, 'session changes: Redis').catch(() => subscriber.disconnect());
+    if (subscriber)
+      await withTimeout(subscriber.quit(), CLOSE_TIMEOUT_MS, 'session changes: Redis').catch(() =>
+        subscriber.disconnect(),
+      );
   }
 
   private received(message: string, listener: SessionBusListener): void {
@@ -168,6 +178,7 @@ export class RedisSessionBus implements SessionBus {
     this.senders.set(sender, { seq, at: now });
     if (silent || (last && seq !== last.seq + 1)) listener.missed();
     if (userId > 0) listener.changed(userId);
-    if (this.senders.size > 1000) for (const [id, heard] of this.senders) if (now - heard.at > FORGET_SENDER_MS) this.senders.delete(id);
+    if (this.senders.size > 1000)
+      for (const [id, heard] of this.senders) if (now - heard.at > FORGET_SENDER_MS) this.senders.delete(id);
   }
 }

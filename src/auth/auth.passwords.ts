@@ -19,7 +19,9 @@ const PARALLELISM = 1;
 function scryptAsync(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   // scrypt needs about 128 * N * r bytes; allow twice that over Node's 32 MiB default.
   const maxmem = 256 * (options.N ?? 16384) * (options.r ?? BLOCK_SIZE) + 1024 * 1024;
-  return new Promise((resolve, reject) => scrypt(password, salt, KEY_LENGTH, { ...options, maxmem }, (error, key) => (error ? reject(error) : resolve(key))));
+  return new Promise((resolve, reject) =>
+    scrypt(password, salt, KEY_LENGTH, { ...options, maxmem }, (error, key) => (error ? reject(error) : resolve(key))),
+  );
 }
 
 export class PasswordHasher {
@@ -41,7 +43,11 @@ export class PasswordHasher {
     const [scheme, n, r, p, salt, key] = stored.split('$');
     if (scheme !== 'scrypt' || !salt || !key) return { matches: false, outdated: false };
     const expected = Buffer.from(key, 'base64');
-    const actual = await scryptAsync(password, Buffer.from(salt, 'base64'), { N: Number(n), r: Number(r), p: Number(p) });
+    const actual = await scryptAsync(password, Buffer.from(salt, 'base64'), {
+      N: Number(n),
+      r: Number(r),
+      p: Number(p),
+    });
     const matches = actual.length === expected.length && timingSafeEqual(actual, expected);
     return { matches, outdated: Number(n) < this.cost || Number(r) < BLOCK_SIZE };
   }

@@ -10,7 +10,8 @@ export class AuthResolver {
   @Mutation(() => AuthPayload, { description: 'Creates an account and signs in' })
   async signUp(
     @Arg('nickName', () => String, {
-      description: '1..32 characters, no leading or trailing white space; unique without regard to case or width ("Alice" and "ａｌｉｃｅ" are one name)',
+      description:
+        '1..32 characters, no leading or trailing white space; unique without regard to case or width ("Alice" and "ａｌｉｃｅ" are one name)',
     })
     nickName: string,
     @Arg('password', () => String, { description: '8..256 characters' }) password: string,
@@ -23,7 +24,10 @@ export class AuthResolver {
     return payload;
   }
 
-  @Mutation(() => AuthPayload, { description: 'Signs in: a new session, whose token expires after a while (7 days unless the operator set otherwise)' })
+  @Mutation(() => AuthPayload, {
+    description:
+      'Signs in: a new session, whose token expires after a while (7 days unless the operator set otherwise)',
+  })
   async login(
     @Arg('nickName', () => String, { description: 'The nickName as signed up, in any case or width' }) nickName: string,
     @Arg('password', () => String, { description: 'The password' }) password: string,
@@ -33,19 +37,23 @@ export class AuthResolver {
     try {
       return await services.auth.login(nickName, password);
     } catch (error) {
-      if (error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED) await services.rateLimits.loginFailed(ip, nickName);
+      if (error instanceof GraphQLError && error.extensions.code === ErrorCode.UNAUTHENTICATED)
+        await services.rateLimits.loginFailed(ip, nickName);
       throw error;
     }
   }
 
-  @Mutation(() => Boolean, { description: "Ends this token's session: from then on the token is refused, in every API process. Always true." })
+  @Mutation(() => Boolean, {
+    description: "Ends this token's session: from then on the token is refused, in every API process. Always true.",
+  })
   async logout(@Ctx() { auth, services }: Context): Promise<boolean> {
     await services.auth.logout(viewerToken(auth));
     return true;
   }
 
   @Mutation(() => Boolean, {
-    description: 'Ends every session of the viewer, this one included: every token issued to them so far is refused, in every API process. Always true.',
+    description:
+      'Ends every session of the viewer, this one included: every token issued to them so far is refused, in every API process. Always true.',
   })
   async logoutEverywhere(@Ctx() { auth, services }: Context): Promise<boolean> {
     await services.auth.logoutEverywhere(viewerToken(auth).userId);

@@ -58,9 +58,14 @@ function readSecret(file: string): string | null {
   }
   const secret = text.trim();
   const problem = secretProblem(secret);
-  if (problem?.kind === 'short') throw new ConfigError(`JWT_SECRET_FILE (${file}) must hold at least ${MIN_JWT_SECRET_BYTES} bytes (got ${problem.bytes})`);
+  if (problem?.kind === 'short')
+    throw new ConfigError(
+      `JWT_SECRET_FILE (${file}) must hold at least ${MIN_JWT_SECRET_BYTES} bytes (got ${problem.bytes})`,
+    );
   if (problem?.kind === 'placeholder')
-    throw new ConfigError(`JWT_SECRET_FILE (${file}) holds a known placeholder, not a secret: delete the file to have one generated`);
+    throw new ConfigError(
+      `JWT_SECRET_FILE (${file}) holds a known placeholder, not a secret: delete the file to have one generated`,
+    );
   return secret;
 }
 

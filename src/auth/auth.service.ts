@@ -105,7 +105,10 @@ export class AuthService {
     try {
       await this.store.replacePasswordHash(found.user.dbId, found.passwordHash, await this.passwords.hash(password));
     } catch (error) {
-      this.warn(`upgrading the password hash of user ${found.user.dbId} failed; it is tried again at their next login`, error);
+      this.warn(
+        `upgrading the password hash of user ${found.user.dbId} failed; it is tried again at their next login`,
+        error,
+      );
     }
   }
 }

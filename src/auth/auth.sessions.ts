@@ -220,7 +220,10 @@ export class Sessions {
       try {
         states = await this.store.sessionStates(batch, new Date(this.now()));
       } catch (error) {
-        this.options.warn(`checking the sessions of ${batch.length} live subscribers failed; tried again in ${this.recheckMs} ms`, error);
+        this.options.warn(
+          `checking the sessions of ${batch.length} live subscribers failed; tried again in ${this.recheckMs} ms`,
+          error,
+        );
         continue;
       }
       for (const userId of batch) {

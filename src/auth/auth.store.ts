@@ -41,7 +41,11 @@ export class AuthStore {
    * so the table holds only the tokens ended within one token lifetime.
    */
   async revoke(jti: string, userId: number, expiresAt: Date, now: Date): Promise<void> {
-    await this.db.write('INSERT IGNORE INTO tb_revoked_token (jti, user_id, expires_at) VALUES (?, ?, ?)', [jti, userId, expiresAt]);
+    await this.db.write('INSERT IGNORE INTO tb_revoked_token (jti, user_id, expires_at) VALUES (?, ?, ?)', [
+      jti,
+      userId,
+      expiresAt,
+    ]);
     await this.db.write('DELETE FROM tb_revoked_token WHERE expires_at <= ?', [now]);
   }
 

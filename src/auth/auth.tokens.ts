@@ -99,7 +99,8 @@ export class TokenService {
       this.remember(token, viewer);
       return viewer;
     } catch (error) {
-      if (error instanceof jwt.TokenExpiredError) return { kind: 'rejected', reason: 'the token has expired; log in again' };
+      if (error instanceof jwt.TokenExpiredError)
+        return { kind: 'rejected', reason: 'the token has expired; log in again' };
       return { kind: 'rejected', reason: 'the token is invalid (bad signature or format)' };
     }
   }

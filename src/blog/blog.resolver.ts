@@ -7,16 +7,27 @@ import { Blog, BlogEdge, PublishBlogInput, UpdateBlogInput } from './blog.types'
 
 @Resolver(() => Blog)
 export class BlogResolver {
-  @Query(() => Blog, { nullable: true, description: 'The blog with this global id; null when there is none or it was deleted' })
-  blog(@Arg('id', () => ID, { description: 'Global id of a blog (Blog.id)' }) id: string, @Ctx() { loaders }: Context): Promise<Blog | null> {
+  @Query(() => Blog, {
+    nullable: true,
+    description: 'The blog with this global id; null when there is none or it was deleted',
+  })
+  blog(
+    @Arg('id', () => ID, { description: 'Global id of a blog (Blog.id)' }) id: string,
+    @Ctx() { loaders }: Context,
+  ): Promise<Blog | null> {
     return loaders.blog.load(idOfType(id, 'Blog', 'id'));
   }
 
   @Mutation(() => Blog, {
-    description: "Publishes a blog; it reaches the followers' feeds right after. With input.idempotencyKey, a retry returns the blog instead of a second one.",
-    deprecationReason: 'Use publishBlogEdge: the same blog with its feed cursor, ready to insert into a cached connection.',
+    description:
+      "Publishes a blog; it reaches the followers' feeds right after. With input.idempotencyKey, a retry returns the blog instead of a second one.",
+    deprecationReason:
+      'Use publishBlogEdge: the same blog with its feed cursor, ready to insert into a cached connection.',
   })
-  publishBlog(@Arg('input', () => PublishBlogInput, { description: 'The new blog' }) input: PublishBlogInput, @Ctx() context: Context): Promise<Blog> {
+  publishBlog(
+    @Arg('input', () => PublishBlogInput, { description: 'The new blog' }) input: PublishBlogInput,
+    @Ctx() context: Context,
+  ): Promise<Blog> {
     return publish(input, context);
   }
 
@@ -36,7 +47,8 @@ export class BlogResolver {
   }
 
   @Mutation(() => Blog, {
-    description: "Edits one's own blog: the fields given replace the old ones, and editedAt is set. FORBIDDEN for another user's blog (nothing changes).",
+    description:
+      "Edits one's own blog: the fields given replace the old ones, and editedAt is set. FORBIDDEN for another user's blog (nothing changes).",
   })
   async updateBlog(
     @Arg('input', () => UpdateBlogInput, { description: 'The blog and the fields to change' }) input: UpdateBlogInput,
@@ -54,7 +66,9 @@ export class BlogResolver {
     return blog;
   }
 
-  @Mutation(() => ID, { description: "Only the author may delete; the blog leaves every feed. Returns the deleted blog's id." })
+  @Mutation(() => ID, {
+    description: "Only the author may delete; the blog leaves every feed. Returns the deleted blog's id.",
+  })
   async deleteBlog(
     @Arg('blogId', () => ID, { description: "Global id of one of the viewer's blogs" }) blogId: string,
     @Ctx() { auth, services }: Context,

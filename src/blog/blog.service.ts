@@ -111,7 +111,10 @@ export class BlogService {
   private readonly db: Database;
   private readonly store: BlogStore;
   private readonly fanout: FanoutService | null;
-  private readonly feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes' | 'followedAmong'>;
+  private readonly feed: Pick<
+    FeedService,
+    'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes' | 'followedAmong'
+  >;
   private readonly live: Pick<LiveFeed, 'published' | 'deleted'>;
   private readonly now: () => Date;
   private readonly cache: BlogCaching;
@@ -221,7 +224,8 @@ export class BlogService {
     const title = edit.title ?? null;
     const content = edit.content ?? null;
     const images = edit.images ?? null;
-    if (title === null && content === null && images === null) throw badUserInput('give at least one of title, content and images to change', 'input');
+    if (title === null && content === null && images === null)
+      throw badUserInput('give at least one of title, content and images to change', 'input');
     if (title !== null) validateTitle(title);
     if (content !== null) validateContent(content);
     if (images !== null) validateImages(images);
@@ -230,8 +234,13 @@ export class BlogService {
         const [current] = (await this.store.findByIds([blogId], sql)).values();
         if (!current) throw notFound(`blog ${blogId} does not exist`);
         if (current.authorId !== viewerId) throw forbidden('only the author may edit a blog');
-        const change = { title: title ?? current.title, content: content ?? current.content, images: JSON.stringify(images ?? current.images) };
-        if (!(await this.store.update(sql, blogId, change, this.now()))) throw notFound(`blog ${blogId} does not exist`);
+        const change = {
+          title: title ?? current.title,
+          content: content ?? current.content,
+          images: JSON.stringify(images ?? current.images),
+        };
+        if (!(await this.store.update(sql, blogId, change, this.now())))
+          throw notFound(`blog ${blogId} does not exist`);
         await this.cache.writes.changing(sql, 'b', blogId);
       })
       .finally(() => this.cache.writes.changed('b', blogId));
@@ -287,7 +296,10 @@ export class BlogService {
     }
     const sql = fromSql.length > 0 ? await this.store.forViewer(viewerId, fromSql) : null;
     const authorIds = [...new Set(blogs.map((blog) => blog.authorId))];
-    const [authors, followed] = await Promise.all([this.authors(cache, authorIds), this.feed.followedAmong(viewerId, authorIds)]);
+    const [authors, followed] = await Promise.all([
+      this.authors(cache, authorIds),
+      this.feed.followedAmong(viewerId, authorIds),
+    ]);
     if (!sql) return { blogs, authors, liked, followed };
     return {
       blogs: blogs.concat(sql.blogs),
@@ -300,8 +312,12 @@ export class BlogService {
 
   /** Blogs the cache lacks: read from the primary, stored under their leases. Those with too many likes to keep are left to SQL (`big`). */
   private async fill(cache: HydrationCache, viewerId: number, misses: ReadonlyArray<{ id: number; lease: string }>) {
-    const rows = new Map((await this.store.rowsForCache(misses.map((miss) => miss.id))).map((row) => [Number(row.id), row]));
-    const kept = [...rows.values()].filter((row) => row.deleted_at === null && Number(row.liked) <= LIKE_SET_MAX).map((row) => Number(row.id));
+    const rows = new Map(
+      (await this.store.rowsForCache(misses.map((miss) => miss.id))).map((row) => [Number(row.id), row]),
+    );
+    const kept = [...rows.values()]
+      .filter((row) => row.deleted_at === null && Number(row.liked) <= LIKE_SET_MAX)
+      .map((row) => Number(row.id));
     const likes = await this.store.likesForCache(kept);
     const result = { blogs: [] as Blog[], liked: new Set<number>(), big: [] as number[] };
     await Promise.all(
@@ -355,7 +371,8 @@ export class BlogService {
   }
 
   private requireFanout(): FanoutService {
-    if (!this.fanout) throw new Error('this blog is to be fanned out, but the embedded mode has no fan-out (FEED_MODEL=pull only)');
+    if (!this.fanout)
+      throw new Error('this blog is to be fanned out, but the embedded mode has no fan-out (FEED_MODEL=pull only)');
     return this.fanout;
   }
 }
@@ -366,13 +383,17 @@ export class BlogService {
  * deleted (publishing it again would undo the delete).
  */
 function retriedBlog(earlier: KeyedBlogRow, input: PublishBlogInput, key: string): Blog {
-  const same = earlier.title === input.title && earlier.content === input.content && earlier.images === JSON.stringify(input.images ?? []);
+  const same =
+    earlier.title === input.title &&
+    earlier.content === input.content &&
+    earlier.images === JSON.stringify(input.images ?? []);
   if (!same) {
     throw badUserInput(
       `idempotencyKey "${key}" was used for another blog of yours (blog ${earlier.id}, with other title, content or images): use a new key for a new blog`,
       'idempotencyKey',
     );
   }
-  if (earlier.deleted_at !== null) throw notFound(`the blog published with idempotencyKey "${key}" (blog ${earlier.id}) was deleted`);
+  if (earlier.deleted_at !== null)
+    throw notFound(`the blog published with idempotencyKey "${key}" (blog ${earlier.id}) was deleted`);
   return Blog.fromRow(earlier);
 }

@@ -45,28 +45,33 @@ export class BlogStore {
 
   /** The author's blog published with this idempotency key, deleted or not; from the primary, which has every commit. */
   async findByIdempotencyKey(authorId: number, idempotencyKey: string): Promise<KeyedBlogRow | null> {
-    const [row] = await this.db.select<KeyedBlogRow>(`SELECT ${BLOG_COLUMNS}, deleted_at FROM tb_blog WHERE user_id = ? AND idempotency_key = ?`, [
-      authorId,
-      idempotencyKey,
-    ]);
+    const [row] = await this.db.select<KeyedBlogRow>(
+      `SELECT ${BLOG_COLUMNS}, deleted_at FROM tb_blog WHERE user_id = ? AND idempotency_key = ?`,
+      [authorId, idempotencyKey],
+    );
     return row ?? null;
   }
 
   /** Marks a live blog deleted; false when it was not live. */
   async softDelete(sql: Sql, blogId: number, at: Date): Promise<boolean> {
-    const result = await sql.write('UPDATE tb_blog SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [at, blogId]);
+    const result = await sql.write('UPDATE tb_blog SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL', [
+      at,
+      blogId,
+    ]);
     return result.affectedRows > 0;
   }
 
   /** Sets the edited fields of a live blog and its edited_at; false when it is not live. */
-  async update(sql: Sql, blogId: number, change: { title: string; content: string; images: string }, at: Date): Promise<boolean> {
-    const result = await sql.write('UPDATE tb_blog SET title = ?, content = ?, images = ?, edited_at = ? WHERE id = ? AND deleted_at IS NULL', [
-      change.title,
-      change.content,
-      change.images,
-      at,
-      blogId,
-    ]);
+  async update(
+    sql: Sql,
+    blogId: number,
+    change: { title: string; content: string; images: string },
+    at: Date,
+  ): Promise<boolean> {
+    const result = await sql.write(
+      'UPDATE tb_blog SET title = ?, content = ?, images = ?, edited_at = ? WHERE id = ? AND deleted_at IS NULL',
+      [change.title, change.content, change.images, at, blogId],
+    );
     return result.affectedRows > 0;
   }
 
@@ -89,7 +94,10 @@ export class BlogStore {
   /** Live (not deleted) blogs by id, in one statement; from a replica unless given `sql` (a transaction's). */
   async findByIds(ids: readonly number[], sql: Sql = this.db.lagging()): Promise<Map<number, Blog>> {
     if (ids.length === 0) return new Map();
-    const rows = await sql.select<BlogRow>(`SELECT ${BLOG_COLUMNS} FROM tb_blog WHERE id IN (?) AND deleted_at IS NULL`, [ids]);
+    const rows = await sql.select<BlogRow>(
+      `SELECT ${BLOG_COLUMNS} FROM tb_blog WHERE id IN (?) AND deleted_at IS NULL`,
+      [ids],
+    );
     return new Map(rows.map((row) => [Number(row.id), Blog.fromRow(row)]));
   }
 

@@ -95,25 +95,36 @@ export class BlogConnection {
   pageInfo!: PageInfo;
 }
 
-@InputType({ description: "A change to one's own blog; omitted fields stay as they are. The limits of a new blog apply" })
+@InputType({
+  description: "A change to one's own blog; omitted fields stay as they are. The limits of a new blog apply",
+})
 export class UpdateBlogInput {
   @Field(() => ID, { description: "Global id of one of the viewer's blogs" })
   blogId!: string;
 
-  @Field(() => String, { nullable: true, description: 'The new title: 1..255 characters, not blank, no control characters but newline and tab' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'The new title: 1..255 characters, not blank, no control characters but newline and tab',
+  })
   title?: string | null;
 
-  @Field(() => String, { nullable: true, description: 'The new text: 1..10000 characters, not blank, no control characters but newline and tab' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'The new text: 1..10000 characters, not blank, no control characters but newline and tab',
+  })
   content?: string | null;
 
   @Field(() => [String], {
     nullable: true,
-    description: 'Image URLs (http or https), at most 9, each 1..512 characters; they replace the old ones ([] removes them all)',
+    description:
+      'Image URLs (http or https), at most 9, each 1..512 characters; they replace the old ones ([] removes them all)',
   })
   images?: string[] | null;
 }
 
-@InputType({ description: 'A new blog. Limits: title 1..255 characters, content 1..10000, at most 9 images of 1..512 characters' })
+@InputType({
+  description: 'A new blog. Limits: title 1..255 characters, content 1..10000, at most 9 images of 1..512 characters',
+})
 export class PublishBlogInput {
   @Field(() => String, { description: '1..255 characters, not blank, no control characters but newline and tab' })
   title!: string;
@@ -121,7 +132,10 @@ export class PublishBlogInput {
   @Field(() => String, { description: '1..10000 characters, not blank, no control characters but newline and tab' })
   content!: string;
 
-  @Field(() => [String], { nullable: true, description: 'Image URLs (http or https), at most 9, each 1..512 characters; none when omitted' })
+  @Field(() => [String], {
+    nullable: true,
+    description: 'Image URLs (http or https), at most 9, each 1..512 characters; none when omitted',
+  })
   images?: string[] | null;
 
   @Field(() => String, {

@@ -201,11 +201,21 @@ export class HydrationCache implements CacheWrites {
   async readBlogs(viewerId: number | null, ids: readonly number[]): Promise<Map<number, BlogRead>> {
     const token = lease();
     const viewer = viewerId === null ? '' : inboxMember(viewerId);
-    const replies = await this.perSlot<[string, string?, number?, number?]>(SCRIPTS['blog-read'], ids, 'b', [viewer, token, WRITE_STALE_MS, LEASE_MS]);
+    const replies = await this.perSlot<[string, string?, number?, number?]>(SCRIPTS['blog-read'], ids, 'b', [
+      viewer,
+      token,
+      WRITE_STALE_MS,
+      LEASE_MS,
+    ]);
     const reads = new Map<number, BlogRead>();
     ids.forEach((id, i) => {
       const [kind, data, count, liked] = replies[i];
-      if (kind === 'hit') reads.set(id, { kind, blog: blogOf(id, JSON.parse(data!) as StoredBlog, Number(count)), liked: Number(liked) === 1 });
+      if (kind === 'hit')
+        reads.set(id, {
+          kind,
+          blog: blogOf(id, JSON.parse(data!) as StoredBlog, Number(count)),
+          liked: Number(liked) === 1,
+        });
       else if (kind === 'miss') reads.set(id, { kind, lease: data! });
       else reads.set(id, { kind: kind as 'gone' | 'busy' });
     });
@@ -216,7 +226,12 @@ export class HydrationCache implements CacheWrites {
    * A read script over the entries of `ids`: one call on a single server (one command for the
    * page), one per entry on a cluster, whose scripts keep to one slot (pipelined: one round trip).
    */
-  private async perSlot<Reply>(script: LuaScript, ids: readonly number[], kind: DebtKind, args: Array<string | number>): Promise<Reply[]> {
+  private async perSlot<Reply>(
+    script: LuaScript,
+    ids: readonly number[],
+    kind: DebtKind,
+    args: Array<string | number>,
+  ): Promise<Reply[]> {
     if (ids.length === 0) return [];
     if (!this.cluster)
       return script.run<Reply[]>(
@@ -224,14 +239,21 @@ export class HydrationCache implements CacheWrites {
         ids.flatMap((id) => this.keysOf(kind, id)),
         args,
       );
-    return (await Promise.all(ids.map((id) => script.run<Reply[]>(this.redis, this.keysOf(kind, id), args)))).map((replies) => replies[0]);
+    return (await Promise.all(ids.map((id) => script.run<Reply[]>(this.redis, this.keysOf(kind, id), args)))).map(
+      (replies) => replies[0],
+    );
   }
 
   /**
    * Stores a blog read from the primary under `lease`: its row (null: deleted) and its likers
    * (null: more than LIKE_SET_MAX, nothing is kept). Whether it was stored.
    */
-  async fillBlog(id: number, leaseToken: string, row: BlogRow | null, likers: readonly CachedLike[] | null): Promise<boolean> {
+  async fillBlog(
+    id: number,
+    leaseToken: string,
+    row: BlogRow | null,
+    likers: readonly CachedLike[] | null,
+  ): Promise<boolean> {
     const data = row === null ? '' : JSON.stringify(storedOf(row));
     const pairs = (likers ?? []).flatMap((like) => [String(like.at.getTime()), inboxMember(like.userId)]);
     const stored = await SCRIPTS['blog-fill'].run<0 | 1>(this.redis, this.keysOf('b', id), [
@@ -249,7 +271,9 @@ export class HydrationCache implements CacheWrites {
    * first, as keyset positions; null when the set is not filled or a write is in flight.
    */
   async firstLikers(blogId: number, limit: number): Promise<KeysetPosition[] | null> {
-    const flat = await SCRIPTS['likers-read'].run<string[] | 0>(this.redis, this.keysOf('b', blogId), [Math.max(limit, 1)]);
+    const flat = await SCRIPTS['likers-read'].run<string[] | 0>(this.redis, this.keysOf('b', blogId), [
+      Math.max(limit, 1),
+    ]);
     if (!Array.isArray(flat)) return null;
     const likers: KeysetPosition[] = [];
     for (let i = 0; i < flat.length; i += 2) likers.push({ id: Number(flat[i]), time: Number(flat[i + 1]) });
@@ -259,7 +283,11 @@ export class HydrationCache implements CacheWrites {
   /** The cached nickName and icon of each user (one round trip). */
   async readUsers(ids: readonly number[]): Promise<Map<number, UserRead>> {
     const token = lease();
-    const replies = await this.perSlot<[string, string?]>(SCRIPTS['user-read'], ids, 'u', [token, WRITE_STALE_MS, LEASE_MS]);
+    const replies = await this.perSlot<[string, string?]>(SCRIPTS['user-read'], ids, 'u', [
+      token,
+      WRITE_STALE_MS,
+      LEASE_MS,
+    ]);
     const reads = new Map<number, UserRead>();
     ids.forEach((id, i) => {
       const [kind, data] = replies[i];
@@ -274,7 +302,13 @@ export class HydrationCache implements CacheWrites {
 
   async fillUser(user: User, leaseToken: string): Promise<boolean> {
     const data = JSON.stringify({ n: user.nickName, i: user.icon });
-    return (await SCRIPTS['user-fill'].run<0 | 1>(this.redis, this.keysOf('u', user.dbId), [leaseToken, data, ENTRY_TTL_MS])) === 1;
+    return (
+      (await SCRIPTS['user-fill'].run<0 | 1>(this.redis, this.keysOf('u', user.dbId), [
+        leaseToken,
+        data,
+        ENTRY_TTL_MS,
+      ])) === 1
+    );
   }
 
   // ---------------------------------------------------------------------------------------
@@ -296,14 +330,22 @@ export class HydrationCache implements CacheWrites {
   async changed(kind: DebtKind, id: number): Promise<void> {
     // A lock that stays (Redis away now) keeps readers on MySQL until it is stale: never wrong.
     if (!redisAvailable(this.redis)) return;
-    await this.redis.del(...this.keysOf(kind, id)).catch((error: unknown) => this.warn(`unlocking the cached copy of ${kind} ${id} failed`, error));
+    await this.redis
+      .del(...this.keysOf(kind, id))
+      .catch((error: unknown) => this.warn(`unlocking the cached copy of ${kind} ${id} failed`, error));
   }
 
   async likeChanging(sql: Sql, blogId: number, userId: number, liked: boolean, at: Date): Promise<string | null> {
     if (redisAvailable(this.redis)) {
       const token = lease();
       try {
-        await SCRIPTS['like-mark'].run(this.redis, this.keysOf('b', blogId), [token, inboxMember(userId), at.getTime(), liked ? '1' : '0', WRITE_STALE_MS]);
+        await SCRIPTS['like-mark'].run(this.redis, this.keysOf('b', blogId), [
+          token,
+          inboxMember(userId),
+          at.getTime(),
+          liked ? '1' : '0',
+          WRITE_STALE_MS,
+        ]);
         return token;
       } catch (error) {
         this.warn(`marking a like of blog ${blogId} in the cache failed; recording a debt`, error);

@@ -149,7 +149,10 @@ const STATEMENT_TIMEOUT_ERRNOS = new Set([1969, 3024]);
  * past its deadline, see replicas.ts).
  */
 export function isDatabaseTooSlow(error: unknown): boolean {
-  return STATEMENT_TIMEOUT_ERRNOS.has(Number((error as { errno?: number })?.errno)) || driverErrorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT';
+  return (
+    STATEMENT_TIMEOUT_ERRNOS.has(Number((error as { errno?: number })?.errno)) ||
+    driverErrorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT'
+  );
 }
 
 const DUPLICATE_KEY_CODES = new Set(['ER_DUP_ENTRY', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_PRIMARYKEY']);

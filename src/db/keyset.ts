@@ -60,11 +60,14 @@ export async function selectKeysetPages(
       db
         .lagging()
         .select<ItemRow>(
-          branches.map((branch, i) => db.unionTerm(branch.text, 'page, item_id, created_at', `t${i}`)).join(' UNION ALL '),
+          branches
+            .map((branch, i) => db.unionTerm(branch.text, 'page, item_id, created_at', `t${i}`))
+            .join(' UNION ALL '),
           branches.flatMap((branch) => branch.params),
         )
         .then((rows) => {
-          for (const row of rows) pages[Number(row.page)].push({ time: row.created_at.getTime(), id: Number(row.item_id) });
+          for (const row of rows)
+            pages[Number(row.page)].push({ time: row.created_at.getTime(), id: Number(row.item_id) });
         }),
     );
   }
@@ -75,7 +78,12 @@ export async function selectKeysetPages(
   return pages;
 }
 
-function branchOf(list: KeysetList, fetch: KeysetFetch, page: number, sourceParams: unknown[]): { text: string; params: unknown[] } {
+function branchOf(
+  list: KeysetList,
+  fetch: KeysetFetch,
+  page: number,
+  sourceParams: unknown[],
+): { text: string; params: unknown[] } {
   const { time, id, order } = list;
   // The first condition bounds the index range scan on time (both databases use it); the
   // second drops the items of the cursor's own millisecond up to and including its item.

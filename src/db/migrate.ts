@@ -69,7 +69,9 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   serverUrl.pathname = '/';
   const connection = await createConnection({ uri: serverUrl.toString(), connectTimeout: 10_000 });
   try {
-    await connection.query(`CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+    await connection.query(
+      `CREATE DATABASE IF NOT EXISTS \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
   } finally {
     await connection.end();
   }
@@ -85,7 +87,12 @@ const MIGRATION_LOCK_SECONDS = 120;
  * `migrate` (MIGRATE_ON_START=off) it runs no DDL at all, and refuses a database that lacks
  * migrations (MigrationsPending).
  */
-export async function openMysql(databaseUrl: string, log: SqlStatementLog, limits: PoolLimits, migrate = true): Promise<MysqlPool> {
+export async function openMysql(
+  databaseUrl: string,
+  log: SqlStatementLog,
+  limits: PoolLimits,
+  migrate = true,
+): Promise<MysqlPool> {
   if (migrate) {
     await ensureDatabase(databaseUrl);
     await migrateMysql(databaseUrl, log);
@@ -111,7 +118,9 @@ export class MigrationsPending extends Error {
   override name = 'MigrationsPending';
 
   constructor(readonly pending: string[]) {
-    super(`${pending.length} migration(s) not run yet (${pending.join(', ')}): run \`npm run migrate\` first (MIGRATE_ON_START=off)`);
+    super(
+      `${pending.length} migration(s) not run yet (${pending.join(', ')}): run \`npm run migrate\` first (MIGRATE_ON_START=off)`,
+    );
   }
 }
 
@@ -125,7 +134,10 @@ export async function requireMigrated(db: Database): Promise<void> {
   try {
     done = new Set((await db.select<{ name: string }>('SELECT name FROM migrations')).map((row) => row.name));
   } catch (error) {
-    if (!/ER_NO_SUCH_TABLE|no such table/i.test(`${(error as { code?: string }).code ?? ''} ${(error as Error).message}`)) throw error;
+    if (
+      !/ER_NO_SUCH_TABLE|no such table/i.test(`${(error as { code?: string }).code ?? ''} ${(error as Error).message}`)
+    )
+      throw error;
     done = new Set();
   }
   const pending = migrationNames().filter((name) => !done.has(name));
@@ -149,8 +161,12 @@ async function migrateMysql(databaseUrl: string, log: SqlStatementLog): Promise<
   const runner = dataSource.createQueryRunner();
   try {
     const lockName = `migrations:${databaseNameOf(databaseUrl)}`;
-    const [{ locked }] = (await runner.query('SELECT GET_LOCK(?, ?) AS locked', [lockName, MIGRATION_LOCK_SECONDS])) as Array<{ locked: unknown }>;
-    if (Number(locked) !== 1) throw new Error(`another process held the migration lock for ${MIGRATION_LOCK_SECONDS} s`);
+    const [{ locked }] = (await runner.query('SELECT GET_LOCK(?, ?) AS locked', [
+      lockName,
+      MIGRATION_LOCK_SECONDS,
+    ])) as Array<{ locked: unknown }>;
+    if (Number(locked) !== 1)
+      throw new Error(`another process held the migration lock for ${MIGRATION_LOCK_SECONDS} s`);
     try {
       return (await dataSource.runMigrations()).map((migration) => migration.name);
     } finally {

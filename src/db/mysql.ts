@@ -4,7 +4,18 @@
  * `trace: false`). See database.ts for the rules every store follows.
  */
 import mysql, { Pool, PoolConnection, PoolOptions } from 'mysql2';
-import { Database, insertInBatches, Isolation, isTransient, LogSink, MysqlDatabase, Params, Sql, SqlStatementLog, WriteResult } from './database';
+import {
+  Database,
+  insertInBatches,
+  Isolation,
+  isTransient,
+  LogSink,
+  MysqlDatabase,
+  Params,
+  Sql,
+  SqlStatementLog,
+  WriteResult,
+} from './database';
 
 /** The limits of a pool (DATABASE_POOL_SIZE, DATABASE_STATEMENT_TIMEOUT_MS). */
 export interface PoolLimits {
@@ -122,7 +133,9 @@ export class MysqlPool implements MysqlDatabase {
   }
 
   private connection(): Promise<PoolConnection> {
-    return new Promise<PoolConnection>((resolve, reject) => this.pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection))));
+    return new Promise<PoolConnection>((resolve, reject) =>
+      this.pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection))),
+    );
   }
 
   private async transactionOnce<T>(work: (sql: Sql) => Promise<T>, isolation: Isolation | undefined): Promise<T> {
@@ -155,11 +168,15 @@ export class MysqlPool implements MysqlDatabase {
     const started = performance.now();
     return new Promise<T>((resolve, reject) => {
       // Always the options form: mysql2 treats a missing timeout as none.
-      runner.query({ sql: statement, timeout: this.clientTimeoutMs }, params as unknown[], (error: Error | null, result: unknown) => {
-        this.log.ran(statement, performance.now() - started);
-        if (error) reject(error);
-        else resolve(result as T);
-      });
+      runner.query(
+        { sql: statement, timeout: this.clientTimeoutMs },
+        params as unknown[],
+        (error: Error | null, result: unknown) => {
+          this.log.ran(statement, performance.now() - started);
+          if (error) reject(error);
+          else resolve(result as T);
+        },
+      );
     });
   }
 }
@@ -195,7 +212,9 @@ function handshakeServerVersion(connection: PoolConnection): string {
 function limitStatementTime(pool: Pool, timeoutMs: number, sink: LogSink): void {
   pool.on('connection', (connection) => {
     const mariaDb = /mariadb/i.test(handshakeServerVersion(connection));
-    const [statement, value] = mariaDb ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000] : ['SET SESSION max_execution_time = ?', timeoutMs];
+    const [statement, value] = mariaDb
+      ? ['SET SESSION max_statement_time = ?', timeoutMs / 1000]
+      : ['SET SESSION max_execution_time = ?', timeoutMs];
     connection.query(statement, [value], (error) => {
       if (error) sink.warn(`[sql] cannot limit statement time (DATABASE_STATEMENT_TIMEOUT_MS): ${error.message}`);
     });

@@ -104,7 +104,8 @@ class Replica {
             return onPrimary<Row>(statement, params);
           }
           if (mayStillRun(error)) {
-            if ((error as { fatal?: boolean }).fatal) this.skip(`a read got no answer: ${String((error as Error).message)}`);
+            if ((error as { fatal?: boolean }).fatal)
+              this.skip(`a read got no answer: ${String((error as Error).message)}`);
             throw error;
           }
           // The replica answered with the statement's own error (say a table it does not have yet): the primary says.
@@ -250,7 +251,11 @@ export class ReplicatedDatabase implements MysqlDatabase {
   private async checkAll(): Promise<void> {
     const at = Date.now();
     // SHOW, not SELECT: the check's statements stay out of the SELECT counts.
-    const primary = await withTimeout(this.primary.select<VariableRow>(SERVER_VARIABLES_STATEMENT), REPLICA_CHECK_TIMEOUT_MS, 'the primary').then(
+    const primary = await withTimeout(
+      this.primary.select<VariableRow>(SERVER_VARIABLES_STATEMENT),
+      REPLICA_CHECK_TIMEOUT_MS,
+      'the primary',
+    ).then(
       (rows) => readServerVariables(rows),
       () => null,
     );
@@ -284,7 +289,12 @@ export class ReplicatedDatabase implements MysqlDatabase {
     }
     const [row] = rows;
     if (!row) {
-      replica.status = { replica: name, state: 'down', lagMs: null, reason: `not a replica (${replicaStatusStatement(server.version)} is empty)` };
+      replica.status = {
+        replica: name,
+        state: 'down',
+        lagMs: null,
+        reason: `not a replica (${replicaStatusStatement(server.version)} is empty)`,
+      };
       return;
     }
     const threads = readReplicationThreads(row);
@@ -300,7 +310,12 @@ export class ReplicatedDatabase implements MysqlDatabase {
       return;
     }
     if (lagMs === null || lagMs > this.settings.maxLagMs) {
-      replica.status = { replica: name, state: 'lagging', lagMs, reason: `lag over REPLICA_MAX_LAG_MS (${this.settings.maxLagMs} ms)` };
+      replica.status = {
+        replica: name,
+        state: 'lagging',
+        lagMs,
+        reason: `lag over REPLICA_MAX_LAG_MS (${this.settings.maxLagMs} ms)`,
+      };
       return;
     }
     replica.status = { replica: name, state: 'ok', lagMs };

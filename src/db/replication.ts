@@ -19,7 +19,8 @@
 export type ServerFamily = 'mysql' | 'mariadb';
 
 /** One statement for the version and the GTID positions of either family. */
-export const SERVER_VARIABLES_STATEMENT = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'gtid_binlog_pos', 'gtid_slave_pos', 'gtid_executed')";
+export const SERVER_VARIABLES_STATEMENT =
+  "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'gtid_binlog_pos', 'gtid_slave_pos', 'gtid_executed')";
 
 export interface ServerVariables {
   version: string;
@@ -90,7 +91,9 @@ export function readReplicationThreads(row: ReplicaStatusRow): ReplicationThread
   const io = text(column(row, 'Replica_IO_Running', 'Slave_IO_Running'));
   const sql = text(column(row, 'Replica_SQL_Running', 'Slave_SQL_Running'));
   const seconds = column(row, 'Seconds_Behind_Source', 'Seconds_Behind_Master');
-  const errors = [column(row, 'Last_IO_Error'), column(row, 'Last_SQL_Error')].filter((error) => typeof error === 'string' && error !== '').join('; ');
+  const errors = [column(row, 'Last_IO_Error'), column(row, 'Last_SQL_Error')]
+    .filter((error) => typeof error === 'string' && error !== '')
+    .join('; ');
   return {
     running: io === 'Yes' && sql === 'Yes',
     io,

@@ -111,7 +111,8 @@ export class SqliteFile implements Database {
     const rewritten = toSqlite(statement, params);
     const prepared = this.prepare(rewritten.statement);
     try {
-      if (prepared.reader) return (prepared.all(...rewritten.params) as Array<Record<string, unknown>>).map((row) => rowFromSqlite(row));
+      if (prepared.reader)
+        return (prepared.all(...rewritten.params) as Array<Record<string, unknown>>).map((row) => rowFromSqlite(row));
       const info = prepared.run(...rewritten.params);
       return { affectedRows: info.changes, insertId: Number(info.lastInsertRowid) } satisfies WriteResult;
     } finally {

@@ -20,7 +20,12 @@ import { FanoutChunkRange, FanoutCompletion, FanoutStore, FanoutTask } from './f
 export const CHUNKS_PER_ROUND = 10;
 
 /** Splits ascending follower ids, read after `cursor`, into chunks numbered from `seq` + 1. */
-export function chunkRanges(followerIds: readonly number[], cursor: number, seq: number, chunkSize: number): FanoutChunkRange[] {
+export function chunkRanges(
+  followerIds: readonly number[],
+  cursor: number,
+  seq: number,
+  chunkSize: number,
+): FanoutChunkRange[] {
   const chunks: FanoutChunkRange[] = [];
   let after = cursor;
   for (let start = 0; start < followerIds.length; start += chunkSize) {
@@ -57,7 +62,12 @@ export class FanoutDispatcher {
     const task = await this.store.task(taskId);
     if (!task || task.status === 'done') return;
     // A span in the trace of the request that recorded the event: its chunks' spans follow it.
-    const attributes = { 'fanout.task_id': task.id, 'fanout.kind': task.kind, 'fanout.blog_id': task.blogId, 'fanout.author_id': task.authorId };
+    const attributes = {
+      'fanout.task_id': task.id,
+      'fanout.kind': task.kind,
+      'fanout.blog_id': task.blogId,
+      'fanout.author_id': task.authorId,
+    };
     await inSpan('fanout dispatch', task.traceContext, attributes, () => this.dispatchTask(task));
   }
 
@@ -74,7 +84,9 @@ export class FanoutDispatcher {
         const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
         if (chunks.length === 0) break;
         await this.store.addChunks(task.id, chunks);
-        await this.queue.add(chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize))));
+        await this.queue.add(
+          chunks.map((chunk, i) => jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize))),
+        );
         cursor = chunks[chunks.length - 1].throughUserId;
         seq = chunks[chunks.length - 1].seq;
         if (followerIds.length < pageSize) break;

@@ -91,7 +91,11 @@ export function chunkPriority(seq: number): number {
 }
 
 export function chunkJob(data: ChunkJob): { name: FanoutJobName; data: ChunkJob; opts: JobsOptions } {
-  return { name: 'chunk', data, opts: { ...JOB_OPTIONS, jobId: `chunk-${data.taskId}-${data.seq}`, priority: chunkPriority(data.seq) } };
+  return {
+    name: 'chunk',
+    data,
+    opts: { ...JOB_OPTIONS, jobId: `chunk-${data.taskId}-${data.seq}`, priority: chunkPriority(data.seq) },
+  };
 }
 
 /** BullMQ keys live under the deployment's key prefix, beside the inboxes. */
@@ -114,10 +118,22 @@ export class FanoutQueue {
   private readonly retry: JobsOptions;
 
   constructor(
-    config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisKeyPrefix' | 'redisCommandTimeoutMs' | 'fanoutJobAttempts' | 'fanoutJobBackoffMs'>,
+    config: Pick<
+      Config,
+      | 'redisUrl'
+      | 'redisClusterNodes'
+      | 'redisKeyPrefix'
+      | 'redisCommandTimeoutMs'
+      | 'fanoutJobAttempts'
+      | 'fanoutJobBackoffMs'
+    >,
   ) {
     // A Redis that hangs fails an add after REDIS_COMMAND_TIMEOUT_MS, like one that is down.
-    this.connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: config.redisCommandTimeoutMs });
+    this.connection = connectRedis(config, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      commandTimeout: config.redisCommandTimeoutMs,
+    });
     this.connection.on('error', () => {
       // Reported where it matters (a failed add); ioredis keeps reconnecting by itself.
     });
@@ -126,7 +142,10 @@ export class FanoutQueue {
       prefix: queuePrefix(config.redisKeyPrefix),
     });
     this.queue.on('error', () => {});
-    this.retry = { attempts: config.fanoutJobAttempts, backoff: { type: 'exponential', delay: config.fanoutJobBackoffMs } };
+    this.retry = {
+      attempts: config.fanoutJobAttempts,
+      backoff: { type: 'exponential', delay: config.fanoutJobBackoffMs },
+    };
   }
 
   /** Adds jobs in one round trip; rejects when Redis does not answer within ADD_TIMEOUT_MS. */

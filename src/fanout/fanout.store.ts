@@ -71,7 +71,11 @@ export class FanoutStore {
   ) {}
 
   /** Records an event, with the trace of the request that records it; call inside the transaction that changes the blog. */
-  async insertTask(sql: Sql, kind: TaskKind, blog: { blogId: number; authorId: number; score: number }): Promise<number> {
+  async insertTask(
+    sql: Sql,
+    kind: TaskKind,
+    blog: { blogId: number; authorId: number; score: number },
+  ): Promise<number> {
     const result = await sql.write(
       `INSERT INTO tb_fanout_task (kind, blog_id, author_id, score, status, created_at, trace_context)
        VALUES (?, ?, ?, ?, 'pending', ?, ?)`,
@@ -82,15 +86,18 @@ export class FanoutStore {
 
   async markQueued(taskIds: readonly number[]): Promise<void> {
     if (taskIds.length === 0) return;
-    await this.db.write("UPDATE tb_fanout_task SET status = 'queued', queued_at = ? WHERE id IN (?) AND status = 'pending'", [this.now(), taskIds]);
+    await this.db.write(
+      "UPDATE tb_fanout_task SET status = 'queued', queued_at = ? WHERE id IN (?) AND status = 'pending'",
+      [this.now(), taskIds],
+    );
   }
 
   /** Events still only in the outbox, created at least `olderThanMs` ago, oldest first. */
   async pendingTaskIds(olderThanMs: number, limit: number): Promise<number[]> {
-    const rows = await this.db.select<{ id: string }>("SELECT id FROM tb_fanout_task WHERE status = 'pending' AND created_at <= ? ORDER BY id LIMIT ?", [
-      new Date(this.now().getTime() - olderThanMs),
-      limit,
-    ]);
+    const rows = await this.db.select<{ id: string }>(
+      "SELECT id FROM tb_fanout_task WHERE status = 'pending' AND created_at <= ? ORDER BY id LIMIT ?",
+      [new Date(this.now().getTime() - olderThanMs), limit],
+    );
     return rows.map((row) => Number(row.id));
   }
 
@@ -100,17 +107,20 @@ export class FanoutStore {
    * only way they finish. Re-adding a job that still exists is a no-op (same job id).
    */
   async staleQueuedTaskIds(olderThanMs: number, limit: number): Promise<number[]> {
-    const rows = await this.db.select<{ id: string }>("SELECT id FROM tb_fanout_task WHERE status = 'queued' AND queued_at <= ? ORDER BY id LIMIT ?", [
-      new Date(this.now().getTime() - olderThanMs),
-      limit,
-    ]);
+    const rows = await this.db.select<{ id: string }>(
+      "SELECT id FROM tb_fanout_task WHERE status = 'queued' AND queued_at <= ? ORDER BY id LIMIT ?",
+      [new Date(this.now().getTime() - olderThanMs), limit],
+    );
     return rows.map((row) => Number(row.id));
   }
 
   /** Records that stale events were queued again, so the next pass leaves them alone for a while. */
   async touchQueued(taskIds: readonly number[]): Promise<void> {
     if (taskIds.length === 0) return;
-    await this.db.write("UPDATE tb_fanout_task SET queued_at = ? WHERE id IN (?) AND status = 'queued'", [this.now(), taskIds]);
+    await this.db.write("UPDATE tb_fanout_task SET queued_at = ? WHERE id IN (?) AND status = 'queued'", [
+      this.now(),
+      taskIds,
+    ]);
   }
 
   async task(taskId: number): Promise<FanoutTask | null> {
@@ -124,7 +134,10 @@ export class FanoutStore {
 
   /** How many events are not done yet (for tests, shutdown and monitoring). */
   async unfinishedTaskCount(): Promise<number> {
-    const [row] = await this.db.select<{ n: string }>("SELECT COUNT(*) AS n FROM tb_fanout_task WHERE status <> 'done'", []);
+    const [row] = await this.db.select<{ n: string }>(
+      "SELECT COUNT(*) AS n FROM tb_fanout_task WHERE status <> 'done'",
+      [],
+    );
     return Number(row.n);
   }
 
@@ -139,7 +152,11 @@ export class FanoutStore {
       await sql.write('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [
         chunks.map((chunk) => [taskId, chunk.seq, chunk.afterUserId, chunk.throughUserId, 0]),
       ]);
-      await sql.write('UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ? WHERE id = ?', [last.throughUserId, last.seq, taskId]);
+      await sql.write('UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ? WHERE id = ?', [
+        last.throughUserId,
+        last.seq,
+        taskId,
+      ]);
     });
   }
 
@@ -161,7 +178,10 @@ export class FanoutStore {
 
   /** Counts a run of a chunk (more than 1 = redone); false when it is unknown or finished. */
   async startChunk(taskId: number, seq: number): Promise<boolean> {
-    const counted = await this.db.write('UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL', [taskId, seq]);
+    const counted = await this.db.write(
+      'UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL',
+      [taskId, seq],
+    );
     return counted.affectedRows > 0;
   }
 
@@ -170,7 +190,12 @@ export class FanoutStore {
    * time, then marks the task done when it was the last one. With `unlessBlogDeleted` it does
    * nothing when the blog has been deleted, and says so by returning false.
    */
-  async finishChunk(taskId: number, seq: number, unlessBlogDeleted = false, onComplete?: FanoutCompletion): Promise<boolean> {
+  async finishChunk(
+    taskId: number,
+    seq: number,
+    unlessBlogDeleted = false,
+    onComplete?: FanoutCompletion,
+  ): Promise<boolean> {
     const finished = await this.db.write(
       `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id JOIN tb_blog b ON b.id = t.blog_id
        SET c.finished_at = ?, t.chunks_done = t.chunks_done + 1
@@ -187,7 +212,9 @@ export class FanoutStore {
    * Marks the task done once every chunk exists and has finished. Returns, when this call
    * completed it, the task with its author and how long it took from its event to now (seconds).
    */
-  async completeIfDone(taskId: number): Promise<{ task: { taskId: number; authorId: number }; lagSeconds: number } | null> {
+  async completeIfDone(
+    taskId: number,
+  ): Promise<{ task: { taskId: number; authorId: number }; lagSeconds: number } | null> {
     const now = this.now();
     const done = await this.db.write(
       `UPDATE tb_fanout_task SET status = 'done', finished_at = ?
@@ -195,8 +222,16 @@ export class FanoutStore {
       [now, taskId],
     );
     if (done.affectedRows === 0) return null;
-    const [row] = await this.db.select<{ created_at: Date; author_id: string }>('SELECT created_at, author_id FROM tb_fanout_task WHERE id = ?', [taskId]);
-    return row ? { task: { taskId, authorId: Number(row.author_id) }, lagSeconds: (now.getTime() - row.created_at.getTime()) / 1000 } : null;
+    const [row] = await this.db.select<{ created_at: Date; author_id: string }>(
+      'SELECT created_at, author_id FROM tb_fanout_task WHERE id = ?',
+      [taskId],
+    );
+    return row
+      ? {
+          task: { taskId, authorId: Number(row.author_id) },
+          lagSeconds: (now.getTime() - row.created_at.getTime()) / 1000,
+        }
+      : null;
   }
 
   /**
@@ -212,7 +247,8 @@ export class FanoutStore {
    * read for a page of 10,000 halfway through).
    */
   async followerIdsAfter(authorId: number, afterUserId: number, limit: number): Promise<number[]> {
-    const statement = 'SELECT user_id FROM tb_follow FORCE INDEX (ix_follow_followee) WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?';
+    const statement =
+      'SELECT user_id FROM tb_follow FORCE INDEX (ix_follow_followee) WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?';
     const rows = await this.db.select<{ user_id: string }>(statement, [authorId, afterUserId, limit]);
     return rows.map((row) => Number(row.user_id));
   }
@@ -251,13 +287,17 @@ export class FanoutStore {
 
   /** These tasks are in the watermark now. */
   async markWatermarked(taskIds: readonly number[]): Promise<void> {
-    if (taskIds.length > 0) await this.db.write('UPDATE tb_fanout_task SET watermarked = TRUE WHERE id IN (?)', [taskIds]);
+    if (taskIds.length > 0)
+      await this.db.write('UPDATE tb_fanout_task SET watermarked = TRUE WHERE id IN (?)', [taskIds]);
   }
 
   /** Of these task ids, those that are done, and those that do not exist. */
   async finishedAmong(taskIds: readonly number[]): Promise<{ done: number[]; missing: number[] }> {
     if (taskIds.length === 0) return { done: [], missing: [] };
-    const rows = await this.db.select<{ id: string; status: string }>('SELECT id, status FROM tb_fanout_task WHERE id IN (?)', [taskIds]);
+    const rows = await this.db.select<{ id: string; status: string }>(
+      'SELECT id, status FROM tb_fanout_task WHERE id IN (?)',
+      [taskIds],
+    );
     const status = new Map(rows.map((row) => [Number(row.id), row.status]));
     return {
       done: taskIds.filter((id) => status.get(id) === 'done'),
@@ -271,22 +311,25 @@ export class FanoutStore {
    * first: a purge cut short leaves finished tasks with fewer chunks, never orphan chunks.
    */
   async purgeFinished(before: Date, limit: number): Promise<number> {
-    const rows = await this.db.select<{ id: string }>("SELECT id FROM tb_fanout_task WHERE status = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?", [
-      before,
-      limit,
-    ]);
+    const rows = await this.db.select<{ id: string }>(
+      "SELECT id FROM tb_fanout_task WHERE status = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?",
+      [before, limit],
+    );
     if (rows.length === 0) return 0;
     const ids = rows.map((row) => Number(row.id));
     let deleted: number;
     do {
-      deleted = (await this.db.write('DELETE FROM tb_fanout_chunk WHERE task_id IN (?) LIMIT ?', [ids, limit])).affectedRows;
+      deleted = (await this.db.write('DELETE FROM tb_fanout_chunk WHERE task_id IN (?) LIMIT ?', [ids, limit]))
+        .affectedRows;
     } while (deleted === limit);
     await this.db.write('DELETE FROM tb_fanout_task WHERE id IN (?)', [ids]);
     return ids.length;
   }
 
   async isBlogDeleted(blogId: number): Promise<boolean> {
-    const [row] = await this.db.select<{ deleted_at: Date | null }>('SELECT deleted_at FROM tb_blog WHERE id = ?', [blogId]);
+    const [row] = await this.db.select<{ deleted_at: Date | null }>('SELECT deleted_at FROM tb_blog WHERE id = ?', [
+      blogId,
+    ]);
     return !row || row.deleted_at !== null;
   }
 }

@@ -60,15 +60,27 @@ export class FanoutWorkers {
       warn: deps.warn,
       feed,
     });
-    this.purger = new FanoutPurger({ store, retentionDays: deps.config.fanoutRetentionDays, now: deps.now ?? (() => new Date()), warn: deps.warn });
+    this.purger = new FanoutPurger({
+      store,
+      retentionDays: deps.config.fanoutRetentionDays,
+      now: deps.now ?? (() => new Date()),
+      warn: deps.warn,
+    });
     // A finished deliver task leaves the watermark: readers trust inboxes at its score again.
     const completed = (task: { taskId: number; authorId: number }, lagSeconds: number) => {
       deps.metrics?.fanoutFinished(lagSeconds);
       feed
         .deliveryFinished([task])
-        .catch((error: unknown) => deps.warn(`fan-out task ${task.taskId} stays in the watermark until the relay's next pass`, error));
+        .catch((error: unknown) =>
+          deps.warn(`fan-out task ${task.taskId} stays in the watermark until the relay's next pass`, error),
+        );
     };
-    this.dispatcher = new FanoutDispatcher({ store, queue: deps.queue, chunkSize: deps.config.fanoutChunkSize, onComplete: completed });
+    this.dispatcher = new FanoutDispatcher({
+      store,
+      queue: deps.queue,
+      chunkSize: deps.config.fanoutChunkSize,
+      onComplete: completed,
+    });
     this.executor = new FanoutExecutor({ store, feed, onComplete: completed, metrics: deps.metrics });
   }
 
@@ -94,7 +106,8 @@ export class FanoutWorkers {
       });
       worker.on('failed', (job, error) => {
         if (job) this.deps.metrics?.jobFailed(job.name, jobErrorCode(error));
-        if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) this.deps.warn(`fan-out job ${job.id} failed for good`, error);
+        if (job && job.attemptsMade >= (job.opts.attempts ?? 1))
+          this.deps.warn(`fan-out job ${job.id} failed for good`, error);
       });
       worker.on('error', (error) => this.deps.warn('fan-out worker error', error));
       this.workers.push(worker);
@@ -118,7 +131,12 @@ export class FanoutWorkers {
       await this.dispatcher.dispatch(job.data.taskId);
     } else {
       const chunk = job.data as ChunkJob;
-      const attributes = { 'fanout.task_id': chunk.taskId, 'fanout.chunk': chunk.seq, 'fanout.kind': chunk.kind, 'fanout.readers': chunk.followerIds.length };
+      const attributes = {
+        'fanout.task_id': chunk.taskId,
+        'fanout.chunk': chunk.seq,
+        'fanout.kind': chunk.kind,
+        'fanout.readers': chunk.followerIds.length,
+      };
       await inSpan('fanout chunk', chunk.trace, attributes, () => this.executor.runChunk(chunk));
     }
   }

@@ -117,12 +117,22 @@ export class LiveFeed {
 
   /** A fanned-out blog reached the inboxes of these live readers (the delivery read their marks): tell them. */
   async delivered(liveReaderIds: readonly number[], blog: LiveBlog): Promise<void> {
-    await this.buses.readers.publishToLive(liveReaderIds, { kind: 'added', blogId: blog.id, score: blog.score, authorId: blog.authorId });
+    await this.buses.readers.publishToLive(liveReaderIds, {
+      kind: 'added',
+      blogId: blog.id,
+      score: blog.score,
+      authorId: blog.authorId,
+    });
   }
 
   /** A blog that no fan-out delivers was committed: tell the processes that listen on its author. */
   async published(blog: LiveBlog): Promise<void> {
-    await this.buses.authors.publish([blog.authorId], { kind: 'added', blogId: blog.id, score: blog.score, authorId: blog.authorId });
+    await this.buses.authors.publish([blog.authorId], {
+      kind: 'added',
+      blogId: blog.id,
+      score: blog.score,
+      authorId: blog.authorId,
+    });
   }
 
   /**
@@ -159,7 +169,13 @@ export class LiveFeed {
    */
   async subscribe(viewerId: number, after: ScoredId | null = null): Promise<AsyncIterableIterator<ScoredId>> {
     const listensTo = this.model === 'push' ? 'reader' : 'reader and followees';
-    const subscription = new FeedSubscription({ viewerId, buses: this.buses, store: this.store, listensTo, warn: this.warn });
+    const subscription = new FeedSubscription({
+      viewerId,
+      buses: this.buses,
+      store: this.store,
+      listensTo,
+      warn: this.warn,
+    });
     await subscription.open();
     if (this.model !== 'push') this.track(viewerId, subscription);
     if (after === null) return this.checked(viewerId, subscription, null, []);
@@ -187,7 +203,13 @@ export class LiveFeed {
    * (deleted, or their author unfollowed), each told once; return() ends it.
    */
   async subscribeRemovals(viewerId: number): Promise<AsyncIterableIterator<LiveRemoval>> {
-    const subscription = new FeedSubscription({ viewerId, buses: this.buses, store: this.store, listensTo: 'reader and followees', warn: this.warn });
+    const subscription = new FeedSubscription({
+      viewerId,
+      buses: this.buses,
+      store: this.store,
+      listensTo: 'reader and followees',
+      warn: this.warn,
+    });
     await subscription.open();
     this.track(viewerId, subscription);
     const told = new Set<number>();
@@ -232,7 +254,12 @@ export class LiveFeed {
    * `follows` event re-lists its author channels. With `after` (resuming), `replay` comes first,
    * then the events of blogs newer than `after` that the replay did not hold.
    */
-  private checked(viewerId: number, subscription: FeedSubscription, after: ScoredId | null, replay: ScoredId[]): AsyncIterableIterator<ScoredId> {
+  private checked(
+    viewerId: number,
+    subscription: FeedSubscription,
+    after: ScoredId | null,
+    replay: ScoredId[],
+  ): AsyncIterableIterator<ScoredId> {
     const shown = new Set<number>();
     const replayed = new Set(replay.map((blog) => blog.id));
     const next = async (): Promise<IteratorResult<ScoredId>> => {
@@ -266,7 +293,11 @@ export class LiveFeed {
     const viewersOf = new Map<number, number[]>();
     for (const { viewerId, blogId } of asks) viewersOf.set(blogId, [...(viewersOf.get(blogId) ?? []), viewerId]);
     const seeing = new Map(
-      await Promise.all([...viewersOf].map(async ([blogId, viewerIds]) => [blogId, await this.store.viewersSeeing(blogId, viewerIds)] as const)),
+      await Promise.all(
+        [...viewersOf].map(
+          async ([blogId, viewerIds]) => [blogId, await this.store.viewersSeeing(blogId, viewerIds)] as const,
+        ),
+      ),
     );
     return asks.map(({ viewerId, blogId }) => seeing.get(blogId)!.has(viewerId));
   }

@@ -22,10 +22,16 @@ export class FeedResolver {
       'Blogs of the users the viewer follows, newest first (ties: larger blog id first). Forward with first/after; newer than a cursor with last/before ' +
       '(the blogs closest to before, still newest first; pageInfo.hasPreviousPage says whether more newer ones lie above). Requires a viewer.',
   })
-  async followFeed(@Args(() => FeedConnectionArgs) args: FeedConnectionArgs, @Ctx() { auth, services, loaders }: Context): Promise<BlogConnection> {
+  async followFeed(
+    @Args(() => FeedConnectionArgs) args: FeedConnectionArgs,
+    @Ctx() { auth, services, loaders }: Context,
+  ): Promise<BlogConnection> {
     const viewerId = requireViewerId(auth);
     const request = readFeedPageArgs(args);
-    const page = request.direction === 'forward' ? await services.feed.page(viewerId, request) : await services.feed.newerPage(viewerId, request);
+    const page =
+      request.direction === 'forward'
+        ? await services.feed.page(viewerId, request)
+        : await services.feed.newerPage(viewerId, request);
     // The page's blogs, authors, likes and follow checks in one statement, ready in the loaders.
     const ids = page.items.map((item) => item.id);
     primeLoaders(loaders, ids, await services.blogs.forViewer(viewerId, ids));
@@ -36,9 +42,17 @@ export class FeedResolver {
     description: `How many blogs of the follow feed are newer than before, counted up to max (0..${MAX_NEW_COUNT}): for a "new posts" banner. Requires a viewer.`,
   })
   async followFeedNewCount(
-    @Arg('before', () => String, { description: "An edge's cursor, usually the newest blog the client shows (pageInfo.startCursor of its first page)" })
+    @Arg('before', () => String, {
+      description:
+        "An edge's cursor, usually the newest blog the client shows (pageInfo.startCursor of its first page)",
+    })
     before: string,
-    @Arg('max', () => Int, { nullable: true, defaultValue: MAX_NEW_COUNT, description: `Stop counting at this many, 0..${MAX_NEW_COUNT}` }) max: number | null,
+    @Arg('max', () => Int, {
+      nullable: true,
+      defaultValue: MAX_NEW_COUNT,
+      description: `Stop counting at this many, 0..${MAX_NEW_COUNT}`,
+    })
+    max: number | null,
     @Ctx() { auth, services }: Context,
   ): Promise<number> {
     return services.feed.newCount(requireViewerId(auth), before, max ?? MAX_NEW_COUNT);
@@ -61,7 +75,8 @@ export class FeedResolver {
     @Ctx() { loaders }: Context,
     @Arg('after', () => String, {
       nullable: true,
-      description: "The cursor of the newest blog the client holds (its first edge's cursor): the blogs newer than it come first",
+      description:
+        "The cursor of the newest blog the client holds (its first edge's cursor): the blogs newer than it come first",
     })
     _after?: string | null,
   ): Promise<BlogEdge> {
@@ -78,7 +93,8 @@ export class FeedResolver {
     description:
       "Each blog that leaves the viewer's follow feed while the client watches it: deleted, or its author unfollowed (the author's newest blogs, " +
       'one event each). Over graphql-ws, as followFeedAdded.',
-    subscribe: ({ context }: SubscribeResolverData<unknown, unknown, Context>) => context.services.liveFeed.subscribeRemovals(requireViewerId(context.auth)),
+    subscribe: ({ context }: SubscribeResolverData<unknown, unknown, Context>) =>
+      context.services.liveFeed.subscribeRemovals(requireViewerId(context.auth)),
   })
   followFeedRemoved(@Root() removal: LiveRemoval): FeedRemoval {
     return { blogId: toGlobalId('Blog', removal.blogId) };

@@ -41,7 +41,16 @@ import type { FeedModel } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
 import { badUserInput } from '../kernel/errors';
 import { FeedPosition, InvalidCursorError, ScoredId } from '../kernel/pagination/cursor';
-import { fetchSize, NewerPageRequest, newerFetchSize, Page, PageRequest, positionBefore, slicePage, sliceNewerPage } from '../kernel/pagination/page';
+import {
+  fetchSize,
+  NewerPageRequest,
+  newerFetchSize,
+  Page,
+  PageRequest,
+  positionBefore,
+  slicePage,
+  sliceNewerPage,
+} from '../kernel/pagination/page';
 import { BigFolloweeLists } from './big-followees';
 import { MAX_REMOVED_PER_EVENT } from '../live/live.bus';
 import type { LiveFeed } from './feed.live';
@@ -126,7 +135,9 @@ export type PendingFollowChange = FollowChangeRow;
  * unmute of a followee commits a change of the feed alone (follow row kept, follow.service.ts).
  * It defaults to changeFollow's `follow`.
  */
-export type FollowTransaction = (record: (sql: Sql, version: number, inFeed?: boolean) => Promise<PendingFollowChange>) => Promise<PendingFollowChange | null>;
+export type FollowTransaction = (
+  record: (sql: Sql, version: number, inFeed?: boolean) => Promise<PendingFollowChange>,
+) => Promise<PendingFollowChange | null>;
 
 /**
  * A user's activity pushes their inbox's expiry back at most this often per process (not on
@@ -208,7 +219,12 @@ export class FeedService {
     if (this.inbox && !this.generation) throw new Error('inboxes need a Redis generation (feed/generation.ts)');
     this.readsInboxes = this.inbox !== null && this.settings.model !== 'pull';
     this.watermark = this.inbox
-      ? new FanoutWatermark({ inbox: this.inbox, inFlight: deps.inFlight ?? null, settleMs: this.settings.watermarkSettleMs, warn: this.warn })
+      ? new FanoutWatermark({
+          inbox: this.inbox,
+          inFlight: deps.inFlight ?? null,
+          settleMs: this.settings.watermarkSettleMs,
+          warn: this.warn,
+        })
       : null;
     this.generation?.onChange(() => this.catchUpInBackground());
     this.inbox?.onAvailable?.(() => this.catchUpInBackground());
@@ -310,7 +326,12 @@ export class FeedService {
   /** The first `n` feed entries of the viewer newer than `before`, the closest first (ascending). */
   async newer(viewerId: number, before: { maxScore: number; afterId: number }, n: number): Promise<ScoredId[]> {
     this.metrics?.pageRead('pull');
-    return this.store.feedNewer(viewerId, { score: before.maxScore, id: before.afterId }, n, this.settings.freshnessMs > 0);
+    return this.store.feedNewer(
+      viewerId,
+      { score: before.maxScore, id: before.afterId },
+      n,
+      this.settings.freshnessMs > 0,
+    );
   }
 
   /**
@@ -319,7 +340,8 @@ export class FeedService {
    * BAD_USER_INPUT naming them.
    */
   async newCount(viewerId: number, before: string, max: number): Promise<number> {
-    if (!Number.isInteger(max) || max < 0 || max > MAX_NEW_COUNT) throw badUserInput(`max must be between 0 and ${MAX_NEW_COUNT} (got ${max})`, 'max');
+    if (!Number.isInteger(max) || max < 0 || max > MAX_NEW_COUNT)
+      throw badUserInput(`max must be between 0 and ${MAX_NEW_COUNT} (got ${max})`, 'max');
     let position: NewerPageRequest['before'];
     try {
       position = positionBefore(before);
@@ -352,10 +374,19 @@ export class FeedService {
 
   /** Whether a read from `position` down may meet blogs younger than a replica's lag (it then goes to the primary). */
   private fresh(position: FeedPosition): boolean {
-    return this.settings.freshnessMs > 0 && (position.maxScore === null || position.maxScore >= this.now().getTime() - this.settings.freshnessMs);
+    return (
+      this.settings.freshnessMs > 0 &&
+      (position.maxScore === null || position.maxScore >= this.now().getTime() - this.settings.freshnessMs)
+    );
   }
 
-  private async entriesFromInbox(inbox: Inbox, epoch: number, viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
+  private async entriesFromInbox(
+    inbox: Inbox,
+    epoch: number,
+    viewerId: number,
+    from: FeedPosition,
+    n: number,
+  ): Promise<ScoredId[]> {
     const read = sourceRead(from, n);
     const { view, watermark, bigAuthors: generation } = await inbox.read(viewerId, read.from, read.limit, epoch);
     if (view.state !== 'valid') {
@@ -370,7 +401,11 @@ export class FeedService {
     const sources: Array<SourceReading<ScoredId>> = [{ items: view.entries, limit: read.limit, floor: view.floor }];
     const bigAuthors = await this.bigFolloweesOf(inbox, epoch, viewerId, view, generation);
     if (bigAuthors.length > 0) {
-      sources.push({ items: await this.store.pulledBlogs(bigAuthors, read.from, read.limit, this.fresh(read.from)), limit: read.limit, floor: null });
+      sources.push({
+        items: await this.store.pulledBlogs(bigAuthors, read.from, read.limit, this.fresh(read.from)),
+        limit: read.limit,
+        floor: null,
+      });
     }
     const inFlight = await this.inFlightBlogs(viewerId, watermark, read.from, read.limit);
     if (inFlight) sources.push({ items: inFlight, limit: read.limit, floor: null });
@@ -383,7 +418,8 @@ export class FeedService {
     // Below what the sources are sure of (the inbox's floor above 0), MySQL continues: the cold path.
     this.metrics?.pageRead('cold');
     const consumed = certain.slice(0, read.skip + covered.length);
-    const next = consumed.length === 0 || certain.length < read.skip ? from : keysetAfter(consumed[consumed.length - 1]);
+    const next =
+      consumed.length === 0 || certain.length < read.skip ? from : keysetAfter(consumed[consumed.length - 1]);
     return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length, null, this.fresh(next)));
   }
 
@@ -423,7 +459,10 @@ export class FeedService {
     const kept = this.bigFollowees.get(viewerId, view.version, generation);
     if (kept) return kept;
     // Redis has no generation of this epoch (new, or lost): set one, so that the next pages can keep lists.
-    if (generation === null) inbox.renewBigAuthors('missing', epoch).catch((error: unknown) => this.warn('setting the big-author generation failed', error));
+    if (generation === null)
+      inbox
+        .renewBigAuthors('missing', epoch)
+        .catch((error: unknown) => this.warn('setting the big-author generation failed', error));
     const { version, authorIds } = await this.store.pulledFollowees(viewerId);
     this.bigFollowees.set(viewerId, version, generation, authorIds);
     return authorIds;
@@ -441,7 +480,10 @@ export class FeedService {
    */
   async decidePush(sql: Sql, authorId: number): Promise<{ pushed: boolean; becameBig: boolean }> {
     if (this.settings.model === 'push') return { pushed: true, becameBig: false };
-    if (this.settings.model === 'hybrid' && (await this.store.hasFewerFollowers(sql, authorId, this.settings.bigAuthorFollowers))) {
+    if (
+      this.settings.model === 'hybrid' &&
+      (await this.store.hasFewerFollowers(sql, authorId, this.settings.bigAuthorFollowers))
+    ) {
       return { pushed: true, becameBig: false };
     }
     return { pushed: false, becameBig: await this.store.markHasPulledBlogs(sql, authorId) };
@@ -501,7 +543,12 @@ export class FeedService {
     // One script call per reader, sent together (the client pipelines them), not awaited in turn.
     const unfollowed = (await this.store.followStates(delivery.authorId, gone)).filter((state) => !state.follows);
     await Promise.all(
-      unfollowed.map((state) => inbox.retractUnfollowed(state.readerId, delivery.entry.id, { version: state.version, authorId: delivery.authorId })),
+      unfollowed.map((state) =>
+        inbox.retractUnfollowed(state.readerId, delivery.entry.id, {
+          version: state.version,
+          authorId: delivery.authorId,
+        }),
+      ),
     );
   }
 
@@ -569,7 +616,10 @@ export class FeedService {
         newest.map((blog) => blog.id),
       );
     } catch (error) {
-      this.warn(`telling the live clients of user ${readerId} that the blogs of ${authorId} left their feed failed`, error);
+      this.warn(
+        `telling the live clients of user ${readerId} that the blogs of ${authorId} left their feed failed`,
+        error,
+      );
     }
   }
 
@@ -639,7 +689,9 @@ export class FeedService {
       for (const id of marked) if (!committed.has(id)) await inbox.clearPending(readerId, id);
       for (const change of waiting) await this.applyFollowChange(change);
     };
-    const chore = settle().catch((error: unknown) => this.warn(`settling stale follow changes of user ${readerId} failed`, error));
+    const chore = settle().catch((error: unknown) =>
+      this.warn(`settling stale follow changes of user ${readerId} failed`, error),
+    );
     this.chores.add(chore);
     void chore.finally(() => this.chores.delete(chore));
   }
@@ -659,7 +711,13 @@ export class FeedService {
     // If the followee has a blog older than those copied, the inbox is complete only above it:
     // the floor rises to just above that blog, and the cold path serves what lies below.
     const firstLeft = newest[this.settings.backfillItems];
-    const outcome = await inbox.applyFollow(readerId, change, copied, firstLeft === undefined ? null : firstLeft.score + 1, stale);
+    const outcome = await inbox.applyFollow(
+      readerId,
+      change,
+      copied,
+      firstLeft === undefined ? null : firstLeft.score + 1,
+      stale,
+    );
     // A blog deleted since it was read may have had its retract pass this inbox before the
     // copy landed: asked after the write, MySQL says which to take back (a later delete's
     // retract comes after this write anyway). Also when this change was applied before (a
@@ -678,14 +736,18 @@ export class FeedService {
   }
 
   private dropWhenPossible(inbox: Inbox, readerId: number): void {
-    this.repairWhenPossible(() => inbox.drop(readerId), `gave up dropping the inbox of user ${readerId}; it expires in ACTIVE_DAYS`);
+    this.repairWhenPossible(
+      () => inbox.drop(readerId),
+      `gave up dropping the inbox of user ${readerId}; it expires in ACTIVE_DAYS`,
+    );
   }
 
   /** Runs a Redis write now, and again every second while it fails (REPAIR_ATTEMPTS times). */
   private repairWhenPossible(write: () => Promise<void>, gaveUp: string, attempt = 0): void {
     write().catch(() => {
       if (this.stopped) return;
-      if (attempt < REPAIR_ATTEMPTS) setTimeout(() => this.repairWhenPossible(write, gaveUp, attempt + 1), 1000).unref();
+      if (attempt < REPAIR_ATTEMPTS)
+        setTimeout(() => this.repairWhenPossible(write, gaveUp, attempt + 1), 1000).unref();
       else this.warn(gaveUp);
     });
   }

@@ -74,7 +74,12 @@ export const MOST_BRANCHES = 500;
  * `created_at >= ?`: SQLite takes only such plain comparisons, not the ORs, as the bounds of an
  * index range (MariaDB takes either).
  */
-function rangeSql(from: FeedPosition, minScore: number | null, floor: ScoredId | null, alias = ''): { where: string; params: unknown[] } {
+function rangeSql(
+  from: FeedPosition,
+  minScore: number | null,
+  floor: ScoredId | null,
+  alias = '',
+): { where: string; params: unknown[] } {
   const column = (name: string) => (alias ? `${alias}.${name}` : name);
   const position = positionSql(from, alias);
   const where = [position.where];
@@ -89,7 +94,9 @@ function rangeSql(from: FeedPosition, minScore: number | null, floor: ScoredId |
   }
   if (floor !== null) {
     const at = new Date(floor.score);
-    where.push(`AND ${column('created_at')} >= ? AND (${column('created_at')} > ? OR (${column('created_at')} = ? AND ${column('id')} >= ?))`);
+    where.push(
+      `AND ${column('created_at')} >= ? AND (${column('created_at')} > ? OR (${column('created_at')} = ? AND ${column('id')} >= ?))`,
+    );
     params.push(at, at, at, floor.id);
   }
   return { where: where.join(' '), params };
@@ -185,19 +192,31 @@ export class FeedStore implements GenerationRecord {
    * floor: then fewer than `limit` rows come back although there were k heads, and the page is
    * read again with the join, which is correct at any moment.
    */
-  async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null, fresh = false): Promise<ScoredId[]> {
+  async feedPage(
+    readerId: number,
+    from: FeedPosition,
+    limit: number,
+    minScore: number | null = null,
+    fresh = false,
+  ): Promise<ScoredId[]> {
     return this.pageOn(this.reads(fresh), readerId, from, limit, minScore);
   }
 
   /** feedPage on `sql`: a replica, the primary, or a transaction's connection (a rebuild's snapshot). */
-  private async pageOn(sql: Sql, readerId: number, from: FeedPosition, limit: number, minScore: number | null): Promise<ScoredId[]> {
+  private async pageOn(
+    sql: Sql,
+    readerId: number,
+    from: FeedPosition,
+    limit: number,
+    minScore: number | null,
+  ): Promise<ScoredId[]> {
     if (limit === 0) return [];
     const { skip } = positionSql(from);
     const wanted = skip + limit;
-    const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0 LIMIT ?', [
-      readerId,
-      MANY_FOLLOWEES + 1,
-    ]);
+    const followees = await sql.select<{ follow_user_id: string }>(
+      'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0 LIMIT ?',
+      [readerId, MANY_FOLLOWEES + 1],
+    );
     if (followees.length === 0) return [];
     if (followees.length <= MANY_FOLLOWEES) {
       return this.mergedRanges(
@@ -208,7 +227,8 @@ export class FeedStore implements GenerationRecord {
         null,
       );
     }
-    if (this.db.dialect === 'sqlite' && wanted > MOST_BRANCHES) return this.joinedPage(sql, readerId, from, limit, minScore);
+    if (this.db.dialect === 'sqlite' && wanted > MOST_BRANCHES)
+      return this.joinedPage(sql, readerId, from, limit, minScore);
     // minScore applies to the heads, not inside the dives: a dive that looked for a blog at or
     // above it would step through the whole history of a followee who has none. The LIMIT of h
     // only keeps MariaDB from merging h into the join, where it would run each dive twice (once
@@ -255,10 +275,10 @@ export class FeedStore implements GenerationRecord {
   async feedNewer(readerId: number, before: ScoredId, limit: number, fresh = true): Promise<ScoredId[]> {
     if (limit === 0) return [];
     const sql = this.reads(fresh);
-    const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0 LIMIT ?', [
-      readerId,
-      MANY_FOLLOWEES + 1,
-    ]);
+    const followees = await sql.select<{ follow_user_id: string }>(
+      'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0 LIMIT ?',
+      [readerId, MANY_FOLLOWEES + 1],
+    );
     if (followees.length === 0) return [];
     if (followees.length <= MANY_FOLLOWEES)
       return this.newerRanges(
@@ -271,7 +291,10 @@ export class FeedStore implements GenerationRecord {
     // The heads: each followee's oldest live blog newer than `before`, by one index range each
     // with the followee as a constant (a correlated dive would walk each followee's history up
     // from its oldest blog on MariaDB), MANY_FOLLOWEES branches a statement.
-    const everyone = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0', [readerId]);
+    const everyone = await sql.select<{ follow_user_id: string }>(
+      'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0',
+      [readerId],
+    );
     const newer = newerSql(before);
     const heads: Array<Row & { user_id: string }> = [];
     for (let start = 0; start < everyone.length; start += MANY_FOLLOWEES) {
@@ -362,7 +385,13 @@ export class FeedStore implements GenerationRecord {
    * ranges, each range stopping after skip + limit rows, at its author's `minScore` and at
    * `floor`. One statement.
    */
-  private async mergedRanges(sql: Sql, ranges: readonly AuthorRange[], from: FeedPosition, limit: number, floor: ScoredId | null): Promise<ScoredId[]> {
+  private async mergedRanges(
+    sql: Sql,
+    ranges: readonly AuthorRange[],
+    from: FeedPosition,
+    limit: number,
+    floor: ScoredId | null,
+  ): Promise<ScoredId[]> {
     const { skip } = positionSql(from);
     const branches = ranges.map((range) => {
       const where = rangeSql(from, range.minScore, floor);
@@ -384,7 +413,13 @@ export class FeedStore implements GenerationRecord {
   }
 
   /** feedPage as one join of tb_follow to tb_blog: correct at any moment, but it reads every live blog of every followee. */
-  private async joinedPage(sql: Sql, readerId: number, from: FeedPosition, limit: number, minScore: number | null): Promise<ScoredId[]> {
+  private async joinedPage(
+    sql: Sql,
+    readerId: number,
+    from: FeedPosition,
+    limit: number,
+    minScore: number | null,
+  ): Promise<ScoredId[]> {
     const position = positionSql(from, 'b');
     const rows = await sql.select<Row>(
       `SELECT b.id, b.created_at FROM tb_follow f JOIN tb_blog b ON b.user_id = f.follow_user_id
@@ -405,8 +440,13 @@ export class FeedStore implements GenerationRecord {
    */
   async snapshot(readerId: number, maxItems: number): Promise<TruthSnapshot> {
     return this.db.transaction(async (sql) => {
-      const [user] = await sql.select<{ feed_version: string }>('SELECT feed_version FROM tb_user WHERE id = ?', [readerId]);
-      const followees = await sql.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0', [readerId]);
+      const [user] = await sql.select<{ feed_version: string }>('SELECT feed_version FROM tb_user WHERE id = ?', [
+        readerId,
+      ]);
+      const followees = await sql.select<{ follow_user_id: string }>(
+        'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0',
+        [readerId],
+      );
       const newest = await this.pageOn(sql, readerId, { maxScore: null, offset: 0, afterId: null }, maxItems + 1, null);
       const pushed = await this.pushedAmong(sql, newest.slice(0, maxItems));
       return {
@@ -421,7 +461,9 @@ export class FeedStore implements GenerationRecord {
   /** Which of these blogs were fanned out (tb_blog.pushed), by primary key. */
   private async pushedAmong(sql: Sql, entries: readonly ScoredId[]): Promise<Set<number>> {
     if (entries.length === 0) return new Set();
-    const rows = await sql.select<{ id: string }>('SELECT id FROM tb_blog WHERE id IN (?) AND pushed', [entries.map((entry) => entry.id)]);
+    const rows = await sql.select<{ id: string }>('SELECT id FROM tb_blog WHERE id IN (?) AND pushed', [
+      entries.map((entry) => entry.id),
+    ]);
     return new Set(rows.map((row) => Number(row.id)));
   }
 
@@ -459,7 +501,12 @@ export class FeedStore implements GenerationRecord {
    * sorting every blog of every big author. `fresh`: on the primary (the page is near the top of
    * the feed, where a blog may be younger than a replica's lag).
    */
-  async pulledBlogs(authorIds: readonly number[], from: FeedPosition, limit: number, fresh = true): Promise<ScoredId[]> {
+  async pulledBlogs(
+    authorIds: readonly number[],
+    from: FeedPosition,
+    limit: number,
+    fresh = true,
+  ): Promise<ScoredId[]> {
     if (authorIds.length === 0 || limit === 0) return [];
     const position = positionSql({ ...from, offset: 0 });
     const branch = `(SELECT id, created_at FROM tb_blog
@@ -472,13 +519,18 @@ export class FeedStore implements GenerationRecord {
 
   /** Whether an author's new blogs go into inboxes in the hybrid model (fewer than `bigAuthorFollowers` followers). */
   async hasFewerFollowers(sql: Sql, authorId: number, bigAuthorFollowers: number): Promise<boolean> {
-    const [row] = await sql.select<{ follower_count: number }>('SELECT follower_count FROM tb_user WHERE id = ?', [authorId]);
+    const [row] = await sql.select<{ follower_count: number }>('SELECT follower_count FROM tb_user WHERE id = ?', [
+      authorId,
+    ]);
     return Number(row?.follower_count ?? 0) < bigAuthorFollowers;
   }
 
   /** Records that an author has blogs readers must pull (hybrid); true when that is new. */
   async markHasPulledBlogs(sql: Sql, authorId: number): Promise<boolean> {
-    const { affectedRows } = await sql.write('UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs', [authorId]);
+    const { affectedRows } = await sql.write(
+      'UPDATE tb_user SET has_pulled_blogs = TRUE WHERE id = ? AND NOT has_pulled_blogs',
+      [authorId],
+    );
     return affectedRows > 0;
   }
 
@@ -495,14 +547,20 @@ export class FeedStore implements GenerationRecord {
   /** Which of `blogIds` were written by `authorId` (an unfollow's cleanup). */
   async idsOfAuthorAmong(authorId: number, blogIds: readonly number[]): Promise<number[]> {
     if (blogIds.length === 0) return [];
-    const rows = await this.db.select<{ id: string }>('SELECT id FROM tb_blog WHERE user_id = ? AND id IN (?)', [authorId, blogIds]);
+    const rows = await this.db.select<{ id: string }>('SELECT id FROM tb_blog WHERE user_id = ? AND id IN (?)', [
+      authorId,
+      blogIds,
+    ]);
     return rows.map((row) => Number(row.id));
   }
 
   /** Which of `blogIds` are deleted now (a follow's check after its copy). */
   async deletedAmong(blogIds: readonly number[]): Promise<number[]> {
     if (blogIds.length === 0) return [];
-    const rows = await this.db.select<{ id: string }>('SELECT id FROM tb_blog WHERE id IN (?) AND deleted_at IS NOT NULL', [blogIds]);
+    const rows = await this.db.select<{ id: string }>(
+      'SELECT id FROM tb_blog WHERE id IN (?) AND deleted_at IS NOT NULL',
+      [blogIds],
+    );
     return rows.map((row) => Number(row.id));
   }
 
@@ -512,11 +570,10 @@ export class FeedStore implements GenerationRecord {
    */
   async followersAmong(authorId: number, readerIds: readonly number[]): Promise<Set<number>> {
     if (readerIds.length === 0) return new Set();
-    const rows = await this.db.select<{ user_id: string }>('SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ? AND muted = 0', [
-      authorId,
-      Math.min(...readerIds),
-      Math.max(...readerIds),
-    ]);
+    const rows = await this.db.select<{ user_id: string }>(
+      'SELECT user_id FROM tb_follow WHERE follow_user_id = ? AND user_id BETWEEN ? AND ? AND muted = 0',
+      [authorId, Math.min(...readerIds), Math.max(...readerIds)],
+    );
     return new Set(rows.map((row) => Number(row.user_id)));
   }
 
@@ -524,7 +581,10 @@ export class FeedStore implements GenerationRecord {
    * For readers who seem not to follow `authorId`: whether they do, with their feed_version,
    * read in one statement so that the two agree.
    */
-  async followStates(authorId: number, readerIds: readonly number[]): Promise<Array<{ readerId: number; follows: boolean; version: number }>> {
+  async followStates(
+    authorId: number,
+    readerIds: readonly number[],
+  ): Promise<Array<{ readerId: number; follows: boolean; version: number }>> {
     if (readerIds.length === 0) return [];
     const rows = await this.db.select<{ id: string; feed_version: string; follows: number | string }>(
       `SELECT u.id, u.feed_version,
@@ -532,7 +592,11 @@ export class FeedStore implements GenerationRecord {
        FROM tb_user u WHERE u.id IN (?)`,
       [authorId, readerIds],
     );
-    return rows.map((row) => ({ readerId: Number(row.id), follows: Number(row.follows) === 1, version: Number(row.feed_version) }));
+    return rows.map((row) => ({
+      readerId: Number(row.id),
+      follows: Number(row.follows) === 1,
+      version: Number(row.feed_version),
+    }));
   }
   /** Which of these viewers see a blog now (it is live, and they follow its author): the check of a live event before it is shown. */
   async viewersSeeing(blogId: number, viewerIds: readonly number[]): Promise<Set<number>> {
@@ -560,34 +624,36 @@ export class FeedStore implements GenerationRecord {
 
   /** Everyone the reader follows. */
   async followeeIds(readerId: number): Promise<number[]> {
-    const rows = await this.db.select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0', [readerId]);
+    const rows = await this.db.select<{ follow_user_id: string }>(
+      'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0',
+      [readerId],
+    );
     return rows.map((row) => Number(row.follow_user_id));
   }
 
   /** The Redis generation's row (feed/generation.ts). */
   async generation(): Promise<{ epoch: number; identity: string }> {
-    const [row] = await this.db.select<{ epoch: string; redis_identity: string }>('SELECT epoch, redis_identity FROM tb_feed_generation WHERE id = 1');
+    const [row] = await this.db.select<{ epoch: string; redis_identity: string }>(
+      'SELECT epoch, redis_identity FROM tb_feed_generation WHERE id = 1',
+    );
     if (!row) throw new Error('tb_feed_generation has no row: run the migrations');
     return { epoch: Number(row.epoch), identity: row.redis_identity };
   }
 
   async advanceGeneration(from: string, to: string): Promise<boolean> {
-    const { affectedRows } = await this.db.write('UPDATE tb_feed_generation SET epoch = epoch + 1, redis_identity = ? WHERE id = 1 AND redis_identity = ?', [
-      to,
-      from,
-    ]);
+    const { affectedRows } = await this.db.write(
+      'UPDATE tb_feed_generation SET epoch = epoch + 1, redis_identity = ? WHERE id = 1 AND redis_identity = ?',
+      [to, from],
+    );
     return affectedRows > 0;
   }
 
   /** Writes a follow change to the outbox, inside the transaction that commits it; its id. */
   async recordFollowChange(sql: Sql, change: Omit<FollowChangeRow, 'id'>, at: Date): Promise<number> {
-    const { insertId } = await sql.write('INSERT INTO tb_feed_change (reader_id, author_id, follow, version, created_at) VALUES (?, ?, ?, ?, ?)', [
-      change.readerId,
-      change.authorId,
-      change.follow,
-      change.version,
-      at,
-    ]);
+    const { insertId } = await sql.write(
+      'INSERT INTO tb_feed_change (reader_id, author_id, follow, version, created_at) VALUES (?, ?, ?, ?, ?)',
+      [change.readerId, change.authorId, change.follow, change.version, at],
+    );
     return insertId;
   }
 
@@ -603,7 +669,10 @@ export class FeedStore implements GenerationRecord {
   /** Of these change ids, those still waiting in the outbox. */
   async followChangesAmong(ids: readonly number[]): Promise<FollowChangeRow[]> {
     if (ids.length === 0) return [];
-    const rows = await this.db.select<ChangeRow>('SELECT id, reader_id, author_id, follow, version FROM tb_feed_change WHERE id IN (?)', [ids]);
+    const rows = await this.db.select<ChangeRow>(
+      'SELECT id, reader_id, author_id, follow, version FROM tb_feed_change WHERE id IN (?)',
+      [ids],
+    );
     return rows.map(changeOf);
   }
 

@@ -82,7 +82,8 @@ export class InboxGeneration {
   /** Resolves with the confirmed generation (checking first when there is none). */
   async confirmed(): Promise<number> {
     if (this.epoch === null) await this.check();
-    if (this.epoch === null) throw new Error('the Redis generation could not be confirmed (Redis or MySQL unreachable)');
+    if (this.epoch === null)
+      throw new Error('the Redis generation could not be confirmed (Redis or MySQL unreachable)');
     return this.epoch;
   }
 
@@ -109,7 +110,8 @@ export class InboxGeneration {
     const previous = this.trustedIdentity;
     this.trustedIdentity = identity;
     this.epoch = epoch;
-    if (previous !== null && previous !== identity) this.warn(`Redis is not the server it was (${previous} -> ${identity}): generation ${epoch}`);
+    if (previous !== null && previous !== identity)
+      this.warn(`Redis is not the server it was (${previous} -> ${identity}): generation ${epoch}`);
     for (const listener of this.listeners) listener(epoch);
   }
 

@@ -189,8 +189,11 @@ export class MemoryInbox implements Inbox {
   /** Each author with a task in flight and the lowest score in flight, by author id. */
   private authorsInFlight(): AuthorInFlight[] {
     const lowest = new Map<number, number>();
-    for (const { authorId, score } of this.watermark?.tasks.values() ?? []) lowest.set(authorId, Math.min(score, lowest.get(authorId) ?? Infinity));
-    return [...lowest].map(([authorId, score]) => ({ authorId, score })).sort((a, b) => a.score - b.score || a.authorId - b.authorId);
+    for (const { authorId, score } of this.watermark?.tasks.values() ?? [])
+      lowest.set(authorId, Math.min(score, lowest.get(authorId) ?? Infinity));
+    return [...lowest]
+      .map(([authorId, score]) => ({ authorId, score }))
+      .sort((a, b) => a.score - b.score || a.authorId - b.authorId);
   }
 
   async deliver(readerIds: readonly number[], delivery: Delivery): Promise<DeliveryOutcome> {
@@ -311,7 +314,12 @@ export class MemoryInbox implements Inbox {
 
   async create(readerId: number, version: number, epoch: number): Promise<void> {
     const state = this.states.get(readerId);
-    if (state && state.epoch === epoch && (state.building !== null || (state.floor !== null && state.entriesIntact && state.followeesIntact))) return;
+    if (
+      state &&
+      state.epoch === epoch &&
+      (state.building !== null || (state.floor !== null && state.entriesIntact && state.followeesIntact))
+    )
+      return;
     this.install(readerId, { base: version, maxver: version, epoch, building: null, buildAt: 0 });
   }
 
@@ -417,9 +425,18 @@ export class MemoryInbox implements Inbox {
   }
 
   /** A fresh inbox (as the scripts' install): every key anew, the pending marks kept. */
-  private install(readerId: number, fields: Pick<MemoryInboxState, 'base' | 'maxver' | 'epoch' | 'building' | 'buildAt'>): void {
+  private install(
+    readerId: number,
+    fields: Pick<MemoryInboxState, 'base' | 'maxver' | 'epoch' | 'building' | 'buildAt'>,
+  ): void {
     const old = this.states.get(readerId);
-    const fresh: MemoryInboxState = { ...this.marksOnly(), ...fields, floor: 0, entriesIntact: true, followeesIntact: true };
+    const fresh: MemoryInboxState = {
+      ...this.marksOnly(),
+      ...fields,
+      floor: 0,
+      entriesIntact: true,
+      followeesIntact: true,
+    };
     if (old) [fresh.marks, fresh.pendingAt] = [old.marks, old.pendingAt];
     this.states.set(readerId, fresh);
   }

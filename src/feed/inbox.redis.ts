@@ -181,18 +181,19 @@ export class RedisInbox implements Inbox {
       Math.max(limit, 1),
     ];
     if (this.perInbox) return this.readOnCluster(readerId, args, limit, epoch);
-    const [raw, synced, inFlight, bigAuthors] = await SCRIPTS['read-page'].run<[RawRead, 0 | 1, string[], string | null]>(
-      this.redis,
-      [...this.inboxKeys(readerId), this.keys.watermarkAuthors(), this.keys.bigAuthors()],
-      args,
-    );
+    const [raw, synced, inFlight, bigAuthors] = await SCRIPTS['read-page'].run<
+      [RawRead, 0 | 1, string[], string | null]
+    >(this.redis, [...this.inboxKeys(readerId), this.keys.watermarkAuthors(), this.keys.bigAuthors()], args);
     const watermark: Watermark = synced === 1 ? { synced: true, followees: authorsOf(inFlight) } : { synced: false };
     return { view: viewOf(raw, limit), watermark, bigAuthors: ofEpoch(bigAuthors, epoch) };
   }
 
   async followedAmong(readerId: number, authorIds: readonly number[], epoch: number): Promise<Set<number> | null> {
     if (authorIds.length === 0) return new Set();
-    const flags = await SCRIPTS['followed-among'].run<Array<0 | 1> | 0>(this.redis, this.inboxKeys(readerId), [String(epoch), ...authorIds.map(String)]);
+    const flags = await SCRIPTS['followed-among'].run<Array<0 | 1> | 0>(this.redis, this.inboxKeys(readerId), [
+      String(epoch),
+      ...authorIds.map(String),
+    ]);
     if (!Array.isArray(flags)) return null;
     return new Set(authorIds.filter((_, i) => flags[i] === 1));
   }
@@ -201,7 +202,12 @@ export class RedisInbox implements Inbox {
    * The inbox and the watermark live in different slots: two commands sent together (one round
    * trip), then, when authors are in flight, which of them the reader follows.
    */
-  private async readOnCluster(readerId: number, args: Array<string | number>, limit: number, epoch: number): Promise<InboxRead> {
+  private async readOnCluster(
+    readerId: number,
+    args: Array<string | number>,
+    limit: number,
+    epoch: number,
+  ): Promise<InboxRead> {
     const [raw, [synced, inFlight, bigAuthors]] = await Promise.all([
       SCRIPTS.read.run<RawRead>(this.redis, this.inboxKeys(readerId), args),
       SCRIPTS['watermark-read'].run<[0 | 1, string[], string | null]>(
@@ -215,8 +221,12 @@ export class RedisInbox implements Inbox {
     if (synced !== 1) return { ...read, watermark: { synced: false } };
     const authors = authorsOf(inFlight);
     if (authors.length === 0 || view.state !== 'valid') return { ...read, watermark: { synced: true, followees: [] } };
-    if (authors.length > CLUSTER_IN_FLIGHT_LOOKUP) return { ...read, watermark: { synced: true, oldest: Math.min(...authors.map((a) => a.score)) } };
-    const followed = await this.redis.smismember(this.keys.feedFollowees(readerId), ...authors.map((author) => String(author.authorId)));
+    if (authors.length > CLUSTER_IN_FLIGHT_LOOKUP)
+      return { ...read, watermark: { synced: true, oldest: Math.min(...authors.map((a) => a.score)) } };
+    const followed = await this.redis.smismember(
+      this.keys.feedFollowees(readerId),
+      ...authors.map((author) => String(author.authorId)),
+    );
     return { ...read, watermark: { synced: true, followees: authors.filter((_, i) => followed[i] === 1) } };
   }
 
@@ -232,7 +242,11 @@ export class RedisInbox implements Inbox {
    * A script over many inboxes, each given by `keysOf`: batches of SCRIPT_BATCH on a single
    * server, one call per inbox (pipelined) on a cluster.
    */
-  private async forInboxes(readerIds: readonly number[], keysOf: (readerId: number) => string[], run: (keys: string[]) => Promise<unknown>): Promise<void> {
+  private async forInboxes(
+    readerIds: readonly number[],
+    keysOf: (readerId: number) => string[],
+    run: (keys: string[]) => Promise<unknown>,
+  ): Promise<void> {
     if (this.perInbox) {
       await Promise.all(readerIds.map((id) => run(keysOf(id))));
       return;
@@ -255,7 +269,9 @@ export class RedisInbox implements Inbox {
       });
     };
     if (this.perInbox) {
-      await Promise.all(readerIds.map(async (id) => record([id], await SCRIPTS.deliver.run<number[]>(this.redis, keysOf(id), args))));
+      await Promise.all(
+        readerIds.map(async (id) => record([id], await SCRIPTS.deliver.run<number[]>(this.redis, keysOf(id), args))),
+      );
       return outcome;
     }
     for (let start = 0; start < readerIds.length; start += SCRIPT_BATCH) {
@@ -266,7 +282,11 @@ export class RedisInbox implements Inbox {
   }
 
   async retractUnfollowed(readerId: number, blogId: number, change: FollowChange): Promise<void> {
-    await SCRIPTS['retract-unfollowed'].run(this.redis, this.pair(readerId), [inboxMember(blogId), change.authorId, change.version]);
+    await SCRIPTS['retract-unfollowed'].run(this.redis, this.pair(readerId), [
+      inboxMember(blogId),
+      change.authorId,
+      change.version,
+    ]);
   }
 
   async retract(readerIds: readonly number[], blogId: number): Promise<void> {
@@ -304,17 +324,21 @@ export class RedisInbox implements Inbox {
   }
 
   async markUnfollow(readerId: number, change: FollowChange): Promise<number[] | null> {
-    const [admitted, members] = await SCRIPTS['mark-unfollow'].run<[0 | 1, string[]?]>(this.redis, this.inboxKeys(readerId), [
-      change.version,
-      change.authorId,
-      this.ttlMs,
-    ]);
+    const [admitted, members] = await SCRIPTS['mark-unfollow'].run<[0 | 1, string[]?]>(
+      this.redis,
+      this.inboxKeys(readerId),
+      [change.version, change.authorId, this.ttlMs],
+    );
     return admitted === 1 ? (members ?? []).map(blogIdOfMember) : null;
   }
 
   async removeUnfollowed(readerId: number, change: FollowChange, blogIds: readonly number[]): Promise<void> {
     if (blogIds.length === 0) return;
-    await SCRIPTS['remove-unfollowed'].run(this.redis, this.pair(readerId), [change.version, change.authorId, ...blogIds.map(inboxMember)]);
+    await SCRIPTS['remove-unfollowed'].run(this.redis, this.pair(readerId), [
+      change.version,
+      change.authorId,
+      ...blogIds.map(inboxMember),
+    ]);
   }
 
   async markPending(readerId: number, changeId: number): Promise<void> {
@@ -334,7 +358,14 @@ export class RedisInbox implements Inbox {
   }
 
   async beginBuild(readerId: number, token: string, epoch: number): Promise<boolean> {
-    return (await SCRIPTS['begin-build'].run<number>(this.redis, this.inboxKeys(readerId), [token, String(epoch), this.buildStaleMs, this.ttlMs])) === 1;
+    return (
+      (await SCRIPTS['begin-build'].run<number>(this.redis, this.inboxKeys(readerId), [
+        token,
+        String(epoch),
+        this.buildStaleMs,
+        this.ttlMs,
+      ])) === 1
+    );
   }
 
   async finishBuild(readerId: number, token: string, snapshot: FeedSnapshot): Promise<BuildOutcome> {
@@ -381,7 +412,11 @@ export class RedisInbox implements Inbox {
     if (tasks.length === 0) return;
     await SCRIPTS['watermark-clear'].run(
       this.redis,
-      [this.keys.watermarkTasks(), this.keys.watermarkAuthors(), ...tasks.map((task) => this.keys.watermarkAuthor(task.authorId))],
+      [
+        this.keys.watermarkTasks(),
+        this.keys.watermarkAuthors(),
+        ...tasks.map((task) => this.keys.watermarkAuthor(task.authorId)),
+      ],
       tasks.flatMap((task) => [task.taskId, task.authorId]),
     );
   }
@@ -407,7 +442,11 @@ export class RedisInbox implements Inbox {
   async syncInFlight(tasks: readonly TaskInFlight[], complete: boolean, epoch: number): Promise<void> {
     await SCRIPTS['watermark-sync'].run(
       this.redis,
-      [this.keys.watermarkTasks(), this.keys.watermarkAuthors(), ...tasks.map((task) => this.keys.watermarkAuthor(task.authorId))],
+      [
+        this.keys.watermarkTasks(),
+        this.keys.watermarkAuthors(),
+        ...tasks.map((task) => this.keys.watermarkAuthor(task.authorId)),
+      ],
       [complete ? '1' : '0', String(epoch), ...tasks.flatMap((task) => [task.taskId, task.authorId, task.score])],
     );
   }
@@ -427,7 +466,12 @@ function viewOf(reply: RawRead, limit: number): InboxView {
       return { state: 'pending', ageMs: Number(reply[1]) };
     case ReadReply.VALID: {
       const [, floor, entries, base, maxver] = reply as [ReadReply, string, string[], string, string];
-      return { state: 'valid', floor: Number(floor), entries: entriesOf(entries).slice(0, limit), version: Math.max(Number(base), Number(maxver)) };
+      return {
+        state: 'valid',
+        floor: Number(floor),
+        entries: entriesOf(entries).slice(0, limit),
+        version: Math.max(Number(base), Number(maxver)),
+      };
     }
   }
 }

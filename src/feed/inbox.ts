@@ -232,7 +232,13 @@ export interface Inbox {
    * ones; `floor`: the inbox is complete only from there up. 'reapplied': this very change was
    * applied before (a retry), 'stale': a newer change of the pair is known, or there is no inbox.
    */
-  applyFollow(readerId: number, change: FollowChange, entries: readonly ScoredId[], floor: number | null, stale?: readonly number[]): Promise<FollowOutcome>;
+  applyFollow(
+    readerId: number,
+    change: FollowChange,
+    entries: readonly ScoredId[],
+    floor: number | null,
+    stale?: readonly number[],
+  ): Promise<FollowOutcome>;
   /**
    * An unfollow's first step: records it; the inbox's blog ids (also when this very change was
    * recorded before: a retry), or null when stale or missing.

@@ -82,7 +82,10 @@ export class FanoutWatermark {
         )
       : false;
     if (added) return;
-    if (!inbox.available()) warn(`fan-out task ${task.taskId} is not in the fan-out watermark: Redis is away; it is repaired when Redis is back`);
+    if (!inbox.available())
+      warn(
+        `fan-out task ${task.taskId} is not in the fan-out watermark: Redis is away; it is repaired when Redis is back`,
+      );
     this.missedTask = true;
     await this.deps.inFlight?.markUnwatermarked(sql, task.taskId);
   }

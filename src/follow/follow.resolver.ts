@@ -16,11 +16,13 @@ export class FollowResolver {
     description:
       'Sets whether the viewer follows userId (idempotent); returns that user. A new follow past the most one user may follow ' +
       '(5,000 unless the operator set otherwise) is FORBIDDEN with extensions.limit "maxFollowing" and extensions.max.',
-    deprecationReason: "Use followUser: the same change, and its payload carries the viewer's updated followingCount too.",
+    deprecationReason:
+      "Use followUser: the same change, and its payload carries the viewer's updated followingCount too.",
   })
   follow(
     @Arg('userId', () => ID, { description: 'Global id of the user to follow or unfollow' }) userId: string,
-    @Arg('follow', () => Boolean, { defaultValue: true, description: 'true to follow, false to unfollow' }) follow: boolean,
+    @Arg('follow', () => Boolean, { defaultValue: true, description: 'true to follow, false to unfollow' })
+    follow: boolean,
     @Ctx() context: Context,
   ): Promise<User> {
     return setFollowing(userId, follow, context);
@@ -34,7 +36,8 @@ export class FollowResolver {
   })
   async followUser(
     @Arg('userId', () => ID, { description: 'Global id of the user to follow or unfollow' }) userId: string,
-    @Arg('follow', () => Boolean, { defaultValue: true, description: 'true to follow, false to unfollow' }) follow: boolean,
+    @Arg('follow', () => Boolean, { defaultValue: true, description: 'true to follow, false to unfollow' })
+    follow: boolean,
     @Ctx() context: Context,
   ): Promise<FollowUserPayload> {
     const user = await setFollowing(userId, follow, context);
@@ -71,7 +74,8 @@ export class FollowResolver {
   })
   async block(
     @Arg('userId', () => ID, { description: 'Global id of the user to block or unblock' }) userId: string,
-    @Arg('blocked', () => Boolean, { defaultValue: true, description: 'true to block, false to unblock' }) blocked: boolean,
+    @Arg('blocked', () => Boolean, { defaultValue: true, description: 'true to block, false to unblock' })
+    blocked: boolean,
     @Ctx() { auth, services, loaders }: Context,
   ): Promise<User> {
     const viewerId = requireViewerId(auth);
@@ -89,7 +93,11 @@ export class FollowResolver {
     complexity: connectionCost,
     description: 'Users the viewer has muted (only on the viewer itself; empty elsewhere), most recent mute first',
   })
-  muted(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { auth, services, loaders }: Context): Promise<UserConnection> {
+  muted(
+    @Root() user: User,
+    @Args(() => ConnectionArgs) args: ConnectionArgs,
+    @Ctx() { auth, services, loaders }: Context,
+  ): Promise<UserConnection> {
     const request = readKeysetPageArgs(args);
     return userConnection(
       ownList(auth, user, (fetch) => services.follows.muted([fetch])),
@@ -103,7 +111,11 @@ export class FollowResolver {
     complexity: connectionCost,
     description: 'Users the viewer has blocked (only on the viewer itself; empty elsewhere), most recent block first',
   })
-  blocked(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { auth, services, loaders }: Context): Promise<UserConnection> {
+  blocked(
+    @Root() user: User,
+    @Args(() => ConnectionArgs) args: ConnectionArgs,
+    @Ctx() { auth, services, loaders }: Context,
+  ): Promise<UserConnection> {
     const request = readKeysetPageArgs(args);
     return userConnection(
       ownList(auth, user, (fetch) => services.follows.blocked([fetch])),
@@ -113,21 +125,40 @@ export class FollowResolver {
     );
   }
 
-  @FieldResolver(() => UserConnection, { complexity: connectionCost, description: 'Users who follow this user, most recent follow first' })
-  followers(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { loaders }: Context): Promise<UserConnection> {
+  @FieldResolver(() => UserConnection, {
+    complexity: connectionCost,
+    description: 'Users who follow this user, most recent follow first',
+  })
+  followers(
+    @Root() user: User,
+    @Args(() => ConnectionArgs) args: ConnectionArgs,
+    @Ctx() { loaders }: Context,
+  ): Promise<UserConnection> {
     return userConnection(loaders.followers, user.dbId, readKeysetPageArgs(args), loaders);
   }
 
-  @FieldResolver(() => UserConnection, { complexity: connectionCost, description: 'Users this user follows, most recent follow first' })
-  following(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { loaders }: Context): Promise<UserConnection> {
+  @FieldResolver(() => UserConnection, {
+    complexity: connectionCost,
+    description: 'Users this user follows, most recent follow first',
+  })
+  following(
+    @Root() user: User,
+    @Args(() => ConnectionArgs) args: ConnectionArgs,
+    @Ctx() { loaders }: Context,
+  ): Promise<UserConnection> {
     return userConnection(loaders.following, user.dbId, readKeysetPageArgs(args), loaders);
   }
 
   @FieldResolver(() => UserConnection, {
     complexity: connectionCost,
-    description: 'Users whom both the viewer and this user follow, most recent follow of this user first; empty for an anonymous viewer',
+    description:
+      'Users whom both the viewer and this user follow, most recent follow of this user first; empty for an anonymous viewer',
   })
-  commonFollows(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { auth, loaders }: Context): Promise<UserConnection> {
+  commonFollows(
+    @Root() user: User,
+    @Args(() => ConnectionArgs) args: ConnectionArgs,
+    @Ctx() { auth, loaders }: Context,
+  ): Promise<UserConnection> {
     const request = readKeysetPageArgs(args);
     // A rejected token is UNAUTHENTICATED here as everywhere. An anonymous viewer follows no one:
     // the request's loader answers an empty list without asking the database.
@@ -141,7 +172,11 @@ export class FollowResolver {
  * viewer, else always empty, without a query. A rejected token is UNAUTHENTICATED here as
  * everywhere.
  */
-function ownList(auth: Context['auth'], user: User, pages: (fetch: KeysetFetch) => Promise<KeysetPosition[][]>): Pick<KeysetPageLoader, 'load'> {
+function ownList(
+  auth: Context['auth'],
+  user: User,
+  pages: (fetch: KeysetFetch) => Promise<KeysetPosition[][]>,
+): Pick<KeysetPageLoader, 'load'> {
   const own = optionalViewerId(auth) === user.dbId;
   return { load: async (fetch) => (own ? (await pages(fetch))[0] : []) };
 }

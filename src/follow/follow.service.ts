@@ -148,7 +148,12 @@ export class FollowService {
    * when it reports a change of the reader's feed, the change is recorded in the same transaction.
    * `follow`: whether the author is in the feed after the change, as far as the caller knows.
    */
-  private changeFeed(readerId: number, authorId: number, follow: boolean, commit: (sql: Sql) => Promise<FeedChange | null>): Promise<void> {
+  private changeFeed(
+    readerId: number,
+    authorId: number,
+    follow: boolean,
+    commit: (sql: Sql) => Promise<FeedChange | null>,
+  ): Promise<void> {
     return this.feed.changeFollow(readerId, authorId, follow, (record) =>
       this.db.transaction(async (sql) => {
         const change = await commit(sql);
@@ -164,8 +169,15 @@ export class FollowService {
    * last free place, the second sees the first's count and rolls back; a follow and a block of
    * the same users see each other.
    */
-  private async commitChange(sql: Sql, followerId: number, followeeId: number, follow: boolean): Promise<FeedChange | null> {
-    const changed = follow ? await this.store.insert(sql, followerId, followeeId, this.now()) : await this.store.delete(sql, followerId, followeeId);
+  private async commitChange(
+    sql: Sql,
+    followerId: number,
+    followeeId: number,
+    follow: boolean,
+  ): Promise<FeedChange | null> {
+    const changed = follow
+      ? await this.store.insert(sql, followerId, followeeId, this.now())
+      : await this.store.delete(sql, followerId, followeeId);
     if (!changed) return null;
     const { feedVersion, followingCount } = await this.store.adjustCounts(sql, followerId, followeeId, follow ? 1 : -1);
     if (!follow) return { version: feedVersion, inFeed: false };
@@ -178,7 +190,11 @@ export class FollowService {
       );
     }
     if (await this.store.blockedBetween(followerId, followeeId, sql)) {
-      throw forbidden(`userId: user ${followeeId} cannot be followed: one of you has blocked the other`, 'userId', 'blocked');
+      throw forbidden(
+        `userId: user ${followeeId} cannot be followed: one of you has blocked the other`,
+        'userId',
+        'blocked',
+      );
     }
     const muted = await this.store.isMuted(sql, followerId, followeeId);
     if (muted) await this.store.setFollowMuted(sql, followerId, followeeId, true);

@@ -6,10 +6,20 @@ import type { KeysetFetch } from '../kernel/pagination/page';
 import { notBlockedWithViewer } from '../user/user.store';
 
 /** A user's followers (the list's owner is the followed user), on ix_follow_followee_created (follow_user_id, created_at, user_id). */
-const FOLLOWERS: KeysetList = { source: 'tb_follow f WHERE f.follow_user_id = ?', time: 'f.created_at', id: 'f.user_id', order: 'DESC' };
+const FOLLOWERS: KeysetList = {
+  source: 'tb_follow f WHERE f.follow_user_id = ?',
+  time: 'f.created_at',
+  id: 'f.user_id',
+  order: 'DESC',
+};
 
 /** The users a user follows, on ix_follow_follower_created (user_id, created_at, follow_user_id). */
-const FOLLOWING: KeysetList = { source: 'tb_follow f WHERE f.user_id = ?', time: 'f.created_at', id: 'f.follow_user_id', order: 'DESC' };
+const FOLLOWING: KeysetList = {
+  source: 'tb_follow f WHERE f.user_id = ?',
+  time: 'f.created_at',
+  id: 'f.follow_user_id',
+  order: 'DESC',
+};
 
 /**
  * The users whom both the viewer (the first `?`) and the list's owner follow, in the order of
@@ -33,23 +43,39 @@ const FOLLOWING_SEEN = seenBy(FOLLOWING);
 const COMMON_FOLLOWS_SEEN = seenBy(COMMON_FOLLOWS);
 
 /** The users a user muted, most recent mute first, on ix_mute_user_created (user_id, created_at, muted_user_id). */
-const MUTED: KeysetList = { source: 'tb_user_mute WHERE user_id = ?', time: 'created_at', id: 'muted_user_id', order: 'DESC' };
+const MUTED: KeysetList = {
+  source: 'tb_user_mute WHERE user_id = ?',
+  time: 'created_at',
+  id: 'muted_user_id',
+  order: 'DESC',
+};
 
 /** The users a user blocked, most recent block first, on ix_block_user_created (user_id, created_at, blocked_user_id). */
-const BLOCKED: KeysetList = { source: 'tb_user_block WHERE user_id = ?', time: 'created_at', id: 'blocked_user_id', order: 'DESC' };
+const BLOCKED: KeysetList = {
+  source: 'tb_user_block WHERE user_id = ?',
+  time: 'created_at',
+  id: 'blocked_user_id',
+  order: 'DESC',
+};
 
 export class FollowStore {
   constructor(private readonly db: Database) {}
 
   /** Inserts the row; false when it existed already. */
   async insert(sql: Sql, followerId: number, followeeId: number, at: Date): Promise<boolean> {
-    const inserted = await sql.write('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [followerId, followeeId, at]);
+    const inserted = await sql.write(
+      'INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)',
+      [followerId, followeeId, at],
+    );
     return inserted.affectedRows > 0;
   }
 
   /** Deletes the row; false when there was none. */
   async delete(sql: Sql, followerId: number, followeeId: number): Promise<boolean> {
-    const deleted = await sql.write('DELETE FROM tb_follow WHERE user_id = ? AND follow_user_id = ?', [followerId, followeeId]);
+    const deleted = await sql.write('DELETE FROM tb_follow WHERE user_id = ? AND follow_user_id = ?', [
+      followerId,
+      followeeId,
+    ]);
     return deleted.affectedRows > 0;
   }
 
@@ -61,7 +87,12 @@ export class FollowStore {
    * with the follower's following_count as this transaction leaves it: read under the same
    * lock, so two concurrent follows of one user see each other's count.
    */
-  async adjustCounts(sql: Sql, followerId: number, followeeId: number, delta: 1 | -1): Promise<{ feedVersion: number; followingCount: number }> {
+  async adjustCounts(
+    sql: Sql,
+    followerId: number,
+    followeeId: number,
+    delta: 1 | -1,
+  ): Promise<{ feedVersion: number; followingCount: number }> {
     await sql.write(
       `UPDATE tb_user SET
          following_count = following_count + CASE WHEN id = ? THEN ? ELSE 0 END,
@@ -82,7 +113,10 @@ export class FollowStore {
     if (userIds.length === 0) return new Set();
     const rows = await this.db
       .lagging()
-      .select<{ follow_user_id: string }>('SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND follow_user_id IN (?)', [viewerId, userIds]);
+      .select<{ follow_user_id: string }>(
+        'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND follow_user_id IN (?)',
+        [viewerId, userIds],
+      );
     return new Set(rows.map((row) => Number(row.follow_user_id)));
   }
 
@@ -103,7 +137,12 @@ export class FollowStore {
 
   /** Pages of the users whom both the viewer and KeysetFetch.of follow, most recent follow of `of` first; one statement per MAX_PAGES_PER_STATEMENT pages. */
   commonFollows(viewerId: number, fetches: readonly KeysetFetch[]): Promise<KeysetPosition[][]> {
-    return selectKeysetPages(this.db, COMMON_FOLLOWS_SEEN, fetches, (fetch) => [viewerId, fetch.of, viewerId, viewerId]);
+    return selectKeysetPages(this.db, COMMON_FOLLOWS_SEEN, fetches, (fetch) => [
+      viewerId,
+      fetch.of,
+      viewerId,
+      viewerId,
+    ]);
   }
 
   /** Pages of the users a user muted (KeysetFetch.of: that user), most recent first. */
@@ -136,45 +175,52 @@ export class FollowStore {
   /** Inserts or deletes the mute row; whether it changed. */
   async setMuteRow(sql: Sql, userId: number, mutedId: number, muted: boolean, at: Date): Promise<boolean> {
     const change = muted
-      ? await sql.write('INSERT IGNORE INTO tb_user_mute (user_id, muted_user_id, created_at) VALUES (?, ?, ?)', [userId, mutedId, at])
+      ? await sql.write('INSERT IGNORE INTO tb_user_mute (user_id, muted_user_id, created_at) VALUES (?, ?, ?)', [
+          userId,
+          mutedId,
+          at,
+        ])
       : await sql.write('DELETE FROM tb_user_mute WHERE user_id = ? AND muted_user_id = ?', [userId, mutedId]);
     return change.affectedRows > 0;
   }
 
   /** Whether `userId` has muted `mutedId`. */
   async isMuted(sql: Sql, userId: number, mutedId: number): Promise<boolean> {
-    const rows = await sql.select('SELECT 1 AS yes FROM tb_user_mute WHERE user_id = ? AND muted_user_id = ?', [userId, mutedId]);
+    const rows = await sql.select('SELECT 1 AS yes FROM tb_user_mute WHERE user_id = ? AND muted_user_id = ?', [
+      userId,
+      mutedId,
+    ]);
     return rows.length > 0;
   }
 
   /** Sets the follow row's muted flag; true when the row exists and its flag changed. */
   async setFollowMuted(sql: Sql, followerId: number, followeeId: number, muted: boolean): Promise<boolean> {
     const flag = muted ? 1 : 0;
-    const changed = await sql.write('UPDATE tb_follow SET muted = ? WHERE user_id = ? AND follow_user_id = ? AND muted <> ?', [
-      flag,
-      followerId,
-      followeeId,
-      flag,
-    ]);
+    const changed = await sql.write(
+      'UPDATE tb_follow SET muted = ? WHERE user_id = ? AND follow_user_id = ? AND muted <> ?',
+      [flag, followerId, followeeId, flag],
+    );
     return changed.affectedRows > 0;
   }
 
   /** Inserts or deletes the block row; whether it changed. */
   async setBlockRow(sql: Sql, userId: number, blockedId: number, blocked: boolean, at: Date): Promise<boolean> {
     const change = blocked
-      ? await sql.write('INSERT IGNORE INTO tb_user_block (user_id, blocked_user_id, created_at) VALUES (?, ?, ?)', [userId, blockedId, at])
+      ? await sql.write('INSERT IGNORE INTO tb_user_block (user_id, blocked_user_id, created_at) VALUES (?, ?, ?)', [
+          userId,
+          blockedId,
+          at,
+        ])
       : await sql.write('DELETE FROM tb_user_block WHERE user_id = ? AND blocked_user_id = ?', [userId, blockedId]);
     return change.affectedRows > 0;
   }
 
   /** Whether either of the two users has blocked the other (on `sql`: a transaction's, or the primary). */
   async blockedBetween(a: number, b: number, sql: Sql = this.db): Promise<boolean> {
-    const rows = await sql.select('SELECT 1 AS yes FROM tb_user_block WHERE (user_id = ? AND blocked_user_id = ?) OR (user_id = ? AND blocked_user_id = ?)', [
-      a,
-      b,
-      b,
-      a,
-    ]);
+    const rows = await sql.select(
+      'SELECT 1 AS yes FROM tb_user_block WHERE (user_id = ? AND blocked_user_id = ?) OR (user_id = ? AND blocked_user_id = ?)',
+      [a, b, b, a],
+    );
     return rows.length > 0;
   }
 

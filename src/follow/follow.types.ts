@@ -2,7 +2,9 @@
 import { Field, ObjectType } from 'type-graphql';
 import { User } from '../user/user.types';
 
-@ObjectType({ description: 'The result of followUser: both users with their counts after the change, for a normalized cache' })
+@ObjectType({
+  description: 'The result of followUser: both users with their counts after the change, for a normalized cache',
+})
 export class FollowUserPayload {
   @Field(() => User, { description: 'The user followed or unfollowed (followerCount, isFollowedByViewer updated)' })
   user!: User;

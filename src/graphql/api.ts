@@ -69,7 +69,9 @@ export async function startApi(core: Core, documents: PersistedDocuments): Promi
   const contextFor = (auth: TokenCheck, ip: string, requestId: string): Context => {
     const viewerId = auth.kind === 'viewer' ? auth.userId : null;
     if (viewerId !== null) {
-      core.feed.recordActivity(viewerId).catch((error: unknown) => core.warn(`recording activity of user ${viewerId} failed`, error));
+      core.feed
+        .recordActivity(viewerId)
+        .catch((error: unknown) => core.warn(`recording activity of user ${viewerId} failed`, error));
     }
     return { auth, ip, requestId, services, loaders: createLoaders(sources, viewerId), wrote };
   };
@@ -82,7 +84,9 @@ export async function startApi(core: Core, documents: PersistedDocuments): Promi
 
   const schema = buildFeedSchema();
   if (documents.mode !== 'off')
-    logger.info(`trusted documents: PERSISTED_DOCUMENTS=${documents.mode}, ${documents.size} in ${config.persistedDocuments.manifestFile}`);
+    logger.info(
+      `trusted documents: PERSISTED_DOCUMENTS=${documents.mode}, ${documents.size} in ${config.persistedDocuments.manifestFile}`,
+    );
   // Subscriptions over graphql-ws share the port and the path (ws://.../graphql).
   const subscriptions = serveSubscriptions(httpServer, {
     schema,

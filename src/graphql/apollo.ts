@@ -48,7 +48,10 @@ export function createApollo(
     plugins: [
       // Connections still open halfway through SHUTDOWN_TIMEOUT_MS are cut (a keep-alive client
       // may never close its side), leaving the other half to fan-out jobs and the pools.
-      ApolloServerPluginDrainHttpServer({ httpServer, stopGracePeriodMillis: Math.floor(config.shutdownTimeoutMs / 2) }),
+      ApolloServerPluginDrainHttpServer({
+        httpServer,
+        stopGracePeriodMillis: Math.floor(config.shutdownTimeoutMs / 2),
+      }),
       ApolloServerPluginLandingPageDisabled(),
       // The default cache-control plugin wraps every field resolver to compute HTTP cache hints;
       // feeds are per viewer and never cacheable, and the wrapping halved feed throughput.
@@ -72,7 +75,10 @@ const MAX_LOGGED_OPERATION_NAME = 100;
  * the bounded `label` (see operationLabeler); the log line, where cardinality costs nothing,
  * also keeps the client's operationName.
  */
-function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefinitionNode | undefined) => string): ApolloServerPlugin<Context> {
+function requestLogPlugin(
+  metrics: Metrics,
+  label: (operation: OperationDefinitionNode | undefined) => string,
+): ApolloServerPlugin<Context> {
   return {
     async requestDidStart({ contextValue }) {
       const started = performance.now();
@@ -82,7 +88,9 @@ function requestLogPlugin(metrics: Metrics, label: (operation: OperationDefiniti
           const rootField = label(definition);
           metrics.request(rootField, seconds);
           const body = response.body.kind === 'single' ? response.body.singleResult : undefined;
-          const codes = [...(errors ?? []), ...(body?.errors ?? [])].map((error) => error.extensions?.code).filter(Boolean);
+          const codes = [...(errors ?? []), ...(body?.errors ?? [])]
+            .map((error) => error.extensions?.code)
+            .filter(Boolean);
           metrics.errored(errorCodesOf(body?.errors ?? errors ?? []));
           logger.info({
             requestId: contextValue.requestId,
@@ -131,7 +139,9 @@ function refusedWholePlugin(): ApolloServerPlugin<Context> {
           const { data, errors } = response.body.singleResult;
           if ((data !== null && data !== undefined) || !errors?.length) return;
           if (!errors.every((error) => error.extensions?.code === ErrorCode.RATE_LIMITED)) return;
-          const waits = errors.map((error) => Number(error.extensions?.retryAfterSeconds)).filter((seconds) => Number.isFinite(seconds) && seconds > 0);
+          const waits = errors
+            .map((error) => Number(error.extensions?.retryAfterSeconds))
+            .filter((seconds) => Number.isFinite(seconds) && seconds > 0);
           response.http.status = 429;
           response.http.headers.set('retry-after', String(Math.max(1, ...waits)));
         },
@@ -160,11 +170,18 @@ function readYourWritesPlugin(): ApolloServerPlugin<Context> {
  * Errors the client caused keep their message and code. Anything else is a fault of ours: it is
  * logged in full, and in production the client sees only a generic message (no internals).
  */
-export function formatError(formatted: GraphQLFormattedError, error: unknown, production: boolean): GraphQLFormattedError {
+export function formatError(
+  formatted: GraphQLFormattedError,
+  error: unknown,
+  production: boolean,
+): GraphQLFormattedError {
   const original = (error as { originalError?: unknown })?.originalError;
   // MySQL too slow: a statement ran past DATABASE_STATEMENT_TIMEOUT_MS and was stopped.
   if (isDatabaseTooSlow(original ?? error)) {
-    return serviceUnavailable('the database is too slow right now (a statement ran out of time); nothing changed; retry shortly', formatted);
+    return serviceUnavailable(
+      'the database is too slow right now (a statement ran out of time); nothing changed; retry shortly',
+      formatted,
+    );
   }
   // MySQL unreachable: the request failed for a reason the client can wait out.
   if (isDatabaseUnavailable(original ?? error)) {
@@ -172,7 +189,12 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, pr
   }
   // graphql-js's own refusals before any resolver ran carry no original error: the request was
   // at fault, not the server.
-  if (formatted.extensions?.code === ErrorCode.INTERNAL_SERVER_ERROR && error instanceof GraphQLError && !original && !formatted.path) {
+  if (
+    formatted.extensions?.code === ErrorCode.INTERNAL_SERVER_ERROR &&
+    error instanceof GraphQLError &&
+    !original &&
+    !formatted.path
+  ) {
     return validationFailed(formatted.message, formatted);
   }
   // Our typed errors and Apollo's own (GRAPHQL_PARSE_FAILED, ...) carry their code; Apollo
@@ -186,7 +208,10 @@ export function formatError(formatted: GraphQLFormattedError, error: unknown, pr
   // A driver's message may quote a connection URL: its password stays out of the log.
   logger.error({
     msg: 'internal error',
-    err: cause instanceof Error ? { message: hidePasswords(cause.message), stack: cause.stack && hidePasswords(cause.stack) } : hidePasswords(String(cause)),
+    err:
+      cause instanceof Error
+        ? { message: hidePasswords(cause.message), stack: cause.stack && hidePasswords(cause.stack) }
+        : hidePasswords(String(cause)),
   });
   if (!production) return formatted;
   return internalServerError(formatted);

@@ -20,7 +20,11 @@ export interface BlogVisibility {
   followedAuthorsOnly: boolean;
 }
 
-export async function blogConnection(page: Page<ScoredId>, lookups: BlogLookups, visibility: BlogVisibility): Promise<BlogConnection> {
+export async function blogConnection(
+  page: Page<ScoredId>,
+  lookups: BlogLookups,
+  visibility: BlogVisibility,
+): Promise<BlogConnection> {
   const blogs = await lookups.blog.loadMany(page.items.map((item) => item.id));
   const live = new Map<number, Blog>();
   for (const blog of blogs) if (blog instanceof Blog) live.set(blog.dbId, blog);

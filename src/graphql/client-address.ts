@@ -26,7 +26,8 @@ export function clientAddressOf(trustedProxies: readonly string[]): ClientAddres
 export function canonicalAddress(address: string): string {
   if (!ipaddr.isValid(address)) return address;
   const parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) return (parsed as ipaddr.IPv6).toIPv4Address().toString();
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress())
+    return (parsed as ipaddr.IPv6).toIPv4Address().toString();
   return parsed.toString();
 }
 

@@ -6,7 +6,9 @@ import { unauthenticated } from '../kernel/errors';
 import type { Loaders } from './loaders';
 
 /** The domain services the resolvers call (built by the composition root), and the API's rate limits. */
-export type Services = Pick<Core, 'auth' | 'users' | 'blogs' | 'follows' | 'likes' | 'feed' | 'liveFeed'> & { rateLimits: RateLimits };
+export type Services = Pick<Core, 'auth' | 'users' | 'blogs' | 'follows' | 'likes' | 'feed' | 'liveFeed'> & {
+  rateLimits: RateLimits;
+};
 
 export interface Context {
   auth: TokenCheck;

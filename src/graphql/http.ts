@@ -25,7 +25,14 @@ import type { Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Context } from './context';
 import type { PersistedDocuments } from './persisted-documents';
-import { badRequest, HttpError, httpInternalError, payloadTooLarge, responseTooLarge, unsupportedMediaType } from '../kernel/errors';
+import {
+  badRequest,
+  HttpError,
+  httpInternalError,
+  payloadTooLarge,
+  responseTooLarge,
+  unsupportedMediaType,
+} from '../kernel/errors';
 import { logger } from '../kernel/observability';
 
 type Middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
@@ -65,7 +72,8 @@ export function graphqlHandler(options: GraphQLHandlerOptions): (req: IncomingMe
       const requestId = options.requestIdOf(req);
       res.setHeader('x-request-id', requestId);
       // Only POST carries a body (Apollo refuses other methods but GET).
-      const reading: Promise<Body> = req.method === 'POST' ? readBody(req, options.maxBodyBytes) : Promise.resolve({ kind: 'ok', value: undefined });
+      const reading: Promise<Body> =
+        req.method === 'POST' ? readBody(req, options.maxBodyBytes) : Promise.resolve({ kind: 'ok', value: undefined });
       // With replicas, each request in a read scope of its own: its context and operation decide
       // whether its lag-tolerant reads may go to a replica (db/replicas.ts).
       void reading.then((body) => {
@@ -78,7 +86,10 @@ export function graphqlHandler(options: GraphQLHandlerOptions): (req: IncomingMe
 }
 
 type Body =
-  { kind: 'ok'; value: unknown } | { kind: 'too-large' } | { kind: 'unreadable'; reason: string } | { kind: 'unsupported-encoding'; encoding: string };
+  | { kind: 'ok'; value: unknown }
+  | { kind: 'too-large' }
+  | { kind: 'unreadable'; reason: string }
+  | { kind: 'unsupported-encoding'; encoding: string };
 
 /** The decompressor the body needs: none (plain body), one, or 'unsupported'. */
 function inflaterFor(req: IncomingMessage): Transform | null | 'unsupported' {
@@ -164,24 +175,43 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<Body> {
  * connection: its unread rest would otherwise be read as the next request, or dropped by reading
  * it all. (JSON that does not parse was read whole: that connection stays usable.)
  */
-function rejectBody(req: IncomingMessage, res: ServerResponse, body: Exclude<Body, { kind: 'ok' }>, maxBodyBytes: number): void {
+function rejectBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Exclude<Body, { kind: 'ok' }>,
+  maxBodyBytes: number,
+): void {
   if (!req.readableEnded) closeAfterAnswer(req, res);
   if (body.kind === 'too-large') sendError(res, payloadTooLarge(maxBodyBytes));
   else if (body.kind === 'unsupported-encoding') sendError(res, unsupportedMediaType(body.encoding));
   else sendError(res, badRequest(`unreadable request body: ${body.reason}`));
 }
 
-async function execute(options: GraphQLHandlerOptions, req: IncomingMessage, res: ServerResponse, requestId: string, body: unknown): Promise<void> {
+async function execute(
+  options: GraphQLHandlerOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  requestId: string,
+  body: unknown,
+): Promise<void> {
   const headers = new HeaderMap();
   for (const [key, value] of Object.entries(req.headers)) {
     if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value);
   }
   const queryAt = req.url!.indexOf('?');
-  const sent: HTTPGraphQLRequest = { method: req.method!.toUpperCase(), headers, search: queryAt >= 0 ? req.url!.slice(queryAt) : '', body };
+  const sent: HTTPGraphQLRequest = {
+    method: req.method!.toUpperCase(),
+    headers,
+    search: queryAt >= 0 ? req.url!.slice(queryAt) : '',
+    body,
+  };
   const httpGraphQLRequest = options.documents.resolveHttp(sent);
   if (!('method' in httpGraphQLRequest)) return sendError(res, httpGraphQLRequest);
   try {
-    const response = await options.apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: () => options.contextOf(req, requestId) });
+    const response = await options.apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest,
+      context: () => options.contextOf(req, requestId),
+    });
     if (response.body.kind === 'complete') {
       const oversize = bytesOver(response.body.string, options.maxResponseBytes);
       if (oversize !== null) return refuseAnswer(res, requestId, options.maxResponseBytes, oversize);
@@ -220,7 +250,12 @@ function bytesOver(answer: string, maxBytes: number): number | null {
 }
 
 function refuseAnswer(res: ServerResponse, requestId: string, maxBytes: number, bytes: number): void {
-  logger.warn({ requestId, bytes, max: maxBytes, msg: 'an answer over RESPONSE_MAX_BYTES was replaced by RESPONSE_TOO_LARGE' });
+  logger.warn({
+    requestId,
+    bytes,
+    max: maxBytes,
+    msg: 'an answer over RESPONSE_MAX_BYTES was replaced by RESPONSE_TOO_LARGE',
+  });
   sendError(res, responseTooLarge(maxBytes, bytes));
 }
 

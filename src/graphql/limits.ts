@@ -250,7 +250,9 @@ class OperationMeasurer {
         const name = selection.name.value;
         const field = type ? this.fieldOf(type, name) : undefined;
         const childType = field ? getNamedType(field.type) : undefined;
-        const child = selection.selectionSet ? this.selectionSet(selection.selectionSet, isCompositeType(childType) ? childType : undefined) : null;
+        const child = selection.selectionSet
+          ? this.selectionSet(selection.selectionSet, isCompositeType(childType) ? childType : undefined)
+          : null;
         if (selection.alias) aliases = add(aliases, 1);
         aliases = add(aliases, child?.aliases ?? 0);
         if (!isIntrospection(name)) depth = Math.max(depth, 1 + (child?.depth ?? 0));
@@ -335,7 +337,9 @@ class OperationMeasurer {
 }
 
 function rootFieldCount(operation: OperationDefinitionNode): number {
-  return operation.selectionSet.selections.filter((selection) => selection.kind !== Kind.FIELD || !isIntrospection(selection.name.value)).length;
+  return operation.selectionSet.selections.filter(
+    (selection) => selection.kind !== Kind.FIELD || !isIntrospection(selection.name.value),
+  ).length;
 }
 
 /** Measures `operation` of `document` with the request's variables (see OperationMeasurer). */
@@ -366,7 +370,10 @@ export function measureOperation(
 }
 
 /** The first limit a measure breaks, in the order the limits are checked, or null. */
-export function brokenLimit(measure: QueryMeasure, limits: QueryLimits = QUERY_LIMITS): { limit: QueryLimit; actual: number } | null {
+export function brokenLimit(
+  measure: QueryMeasure,
+  limits: QueryLimits = QUERY_LIMITS,
+): { limit: QueryLimit; actual: number } | null {
   const order: QueryLimit[] = ['rootFields', 'depth', 'aliases', 'nodes', 'cost'];
   for (const limit of order) {
     const actual = measure[limit];

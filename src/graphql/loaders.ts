@@ -89,7 +89,10 @@ function byId<V>(lookup: (ids: readonly number[]) => Promise<Map<number, V>>): D
   });
 }
 
-function membership(viewerId: number | null, lookup: (viewerId: number, ids: readonly number[]) => Promise<Set<number>>) {
+function membership(
+  viewerId: number | null,
+  lookup: (viewerId: number, ids: readonly number[]) => Promise<Set<number>>,
+) {
   return new DataLoader<number, boolean>(async (ids) => {
     if (viewerId === null) return ids.map(() => false);
     const members = await lookup(viewerId, ids);
@@ -99,7 +102,8 @@ function membership(viewerId: number | null, lookup: (viewerId: number, ids: rea
 
 function keysetPages(lookup: KeysetPages): KeysetPageLoader {
   return new DataLoader((fetches) => lookup(fetches), {
-    cacheKeyFn: ({ of, limit, after }) => (after === null ? `${of}:${limit}` : `${of}:${limit}:${after.time}:${after.id}`),
+    cacheKeyFn: ({ of, limit, after }) =>
+      after === null ? `${of}:${limit}` : `${of}:${limit}:${after.time}:${after.id}`,
   });
 }
 
@@ -137,7 +141,9 @@ export function createLoaders(sources: LoaderSources, viewerId: number | null): 
     followedByViewer: membership(viewerId, (viewer, ids) => sources.followedAmong(viewer, ids)),
     followers: keysetPages((fetches) => sources.followers(viewerId, fetches)),
     following: keysetPages((fetches) => sources.following(viewerId, fetches)),
-    commonFollows: keysetPages((fetches) => (viewerId === null ? Promise.resolve(fetches.map(() => [])) : sources.commonFollows(viewerId, fetches))),
+    commonFollows: keysetPages((fetches) =>
+      viewerId === null ? Promise.resolve(fetches.map(() => [])) : sources.commonFollows(viewerId, fetches),
+    ),
     likers: keysetPages((fetches) => sources.likers(viewerId, fetches)),
   };
 }

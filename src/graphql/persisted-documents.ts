@@ -36,7 +36,8 @@ export interface OperationSource {
 }
 
 /** A request's document resolved: run `query` with `extensions`, or refuse it with `refusal`. */
-export type Resolved = { query: unknown; extensions: unknown } | { refusal: { code: ErrorCode; message: string; field?: string } };
+export type Resolved =
+  { query: unknown; extensions: unknown } | { refusal: { code: ErrorCode; message: string; field?: string } };
 
 const ID_FIELD = 'documentId';
 const APQ_FIELD = 'extensions.persistedQuery.sha256Hash';
@@ -61,7 +62,8 @@ export class PersistedDocuments {
     } catch (error) {
       throw refuse(`cannot be read as JSON: ${(error as Error).message}`);
     }
-    if (typeof manifest !== 'object' || manifest === null || Array.isArray(manifest)) throw refuse('must be a JSON object of id: document');
+    if (typeof manifest !== 'object' || manifest === null || Array.isArray(manifest))
+      throw refuse('must be a JSON object of id: document');
     const documents = new Map<string, string>();
     for (const [id, document] of Object.entries(manifest)) {
       if (typeof document !== 'string') throw refuse(`holds a document that is not a string (id "${id}")`);
@@ -71,7 +73,8 @@ export class PersistedDocuments {
       } catch (error) {
         errors = [error as GraphQLError];
       }
-      if (errors.length > 0) throw refuse(`holds a document that does not fit the schema (id "${id}"): ${errors[0].message}`);
+      if (errors.length > 0)
+        throw refuse(`holds a document that does not fit the schema (id "${id}"): ${errors[0].message}`);
       // The client preset writes ids as "sha256:<hex>"; clients may send either form.
       documents.set(id.replace(/^sha256:/, ''), document);
     }
@@ -99,7 +102,10 @@ export class PersistedDocuments {
       const document = typeof named.id === 'string' ? this.documents.get(named.id.replace(/^sha256:/, '')) : undefined;
       if (document !== undefined) return { query: document, extensions };
       if (this.mode === 'allow' && sentWhole) return { query: source.query, extensions };
-      const shown = typeof named.id === 'string' ? `"${named.id.slice(0, SHOWN_ID)}"` : JSON.stringify(named.id)?.slice(0, SHOWN_ID);
+      const shown =
+        typeof named.id === 'string'
+          ? `"${named.id.slice(0, SHOWN_ID)}"`
+          : JSON.stringify(named.id)?.slice(0, SHOWN_ID);
       return {
         refusal: {
           code: ErrorCode.PERSISTED_QUERY_NOT_FOUND,
@@ -112,7 +118,8 @@ export class PersistedDocuments {
       return {
         refusal: {
           code: ErrorCode.PERSISTED_QUERY_ID_REQUIRED,
-          message: 'this server runs only trusted documents: send the id of one (documentId, or extensions.persistedQuery.sha256Hash) instead of a query',
+          message:
+            'this server runs only trusted documents: send the id of one (documentId, or extensions.persistedQuery.sha256Hash) instead of a query',
         },
       };
     }
@@ -132,7 +139,14 @@ export class PersistedDocuments {
     const resolved = this.resolve(body);
     if ('refusal' in resolved) return refusalOf(resolved.refusal);
     const { documentId: _documentId, extensions: _extensions, ...rest } = body;
-    return { ...request, body: { ...rest, query: resolved.query, ...(resolved.extensions === undefined ? {} : { extensions: resolved.extensions }) } };
+    return {
+      ...request,
+      body: {
+        ...rest,
+        query: resolved.query,
+        ...(resolved.extensions === undefined ? {} : { extensions: resolved.extensions }),
+      },
+    };
   }
 
   private resolveSearch(request: HTTPGraphQLRequest): HTTPGraphQLRequest | HttpError {
@@ -144,7 +158,11 @@ export class PersistedDocuments {
       // Apollo answers a query string it cannot read.
       return request;
     }
-    const resolved = this.resolve({ query: params.get('query') ?? undefined, documentId: params.get('documentId') ?? undefined, extensions });
+    const resolved = this.resolve({
+      query: params.get('query') ?? undefined,
+      documentId: params.get('documentId') ?? undefined,
+      extensions,
+    });
     if ('refusal' in resolved) return refusalOf(resolved.refusal);
     params.delete('documentId');
     if (typeof resolved.query === 'string') params.set('query', resolved.query);
@@ -157,7 +175,9 @@ export class PersistedDocuments {
 function persistedQueryOf(extensions: unknown): unknown {
   if (typeof extensions !== 'object' || extensions === null) return undefined;
   const persisted = (extensions as { persistedQuery?: unknown }).persistedQuery;
-  return typeof persisted === 'object' && persisted !== null ? (persisted as { sha256Hash?: unknown }).sha256Hash : undefined;
+  return typeof persisted === 'object' && persisted !== null
+    ? (persisted as { sha256Hash?: unknown }).sha256Hash
+    : undefined;
 }
 
 /** The extensions without persistedQuery, which Apollo would otherwise answer (its automatic persisted queries are off). */

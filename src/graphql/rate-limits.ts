@@ -55,7 +55,10 @@ export class RateLimits {
       if (name === 'enabled') continue;
       this.addLimiter(name, settings[name]);
     }
-    this.addLimiter(LOGIN_FAILURES_OF_PAIR, { points: Number.MAX_SAFE_INTEGER, seconds: settings.loginPerNickName.seconds });
+    this.addLimiter(LOGIN_FAILURES_OF_PAIR, {
+      points: Number.MAX_SAFE_INTEGER,
+      seconds: settings.loginPerNickName.seconds,
+    });
   }
 
   private addLimiter(name: string, rule: RateLimitRule): void {
@@ -175,7 +178,11 @@ export class RateLimits {
     } catch (rejection) {
       if (!(rejection instanceof RateLimiterRes)) throw rejection;
       const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-      throw rateLimited(`too many ${what}: at most ${rule.points} per ${rule.seconds} s; retry in ${retryAfterSeconds} s`, name, retryAfterSeconds);
+      throw rateLimited(
+        `too many ${what}: at most ${rule.points} per ${rule.seconds} s; retry in ${retryAfterSeconds} s`,
+        name,
+        retryAfterSeconds,
+      );
     }
   }
 }

@@ -41,7 +41,12 @@ export class RecentWriters {
     if (this.redis && redisAvailable(this.redis)) {
       this.redis
         .set(this.keys.recentWriter(userId), '1', 'PX', this.windowMs)
-        .catch((error: unknown) => warn(`marking user ${userId} as a recent writer in Redis failed; this process still reads their writes`, error));
+        .catch((error: unknown) =>
+          warn(
+            `marking user ${userId} as a recent writer in Redis failed; this process still reads their writes`,
+            error,
+          ),
+        );
     }
   }
 
@@ -70,6 +75,9 @@ export function operationStarts(operation: OperationTypeNode | undefined): void 
 }
 
 /** ...and once it ran, errors or not (a mutation that failed halfway may still have written), its viewer is a recent writer. */
-export function operationEnded(operation: OperationTypeNode | undefined, context: Pick<Context, 'auth' | 'wrote'>): void {
+export function operationEnded(
+  operation: OperationTypeNode | undefined,
+  context: Pick<Context, 'auth' | 'wrote'>,
+): void {
   if (operation === OperationTypeNode.MUTATION && context.auth?.kind === 'viewer') context.wrote(context.auth.userId);
 }

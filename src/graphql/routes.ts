@@ -16,7 +16,11 @@ import { breakerOf } from '../redis/breaker';
 import type { RedisClient } from '../redis/redis.client';
 
 /** dist/graphiql, from dist/src/graphql (compiled) or src/graphql (ts-jest). */
-const GRAPHIQL_DIR = join(__dirname, ...(__dirname.endsWith(join('dist', 'src', 'graphql')) ? ['..', '..'] : ['..', '..', 'dist']), 'graphiql');
+const GRAPHIQL_DIR = join(
+  __dirname,
+  ...(__dirname.endsWith(join('dist', 'src', 'graphql')) ? ['..', '..'] : ['..', '..', 'dist']),
+  'graphiql',
+);
 
 const GRAPHIQL_PAGE = `<!doctype html>
 <html lang="en">
@@ -66,7 +70,11 @@ export function createRoutes({ config, db, redis, metrics }: RouteDeps): Express
   const detailsAllowed = readinessDetailsAuthorization(config.metricsToken);
   app.get('/metrics', async (req, res) => {
     if (!metricsAllowed(req.headers.authorization)) {
-      res.status(401).set('www-authenticate', 'Bearer realm="metrics"').type('text').send('send METRICS_TOKEN as Authorization: Bearer <token>');
+      res
+        .status(401)
+        .set('www-authenticate', 'Bearer realm="metrics"')
+        .type('text')
+        .send('send METRICS_TOKEN as Authorization: Bearer <token>');
       return;
     }
     res.type(metrics.registry.contentType).send(await metrics.registry.metrics());

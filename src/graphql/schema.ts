@@ -45,8 +45,11 @@ function describeRootTypes(schema: GraphQLSchema): void {
   const subscription = schema.getSubscriptionType();
   if (query) query.description = 'What a client can read: the viewer, users, blogs and the follow feed';
   if (mutation)
-    mutation.description = 'What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer.';
-  if (subscription) subscription.description = 'Live updates over graphql-ws at the same address as queries (ws:// or wss://); they need a viewer';
+    mutation.description =
+      'What a client can change: accounts and sessions, follows, blogs and likes. Every field but signUp and login needs a viewer.';
+  if (subscription)
+    subscription.description =
+      'Live updates over graphql-ws at the same address as queries (ws:// or wss://); they need a viewer';
 }
 
 /** The schema; built once per process (type-graphql's metadata is global anyway). */

@@ -200,7 +200,10 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
     }
   };
 
-  deps.metrics?.watchSubscriptions(() => ({ sockets: wsServer.clients.size, subscriptions: [...openByUser.values()].reduce((sum, open) => sum + open, 0) }));
+  deps.metrics?.watchSubscriptions(() => ({
+    sockets: wsServer.clients.size,
+    subscriptions: [...openByUser.values()].reduce((sum, open) => sum + open, 0),
+  }));
 
   const cleanup = useServer<Record<string, unknown>>(
     {
@@ -215,12 +218,15 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
         // Refused at connection (MAX_WEBSOCKETS): already closing.
         if (!places.holds(socket)) return false;
         // `authorization` as the protocol's clients send it, or `Authorization` as GraphiQL sends its Headers tab.
-        const header = Object.entries(ctx.connectionParams ?? {}).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
+        const header = Object.entries(ctx.connectionParams ?? {}).find(
+          ([name]) => name.toLowerCase() === 'authorization',
+        )?.[1];
         const auth = await deps.checkToken(typeof header === 'string' ? header : undefined);
         // Closed while its token was checked: its place is given back on close, nothing to set up.
         if (socket.readyState !== socket.OPEN) return false;
         if (auth.kind !== 'viewer') {
-          const why = auth.kind === 'rejected' ? auth.reason : 'send { "authorization": "Bearer <token>" } in connection_init';
+          const why =
+            auth.kind === 'rejected' ? auth.reason : 'send { "authorization": "Bearer <token>" } in connection_init';
           places.release(socket);
           socket.close(CLOSE_UNAUTHENTICATED, `${ErrorCode.UNAUTHENTICATED}: ${why}`.slice(0, 120));
           return false;
@@ -244,13 +250,17 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
           subscriptions: new Set(),
           // A logout ends the socket as an expiry does.
           unwatch: deps.watchSession(auth, (why) =>
-            socket.close(CLOSE_UNAUTHENTICATED, `${ErrorCode.UNAUTHENTICATED}: ${SESSION_END_REASON[why]}`.slice(0, 120)),
+            socket.close(
+              CLOSE_UNAUTHENTICATED,
+              `${ErrorCode.UNAUTHENTICATED}: ${SESSION_END_REASON[why]}`.slice(0, 120),
+            ),
           ),
         };
         states.set(socket, state);
         const arm = () => {
           const left = auth.expiresAt - Date.now();
-          if (left <= 0) socket.close(CLOSE_UNAUTHENTICATED, `${ErrorCode.UNAUTHENTICATED}: the token has expired; log in again`);
+          if (left <= 0)
+            socket.close(CLOSE_UNAUTHENTICATED, `${ErrorCode.UNAUTHENTICATED}: the token has expired; log in again`);
           else state.expiry = setTimeout(arm, Math.min(left, MAX_TIMER_MS));
         };
         arm();
@@ -276,18 +286,24 @@ export function serveSubscriptions(httpServer: http.Server, deps: SubscriptionDe
           documentId: (payload as { documentId?: unknown }).documentId,
           extensions: payload.extensions,
         });
-        if ('refusal' in resolved) return [persistedDocumentRefused(resolved.refusal.code, resolved.refusal.message, resolved.refusal.field)];
+        if ('refusal' in resolved)
+          return [persistedDocumentRefused(resolved.refusal.code, resolved.refusal.message, resolved.refusal.field)];
         const query = typeof resolved.query === 'string' ? resolved.query : '';
         let document;
         try {
           document = parse(query);
         } catch (error) {
-          return [error instanceof GraphQLError ? withCode(error, ErrorCode.GRAPHQL_PARSE_FAILED) : new GraphQLError(String(error))];
+          return [
+            error instanceof GraphQLError
+              ? withCode(error, ErrorCode.GRAPHQL_PARSE_FAILED)
+              : new GraphQLError(String(error)),
+          ];
         }
         const invalid = validate(deps.schema, document);
         if (invalid.length > 0) return invalid.map((error) => withCode(error, ErrorCode.GRAPHQL_VALIDATION_FAILED));
         const operation = operationOf(document.definitions, payload.operationName);
-        if (!operation) return [badUserInput(`no operation named "${payload.operationName ?? ''}" in the document`, 'operationName')];
+        if (!operation)
+          return [badUserInput(`no operation named "${payload.operationName ?? ''}" in the document`, 'operationName')];
         try {
           checkQueryLimits(deps.schema, document, operation, payload.variables ?? undefined, query);
         } catch (error) {
@@ -419,13 +435,23 @@ function readingPrimary<T>(events: AsyncIterableIterator<T>): AsyncIterableItera
   return stream;
 }
 
-function operationOf(definitions: readonly { kind: Kind }[], name: string | null | undefined): OperationDefinitionNode | undefined {
-  const operations = definitions.filter((definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION);
+function operationOf(
+  definitions: readonly { kind: Kind }[],
+  name: string | null | undefined,
+): OperationDefinitionNode | undefined {
+  const operations = definitions.filter(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
+  );
   if (!name) return operations.length === 1 ? operations[0] : undefined;
   return operations.find((operation) => operation.name?.value === name);
 }
 
 /** graphql-js's own errors, with the code Apollo gives the same errors over HTTP. */
 function withCode(error: GraphQLError, code: ErrorCode): GraphQLError {
-  return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, extensions: { ...error.extensions, code } });
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    extensions: { ...error.extensions, code },
+  });
 }

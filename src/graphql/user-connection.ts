@@ -17,7 +17,8 @@ export async function userConnection(
 ): Promise<UserConnection> {
   const page = sliceKeysetPage(request, await list.load(keysetFetch(of, request)));
   const users = new Map<number, User>();
-  for (const user of await loaders.user.loadMany(page.items.map((item) => item.id))) if (user instanceof User) users.set(user.dbId, user);
+  for (const user of await loaders.user.loadMany(page.items.map((item) => item.id)))
+    if (user instanceof User) users.set(user.dbId, user);
   // Users are never deleted, so every id has its user; should one be missing, its edge is left
   // out while the cursors still move past it.
   return toKeysetConnection(page, (item) => users.get(item.id) ?? null);

@@ -272,7 +272,8 @@ const PLACEHOLDER_PATTERN = /change[-_ ]?me|replace[-_ ]?me|insecure|example|pla
 
 /** What is wrong with a secret for signing tokens, or null when nothing is. */
 export function secretProblem(secret: string): { kind: 'placeholder' } | { kind: 'short'; bytes: number } | null {
-  if (KNOWN_PLACEHOLDER_SECRETS.has(secret.toLowerCase()) || PLACEHOLDER_PATTERN.test(secret)) return { kind: 'placeholder' };
+  if (KNOWN_PLACEHOLDER_SECRETS.has(secret.toLowerCase()) || PLACEHOLDER_PATTERN.test(secret))
+    return { kind: 'placeholder' };
   const bytes = Buffer.byteLength(secret, 'utf8');
   return bytes < MIN_JWT_SECRET_BYTES ? { kind: 'short', bytes } : null;
 }
@@ -285,17 +286,23 @@ export function secretProblem(secret: string): { kind: 'placeholder' } | { kind:
 function parseJwtSecret(raw: string | undefined, nodeEnv: NodeEnv): string | null {
   if (raw === undefined || raw === '') {
     if (nodeEnv === 'production') {
-      throw new ConfigError('JWT_SECRET is required when NODE_ENV=production (got nothing); generate one with: openssl rand -base64 48');
+      throw new ConfigError(
+        'JWT_SECRET is required when NODE_ENV=production (got nothing); generate one with: openssl rand -base64 48',
+      );
     }
     return null;
   }
   if (nodeEnv === 'test') return raw;
   const problem = secretProblem(raw);
   if (problem?.kind === 'placeholder') {
-    throw new ConfigError('JWT_SECRET is a known placeholder, so anyone could sign tokens with it; generate one with: openssl rand -base64 48');
+    throw new ConfigError(
+      'JWT_SECRET is a known placeholder, so anyone could sign tokens with it; generate one with: openssl rand -base64 48',
+    );
   }
   if (problem?.kind === 'short') {
-    throw new ConfigError(`JWT_SECRET must be at least ${MIN_JWT_SECRET_BYTES} bytes (got ${problem.bytes}); generate one with: openssl rand -base64 48`);
+    throw new ConfigError(
+      `JWT_SECRET must be at least ${MIN_JWT_SECRET_BYTES} bytes (got ${problem.bytes}); generate one with: openssl rand -base64 48`,
+    );
   }
   return raw;
 }
@@ -303,7 +310,9 @@ function parseJwtSecret(raw: string | undefined, nodeEnv: NodeEnv): string | nul
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = parseNodeEnv(env.NODE_ENV);
   const jwtSecret = parseJwtSecret(env.JWT_SECRET, nodeEnv);
-  const embedded = [env.DATABASE_URL, env.REDIS_URL, env.REDIS_CLUSTER_NODES].every((value) => value === undefined || value === '');
+  const embedded = [env.DATABASE_URL, env.REDIS_URL, env.REDIS_CLUSTER_NODES].every(
+    (value) => value === undefined || value === '',
+  );
   return {
     nodeEnv,
     logLevel: parseLogLevel(env.LOG_LEVEL),
@@ -390,7 +399,13 @@ export function loadConfig(env: Env = process.env): Config {
       maxOperationsPerSocket: parseIntVar(env, 'MAX_OPERATIONS_PER_WEBSOCKET', 20, 1, 1000),
       // A few of the largest answers (a followFeed page of 100 long blogs is about 1.5 MB):
       // a client that reads at all never comes near it.
-      maxBufferedBytes: parseIntVar(env, 'WEBSOCKET_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024),
+      maxBufferedBytes: parseIntVar(
+        env,
+        'WEBSOCKET_MAX_BUFFERED_BYTES',
+        4 * 1024 * 1024,
+        64 * 1024,
+        1024 * 1024 * 1024,
+      ),
     },
     // 64 kB at least: the smallest answers (a sign-up, an error) must always fit.
     responseMaxBytes: parseIntVar(env, 'RESPONSE_MAX_BYTES', DEFAULT_RESPONSE_MAX_BYTES, 64 * 1024, 1024 * 1024 * 1024),
@@ -408,7 +423,9 @@ function parseHttpTimeouts(env: Env): Pick<Config, 'httpHeadersTimeoutMs' | 'htt
   const httpHeadersTimeoutMs = parseIntVar(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
   const httpRequestTimeoutMs = parseIntVar(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 600_000);
   if (httpHeadersTimeoutMs > httpRequestTimeoutMs) {
-    throw new ConfigError(`HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not be above HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`);
+    throw new ConfigError(
+      `HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not be above HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`,
+    );
   }
   return { httpHeadersTimeoutMs, httpRequestTimeoutMs };
 }
@@ -420,10 +437,18 @@ const MIGRATIONS_SIGN_NOTHING = 'migrations-sign-no-tokens-so-this-secret-is-nev
  * none of the store URLs is set), by the same rules as loadConfig. Migrating needs no secret, so
  * JWT_SECRET is not required even in production.
  */
-export function loadMigrationConfig(env: Env = process.env): Pick<Config, 'nodeEnv' | 'logLevel' | 'embedded' | 'embeddedDbFile' | 'databaseUrl'> {
+export function loadMigrationConfig(
+  env: Env = process.env,
+): Pick<Config, 'nodeEnv' | 'logLevel' | 'embedded' | 'embeddedDbFile' | 'databaseUrl'> {
   // Any valid secret: loadConfig checks the one it is given, and migrations sign nothing.
   const full = loadConfig({ ...env, JWT_SECRET: MIGRATIONS_SIGN_NOTHING });
-  return { nodeEnv: full.nodeEnv, logLevel: full.logLevel, embedded: full.embedded, embeddedDbFile: full.embeddedDbFile, databaseUrl: full.databaseUrl };
+  return {
+    nodeEnv: full.nodeEnv,
+    logLevel: full.logLevel,
+    embedded: full.embedded,
+    embeddedDbFile: full.embeddedDbFile,
+    databaseUrl: full.databaseUrl,
+  };
 }
 
 function parseOperations(env: Env, nodeEnv: NodeEnv, embedded: boolean): OperationsSettings {
@@ -464,7 +489,8 @@ function parseReplicaUrls(raw: string | undefined): string[] {
     } catch {
       throw new ConfigError(`DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "${raw}")`);
     }
-    if (parsed.protocol !== 'mysql:') throw new ConfigError(`DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "${raw}")`);
+    if (parsed.protocol !== 'mysql:')
+      throw new ConfigError(`DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "${raw}")`);
   }
   return urls;
 }
@@ -489,7 +515,9 @@ function parseTrustedProxies(raw: string | undefined): string[] {
   for (const entry of entries) {
     // proxy-addr also takes names (loopback, ...) and netmasks; only addresses and CIDR ranges are documented here.
     if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry)) {
-      throw new ConfigError(`TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges, e.g. 10.0.0.1,10.1.0.0/16,fd00::/8 (got "${entry}")`);
+      throw new ConfigError(
+        `TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges, e.g. 10.0.0.1,10.1.0.0/16,fd00::/8 (got "${entry}")`,
+      );
     }
     try {
       proxyaddr.compile(entry);
@@ -535,13 +563,18 @@ function parseClusterNodes(raw: string | undefined): Array<{ host: string; port:
 
 function parsePersistedDocuments(env: Env): PersistedDocumentsSettings {
   const mode = env.PERSISTED_DOCUMENTS ?? 'off';
-  if (mode !== 'off' && mode !== 'allow' && mode !== 'only') throw new ConfigError(`PERSISTED_DOCUMENTS must be off, allow or only (got "${mode}")`);
+  if (mode !== 'off' && mode !== 'allow' && mode !== 'only')
+    throw new ConfigError(`PERSISTED_DOCUMENTS must be off, allow or only (got "${mode}")`);
   const manifestFile = env.PERSISTED_DOCUMENTS_MANIFEST || null;
   if (mode !== 'off' && !manifestFile) {
-    throw new ConfigError(`PERSISTED_DOCUMENTS=${mode} needs PERSISTED_DOCUMENTS_MANIFEST, the path of the manifest of trusted documents`);
+    throw new ConfigError(
+      `PERSISTED_DOCUMENTS=${mode} needs PERSISTED_DOCUMENTS_MANIFEST, the path of the manifest of trusted documents`,
+    );
   }
   if (mode === 'off' && manifestFile) {
-    throw new ConfigError(`PERSISTED_DOCUMENTS_MANIFEST is set (got "${manifestFile}") but PERSISTED_DOCUMENTS is off: set it to allow or only`);
+    throw new ConfigError(
+      `PERSISTED_DOCUMENTS_MANIFEST is set (got "${manifestFile}") but PERSISTED_DOCUMENTS is off: set it to allow or only`,
+    );
   }
   return { mode, manifestFile };
 }
@@ -610,7 +643,9 @@ function parseUrlVar(env: Env, name: string, fallback: string, protocols: string
     throw new ConfigError(`${name} is not a valid URL (got "${value}")`);
   }
   if (!protocols.includes(url.protocol)) {
-    throw new ConfigError(`${name} must start with ${protocols.map((protocol) => `${protocol}//`).join(' or ')} (got "${value}")`);
+    throw new ConfigError(
+      `${name} must start with ${protocols.map((protocol) => `${protocol}//`).join(' or ')} (got "${value}")`,
+    );
   }
   return value;
 }

@@ -151,7 +151,12 @@ export function validationFailed(message: string, at: Place): GraphQLFormattedEr
 
 /** A fault of ours, as production clients see it: no message, no stack. */
 export function internalServerError(at: Place): GraphQLFormattedError {
-  return { message: 'Internal server error', locations: at.locations, path: at.path, extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } };
+  return {
+    message: 'Internal server error',
+    locations: at.locations,
+    path: at.path,
+    extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR },
+  };
 }
 
 /** An error answered before GraphQL runs (http.ts): an HTTP status and a GraphQL-shaped body. */
@@ -176,7 +181,11 @@ export function payloadTooLarge(maxBytes: number): HttpError {
 
 /** A request body in a Content-Encoding other than gzip, deflate or br. */
 export function unsupportedMediaType(encoding: string): HttpError {
-  return httpError(415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, `Content-Encoding "${encoding}" is not supported (gzip, deflate, br or none)`);
+  return httpError(
+    415,
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    `Content-Encoding "${encoding}" is not supported (gzip, deflate, br or none)`,
+  );
 }
 
 /**

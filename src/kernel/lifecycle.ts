@@ -23,7 +23,11 @@ export function runEntryPoint(main: () => Promise<void>): void {
 /** An error as a log line may show it: its message and stack with every URL's password hidden. */
 function withoutPasswords(error: unknown): { type?: string; message: string; stack?: string } {
   if (!(error instanceof Error)) return { message: hidePasswords(String(error)) };
-  return { type: error.name, message: hidePasswords(error.message), stack: error.stack === undefined ? undefined : hidePasswords(error.stack) };
+  return {
+    type: error.name,
+    message: hidePasswords(error.message),
+    stack: error.stack === undefined ? undefined : hidePasswords(error.stack),
+  };
 }
 
 /**
@@ -41,7 +45,9 @@ export function stopOnSignals(what: string, stop: () => Promise<void>, timeoutMs
     stopping = true;
     logger.info(`${signal}: ${what} (for at most SHUTDOWN_TIMEOUT_MS=${timeoutMs} ms), then exiting`);
     const deadline = setTimeout(() => {
-      logger.error(`shutdown not finished after SHUTDOWN_TIMEOUT_MS=${timeoutMs} ms: exiting with 1, cutting short whatever still waits`);
+      logger.error(
+        `shutdown not finished after SHUTDOWN_TIMEOUT_MS=${timeoutMs} ms: exiting with 1, cutting short whatever still waits`,
+      );
       process.exit(1);
     }, timeoutMs);
     stop().then(

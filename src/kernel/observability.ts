@@ -59,8 +59,13 @@ export function setLogLevel(level: string): void {
 
 /** Warnings of background work (fan-out, relay, inbox repairs): logged, never thrown at a request. */
 export function warn(message: string, error?: unknown): void {
+  if (error === undefined) {
+    logger.warn({ msg: message });
+    return;
+  }
   // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a thrown non-Error has nothing better than its String() form
-  logger.warn(error === undefined ? { msg: message } : { msg: message, err: error instanceof Error ? error.message : String(error) });
+  const err = error instanceof Error ? error.message : String(error);
+  logger.warn({ msg: message, err });
 }
 
 export type PageSource = 'inbox' | 'pull' | 'cold';
@@ -86,9 +91,13 @@ function isField(selection: SelectionNode): selection is FieldNode {
  * be a new time series in Prometheus, so the label set stays the schema's root fields.
  */
 export function operationLabeler(schema: GraphQLSchema): (operation: OperationDefinitionNode | undefined) => string {
-  const known = new Set([schema.getQueryType(), schema.getMutationType()].flatMap((type) => (type ? Object.keys(type.getFields()) : [])));
+  const known = new Set(
+    [schema.getQueryType(), schema.getMutationType()].flatMap((type) => (type ? Object.keys(type.getFields()) : [])),
+  );
   return (operation) => {
-    const first = operation?.selectionSet.selections.find((selection) => !isField(selection) || selection.name.value !== '__typename');
+    const first = operation?.selectionSet.selections.find(
+      (selection) => !isField(selection) || selection.name.value !== '__typename',
+    );
     if (!first || !isField(first)) return 'other';
     const name = first.name.value;
     if (name === '__schema' || name === '__type') return 'introspection';
@@ -140,7 +149,8 @@ export class Metrics {
       labelNames: ['replica'],
       registers: [this.registry],
       collect() {
-        for (const status of source.replicaStatuses()) this.set({ replica: status.replica }, status.lagMs === null ? -1 : status.lagMs / 1000);
+        for (const status of source.replicaStatuses())
+          this.set({ replica: status.replica }, status.lagMs === null ? -1 : status.lagMs / 1000);
       },
     });
     new Gauge({
@@ -149,7 +159,8 @@ export class Metrics {
       labelNames: ['replica'],
       registers: [this.registry],
       collect() {
-        for (const status of source.replicaStatuses()) this.set({ replica: status.replica }, status.state === 'ok' ? 1 : 0);
+        for (const status of source.replicaStatuses())
+          this.set({ replica: status.replica }, status.state === 'ok' ? 1 : 0);
       },
     });
     new Counter({
@@ -201,7 +212,8 @@ export class Metrics {
       labelNames: ['state'],
       registers: [this.registry],
       async collect() {
-        for (const [state, count] of Object.entries(await counts())) this.set({ state: state === 'wait' ? 'waiting' : state }, count);
+        for (const [state, count] of Object.entries(await counts()))
+          this.set({ state: state === 'wait' ? 'waiting' : state }, count);
       },
     });
     new Gauge({
@@ -226,7 +238,8 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         const current = state() ?? 'closed';
-        for (const each of ['closed', 'open', 'half-open'] as const) this.set({ state: each }, each === current ? 1 : 0);
+        for (const each of ['closed', 'open', 'half-open'] as const)
+          this.set({ state: each }, each === current ? 1 : 0);
       },
     });
   }

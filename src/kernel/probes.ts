@@ -38,7 +38,8 @@ export async function serveProbes(options: ProbeOptions): Promise<RunningProbes>
   const isBearer = bearerOf(options.metricsToken);
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'application/json', JSON.stringify({ error: 'GET only' }));
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return send(res, 405, 'application/json', JSON.stringify({ error: 'GET only' }));
     if (path === '/healthz') return send(res, 200, 'application/json', JSON.stringify({ status: 'ok' }));
     if (path === '/readyz') {
       void options.readiness().then(
@@ -62,7 +63,12 @@ export async function serveProbes(options: ProbeOptions): Promise<RunningProbes>
       );
       return;
     }
-    send(res, 404, 'application/json', JSON.stringify({ error: 'not found: /healthz, /readyz and /metrics are served here' }));
+    send(
+      res,
+      404,
+      'application/json',
+      JSON.stringify({ error: 'not found: /healthz, /readyz and /metrics are served here' }),
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -21,7 +21,9 @@ export const URL_MAX = 512;
 
 function parseUrl(value: unknown): string {
   if (typeof value !== 'string')
-    throw new GraphQLError(`a URL is a string (got ${value === null ? 'null' : typeof value})`, { extensions: { code: 'BAD_USER_INPUT' } });
+    throw new GraphQLError(`a URL is a string (got ${value === null ? 'null' : typeof value})`, {
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
   const length = charLength(value);
   const problem =
     length < 1 || length > URL_MAX
@@ -48,7 +50,8 @@ export const UrlScalar = new GraphQLScalarType<string, string>({
   serialize: (value) => String(value),
   parseValue: parseUrl,
   parseLiteral: (ast) => {
-    if (ast.kind !== Kind.STRING) throw new GraphQLError(`a URL is a string (got ${ast.kind})`, { extensions: { code: 'BAD_USER_INPUT' } });
+    if (ast.kind !== Kind.STRING)
+      throw new GraphQLError(`a URL is a string (got ${ast.kind})`, { extensions: { code: 'BAD_USER_INPUT' } });
     return parseUrl(ast.value);
   },
 });

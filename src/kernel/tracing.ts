@@ -27,17 +27,24 @@ export function currentTraceParent(): string | null {
  * currentTraceParent, in another process or long ago), else of the active span. The span ends
  * when `work` settles and records its error.
  */
-export function inSpan<T>(name: string, parent: string | null | undefined, attributes: Attributes, work: () => Promise<T>): Promise<T> {
+export function inSpan<T>(
+  name: string,
+  parent: string | null | undefined,
+  attributes: Attributes,
+  work: () => Promise<T>,
+): Promise<T> {
   const parentContext = parent ? propagation.extract(ROOT_CONTEXT, { traceparent: parent }) : context.active();
-  return trace.getTracer(TRACER_NAME).startActiveSpan(name, { kind: SpanKind.CONSUMER, attributes }, parentContext, async (span) => {
-    try {
-      return await work();
-    } catch (error) {
-      span.recordException(error instanceof Error ? error : String(error));
-      span.setStatus({ code: SpanStatusCode.ERROR });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return trace
+    .getTracer(TRACER_NAME)
+    .startActiveSpan(name, { kind: SpanKind.CONSUMER, attributes }, parentContext, async (span) => {
+      try {
+        return await work();
+      } catch (error) {
+        span.recordException(error instanceof Error ? error : String(error));
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
 }

@@ -76,7 +76,8 @@ export function httpUrlProblem(value: string): string | null {
   } catch {
     return 'is not an absolute URL';
   }
-  if (!WEB_SCHEMES.has(url.protocol)) return `must be an http or https URL (got the scheme "${url.protocol.slice(0, 20)}")`;
+  if (!WEB_SCHEMES.has(url.protocol))
+    return `must be an http or https URL (got the scheme "${url.protocol.slice(0, 20)}")`;
   return null;
 }
 

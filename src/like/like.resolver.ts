@@ -13,7 +13,8 @@ export class LikeResolver {
   @Mutation(() => Blog, { description: 'Sets whether the viewer likes blogId (idempotent); returns the blog' })
   async likeBlog(
     @Arg('blogId', () => ID, { description: 'Global id of the blog' }) blogId: string,
-    @Arg('liked', () => Boolean, { defaultValue: true, description: 'true to like it, false to take the like back' }) liked: boolean,
+    @Arg('liked', () => Boolean, { defaultValue: true, description: 'true to like it, false to take the like back' })
+    liked: boolean,
     @Ctx() { auth, services, loaders }: Context,
   ): Promise<Blog> {
     const viewerId = requireViewerId(auth);
@@ -33,15 +34,25 @@ export class LikeResolver {
   likers(
     @Root() blog: Blog,
     // Arguments of their own rather than ConnectionArgs: the page is shorter by default.
-    @Arg('first', () => Int, { nullable: true, defaultValue: DEFAULT_LIKERS_PAGE_SIZE, description: `How many users to return, 0..${MAX_PAGE_SIZE}` })
+    @Arg('first', () => Int, {
+      nullable: true,
+      defaultValue: DEFAULT_LIKERS_PAGE_SIZE,
+      description: `How many users to return, 0..${MAX_PAGE_SIZE}`,
+    })
     first: number | null,
     @Arg('after', () => String, {
       nullable: true,
-      description: "Returns the users after this cursor (an edge's cursor or pageInfo.endCursor); none for the first page",
+      description:
+        "Returns the users after this cursor (an edge's cursor or pageInfo.endCursor); none for the first page",
     })
     after: string | null,
     @Ctx() { loaders }: Context,
   ): Promise<UserConnection> {
-    return userConnection(loaders.likers, blog.dbId, readKeysetPageArgs({ first, after }, DEFAULT_LIKERS_PAGE_SIZE), loaders);
+    return userConnection(
+      loaders.likers,
+      blog.dbId,
+      readKeysetPageArgs({ first, after }, DEFAULT_LIKERS_PAGE_SIZE),
+      loaders,
+    );
   }
 }

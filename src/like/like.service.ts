@@ -55,13 +55,16 @@ export class LikeService {
         const at = this.now();
         if (!(await this.store.setRow(sql, viewerId, blogId, liked, at))) return;
         // Deleted between the check above and this transaction: roll the like back.
-        if (!(await this.store.adjustCount(sql, blogId, liked ? 1 : -1))) throw notFound(`blog ${blogId} does not exist`);
+        if (!(await this.store.adjustCount(sql, blogId, liked ? 1 : -1)))
+          throw notFound(`blog ${blogId} does not exist`);
         // Under the blog row's lock (the UPDATE above), so the like set sees likes in commit order.
         marks.push(await this.cache.likeChanging(sql, blogId, viewerId, liked, at));
       });
       committed = true;
     } finally {
-      await Promise.all(marks.map((mark, i) => this.cache.likeChanged(blogId, mark, committed && i === marks.length - 1)));
+      await Promise.all(
+        marks.map((mark, i) => this.cache.likeChanged(blogId, mark, committed && i === marks.length - 1)),
+      );
     }
     const blog = await this.blogs.findById(blogId);
     if (!blog) throw notFound(`blog ${blogId} does not exist`);
@@ -84,7 +87,11 @@ export class LikeService {
     const cached: Array<KeysetPosition[] | null> = fetches.map(() => null);
     if (viewerId === null && hydration?.usable()) {
       try {
-        const firsts = await Promise.all(fetches.map((fetch) => (fetch.after === null ? hydration.firstLikers(fetch.of, fetch.limit) : Promise.resolve(null))));
+        const firsts = await Promise.all(
+          fetches.map((fetch) =>
+            fetch.after === null ? hydration.firstLikers(fetch.of, fetch.limit) : Promise.resolve(null),
+          ),
+        );
         firsts.forEach((page, i) => (cached[i] = page));
       } catch {
         // Redis failed: every page from MySQL.

@@ -6,7 +6,12 @@ import type { KeysetFetch } from '../kernel/pagination/page';
 import { notBlockedWithViewer } from '../user/user.store';
 
 /** A blog's likers, earliest like first, on ix_like_blog_created (blog_id, created_at, user_id). */
-const LIKERS: KeysetList = { source: 'tb_blog_like l WHERE l.blog_id = ?', time: 'l.created_at', id: 'l.user_id', order: 'ASC' };
+const LIKERS: KeysetList = {
+  source: 'tb_blog_like l WHERE l.blog_id = ?',
+  time: 'l.created_at',
+  id: 'l.user_id',
+  order: 'ASC',
+};
 
 /** The same as a signed-in viewer sees it: without the users the viewer blocked or was blocked by (two more `?`: the viewer). */
 const LIKERS_SEEN: KeysetList = { ...LIKERS, source: `${LIKERS.source} AND ${notBlockedWithViewer('l.user_id')}` };
@@ -17,14 +22,21 @@ export class LikeStore {
   /** Inserts or deletes the like row; whether it changed. */
   async setRow(sql: Sql, viewerId: number, blogId: number, liked: boolean, at: Date): Promise<boolean> {
     const change = liked
-      ? await sql.write('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES (?, ?, ?)', [blogId, viewerId, at])
+      ? await sql.write('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES (?, ?, ?)', [
+          blogId,
+          viewerId,
+          at,
+        ])
       : await sql.write('DELETE FROM tb_blog_like WHERE blog_id = ? AND user_id = ?', [blogId, viewerId]);
     return change.affectedRows > 0;
   }
 
   /** Moves the live blog's counter by `delta`; false when the blog is not live. */
   async adjustCount(sql: Sql, blogId: number, delta: 1 | -1): Promise<boolean> {
-    const counted = await sql.write('UPDATE tb_blog SET liked = liked + ? WHERE id = ? AND deleted_at IS NULL', [delta, blogId]);
+    const counted = await sql.write('UPDATE tb_blog SET liked = liked + ? WHERE id = ? AND deleted_at IS NULL', [
+      delta,
+      blogId,
+    ]);
     return counted.affectedRows > 0;
   }
 
@@ -33,7 +45,10 @@ export class LikeStore {
     if (blogIds.length === 0) return new Set();
     const rows = await this.db
       .lagging()
-      .select<{ blog_id: string }>('SELECT blog_id FROM tb_blog_like WHERE user_id = ? AND blog_id IN (?)', [viewerId, blogIds]);
+      .select<{ blog_id: string }>('SELECT blog_id FROM tb_blog_like WHERE user_id = ? AND blog_id IN (?)', [
+        viewerId,
+        blogIds,
+      ]);
     return new Set(rows.map((row) => Number(row.blog_id)));
   }
 

@@ -204,10 +204,20 @@ export function decodeLiveEvent(message: string): LiveEvent | null {
   if (typeof value !== 'object' || value === null) return null;
   const { kind, blogId, score, authorId, blogIds } = value as Record<string, unknown>;
   if (kind === 'follows') return { kind };
-  if (kind === 'removed' && Array.isArray(blogIds) && blogIds.length <= MAX_REMOVED_PER_EVENT && blogIds.every((id) => Number.isSafeInteger(id))) {
+  if (
+    kind === 'removed' &&
+    Array.isArray(blogIds) &&
+    blogIds.length <= MAX_REMOVED_PER_EVENT &&
+    blogIds.every((id) => Number.isSafeInteger(id))
+  ) {
     return { kind, blogIds: blogIds as number[] };
   }
-  if (kind === 'added' && Number.isSafeInteger(blogId) && Number.isSafeInteger(score) && Number.isSafeInteger(authorId)) {
+  if (
+    kind === 'added' &&
+    Number.isSafeInteger(blogId) &&
+    Number.isSafeInteger(score) &&
+    Number.isSafeInteger(authorId)
+  ) {
     return { kind, blogId: blogId as number, score: score as number, authorId: authorId as number };
   }
   return null;

@@ -5,7 +5,15 @@
  * subscribe and mark; memory: nothing).
  */
 import { withTimeout } from '../kernel/timeout';
-import { LIVE_BUFFER_EVENTS, LIVE_STEP_TIMEOUT_MS, LiveChannel, LiveEvent, LiveSink, LiveSubscription, LiveWarn } from './live.bus';
+import {
+  LIVE_BUFFER_EVENTS,
+  LIVE_STEP_TIMEOUT_MS,
+  LiveChannel,
+  LiveEvent,
+  LiveSink,
+  LiveSubscription,
+  LiveWarn,
+} from './live.bus';
 import { LiveQueue } from './live.queue';
 
 /** What opening and closing one reader's channel in this process takes. */
@@ -92,7 +100,12 @@ export class LocalReaders {
   /** A subscription with a queue of its own on the reader's channel. */
   async connect(readerId: number): Promise<LiveSubscription> {
     const held: { channel?: LiveChannel } = {};
-    const queue = new LiveQueue({ readerId, warn: this.warn, capacity: this.capacity, onClose: async () => held.channel?.close() });
+    const queue = new LiveQueue({
+      readerId,
+      warn: this.warn,
+      capacity: this.capacity,
+      onClose: async () => held.channel?.close(),
+    });
     held.channel = await this.listen(readerId, queue);
     // Closed while the channel opened (the bus is closing): let go of it too.
     if (queue.closed) await held.channel.close();
@@ -108,7 +121,9 @@ export class LocalReaders {
 
   /** Ends every listener (the bus is closing): every channel is shut, and each sink told. */
   async closeAll(): Promise<void> {
-    const all = [...this.readers.entries()].flatMap(([readerId, reader]) => [...reader.listeners].map((listener) => ({ readerId, reader, listener })));
+    const all = [...this.readers.entries()].flatMap(([readerId, reader]) =>
+      [...reader.listeners].map((listener) => ({ readerId, reader, listener })),
+    );
     const shut = all.map(({ readerId, reader, listener }) => this.release(readerId, reader, listener));
     for (const { listener } of all) listener.sink.end();
     await Promise.all(shut);
@@ -121,7 +136,10 @@ export class LocalReaders {
     // A shut never throws of itself, but it may run out of time: a close still succeeds (the
     // mark expires, and the reader's next steps are free to go).
     return this.inTurn(readerId, () => this.hooks.shut(readerId)).catch((error: unknown) =>
-      this.warn(`live feed: closing reader ${readerId}: ${error instanceof Error ? error.message : String(error)}`, error),
+      this.warn(
+        `live feed: closing reader ${readerId}: ${error instanceof Error ? error.message : String(error)}`,
+        error,
+      ),
     );
   }
 

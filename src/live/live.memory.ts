@@ -11,7 +11,9 @@ export class MemoryLiveBus implements LiveBus {
   private readonly readers: LocalReaders;
 
   constructor(warn: LiveWarn, options: { bufferEvents?: number } = {}) {
-    this.readers = new LocalReaders({ open: async () => {}, shut: async () => {} }, warn, { capacity: options.bufferEvents ?? LIVE_BUFFER_EVENTS });
+    this.readers = new LocalReaders({ open: async () => {}, shut: async () => {} }, warn, {
+      capacity: options.bufferEvents ?? LIVE_BUFFER_EVENTS,
+    });
   }
 
   listen(readerId: number, sink: LiveSink): Promise<LiveChannel> {

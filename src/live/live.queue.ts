@@ -61,7 +61,9 @@ export class LiveQueue implements LiveSink, LiveSubscription {
       this.dropped += 1;
       if (!this.warned) {
         this.warned = true;
-        this.warn(`live feed: a subscription of reader ${this.readerId} is not read; its oldest unread events are dropped (${this.dropped} so far)`);
+        this.warn(
+          `live feed: a subscription of reader ${this.readerId} is not read; its oldest unread events are dropped (${this.dropped} so far)`,
+        );
       }
     }
     this.ring[(this.head + this.size) % this.ring.length] = event;

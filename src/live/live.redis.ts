@@ -150,7 +150,8 @@ export class RedisLiveBus implements LiveBus {
   async liveAmong(readerIds: readonly number[]): Promise<number[]> {
     const live: number[] = [];
     const ids = [...new Set(readerIds)];
-    for (let start = 0; start < ids.length; start += LIVE_LOOKUP_BATCH) live.push(...(await this.lookUp(ids.slice(start, start + LIVE_LOOKUP_BATCH))));
+    for (let start = 0; start < ids.length; start += LIVE_LOOKUP_BATCH)
+      live.push(...(await this.lookUp(ids.slice(start, start + LIVE_LOOKUP_BATCH))));
     return live;
   }
 
@@ -168,7 +169,9 @@ export class RedisLiveBus implements LiveBus {
     if (live.length === 0 || !redisAvailable(this.redis)) return 0;
     const message = encodeLiveEvent(event);
     const outcomes = await this.eachReader(live, (commands, id) =>
-      this.sharded ? commands.spublish(this.keys.liveChannel(id), message) : commands.publish(this.keys.liveChannel(id), message),
+      this.sharded
+        ? commands.spublish(this.keys.liveChannel(id), message)
+        : commands.publish(this.keys.liveChannel(id), message),
     );
     this.warnFailures(outcomes, `publishing a live event to ${live.length} readers`);
     return outcomes.filter((outcome) => !outcome.error).length;
@@ -184,7 +187,8 @@ export class RedisLiveBus implements LiveBus {
     this.stopRefresh();
     const subscriber = this.subscriber;
     this.subscriber = undefined;
-    if (subscriber) await withTimeout(subscriber.quit(), this.stepTimeoutMs, 'live feed: Redis').catch(() => subscriber.disconnect());
+    if (subscriber)
+      await withTimeout(subscriber.quit(), this.stepTimeoutMs, 'live feed: Redis').catch(() => subscriber.disconnect());
   }
 
   /** Which of these readers (at most one batch) are marked; none while Redis cannot be used. */
@@ -211,18 +215,28 @@ export class RedisLiveBus implements LiveBus {
    * One command per reader, sent together: on one server as a pipeline, on a cluster as separate
    * calls that ioredis pipelines per node. Per reader, its result or error. Never throws.
    */
-  private async eachReader(ids: readonly number[], send: (commands: Commands, id: number) => unknown): Promise<Outcome[]> {
+  private async eachReader(
+    ids: readonly number[],
+    send: (commands: Commands, id: number) => unknown,
+  ): Promise<Outcome[]> {
     try {
       if (this.sharded) {
         const cluster: Commands = this.redis;
         const settled = await Promise.allSettled(ids.map(async (id) => send(cluster, id)));
-        return settled.map((result) => (result.status === 'fulfilled' ? { error: null, value: result.value } : { error: asError(result.reason), value: null }));
+        return settled.map((result) =>
+          result.status === 'fulfilled'
+            ? { error: null, value: result.value }
+            : { error: asError(result.reason), value: null },
+        );
       }
       const pipeline = this.redis.pipeline();
       const batch: Commands = pipeline;
       for (const id of ids) send(batch, id);
       const results = (await pipeline.exec()) ?? [];
-      return ids.map((_, i) => ({ error: results[i]?.[0] ?? (results[i] ? null : new Error('no reply')), value: results[i]?.[1] ?? null }));
+      return ids.map((_, i) => ({
+        error: results[i]?.[0] ?? (results[i] ? null : new Error('no reply')),
+        value: results[i]?.[1] ?? null,
+      }));
     } catch (error) {
       return ids.map(() => ({ error: asError(error), value: null }));
     }
@@ -230,7 +244,8 @@ export class RedisLiveBus implements LiveBus {
 
   private warnFailures(outcomes: Outcome[], what: string): void {
     const failed = outcomes.filter((outcome) => outcome.error);
-    if (failed.length > 0) this.warn(`live feed: ${what}: ${failed.length} commands failed (${failed[0].error?.message})`, failed[0].error);
+    if (failed.length > 0)
+      this.warn(`live feed: ${what}: ${failed.length} commands failed (${failed[0].error?.message})`, failed[0].error);
   }
 
   private async mark(readerId: number, mode: MarkMode): Promise<void> {
@@ -273,14 +288,24 @@ export class RedisLiveBus implements LiveBus {
     if (this.subscriber) return this.subscriber;
     const connectionName = `live-${this.processId}`;
     const subscriber: RedisClient = isCluster(this.redis)
-      ? this.redis.duplicate([], { shardedSubscribers: true, enableAutoPipelining: false, redisOptions: { connectionName, enableAutoPipelining: false } })
+      ? this.redis.duplicate([], {
+          shardedSubscribers: true,
+          enableAutoPipelining: false,
+          redisOptions: { connectionName, enableAutoPipelining: false },
+        })
       : this.redis.duplicate({ enableAutoPipelining: false, connectionName });
-    subscriber.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) => this.received(channel, message));
+    subscriber.on(this.sharded ? 'smessage' : 'message', (channel: string, message: string) =>
+      this.received(channel, message),
+    );
     let down = false;
     let connected = false;
     // Without a listener ioredis prints every failed reconnect; say once that the connection is away.
     subscriber.on('error', (error: Error) => {
-      if (!down) this.warn(`live feed: the subscriber connection failed (${error.message}); it reconnects and resubscribes`, error);
+      if (!down)
+        this.warn(
+          `live feed: the subscriber connection failed (${error.message}); it reconnects and resubscribes`,
+          error,
+        );
       down = true;
     });
     const reconnected = () => {

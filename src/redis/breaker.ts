@@ -108,7 +108,11 @@ type SendCommand = (command: Command, ...rest: never[]) => unknown;
  * Puts a breaker on a client: every command it sends (single, pipelined, scripted, from any
  * caller, the inboxes' included) reports its failure to the breaker.
  */
-export function watchRedis(redis: RedisClient, coolDownMs: number, onChange?: (state: BreakerState, error?: unknown) => void): RedisBreaker {
+export function watchRedis(
+  redis: RedisClient,
+  coolDownMs: number,
+  onChange?: (state: BreakerState, error?: unknown) => void,
+): RedisBreaker {
   const breaker = new RedisBreaker(redis, coolDownMs, onChange);
   breakers.set(redis, breaker);
   // Every command, pipelined and scripted ones too, goes through sendCommand (Redis and Cluster alike).

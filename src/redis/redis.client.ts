@@ -28,7 +28,10 @@ export function isCluster(redis: RedisClient): redis is Cluster {
 }
 
 /** A connection to the configured Redis, with options for its purpose. */
-export function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>, options: RedisOptions): RedisClient {
+export function connectRedis(
+  config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>,
+  options: RedisOptions,
+): RedisClient {
   const redisOptions: RedisOptions = { retryStrategy: reconnectDelay, ...options };
   if (config.redisClusterNodes) {
     const clusterOptions: ClusterOptions = {
@@ -46,7 +49,10 @@ export function connectRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNode
  * The service's main client: requests and in-process fan-out writes go through it. It carries
  * the circuit breaker (breaker.ts) that callers consult through redisAvailable().
  */
-export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisCommandTimeoutMs'>, warn: (message: string) => void): RedisClient {
+export function createRedis(
+  config: Pick<Config, 'redisUrl' | 'redisClusterNodes' | 'redisCommandTimeoutMs'>,
+  warn: (message: string) => void,
+): RedisClient {
   const redis = connectRedis(config, {
     // Fail a command after a few reconnect attempts instead of queueing it forever: a request
     // should get an error (and the feed a fallback), not hang while Redis is away.
@@ -56,7 +62,9 @@ export function createRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes
     commandTimeout: config.redisCommandTimeoutMs,
     enableAutoPipelining: true,
   });
-  const where = config.redisClusterNodes ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}` : new URL(config.redisUrl).host;
+  const where = config.redisClusterNodes
+    ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}`
+    : new URL(config.redisUrl).host;
   watchRedis(redis, BREAKER_COOL_DOWN_MS, (state, error) => {
     if (state === 'open')
       warn(
@@ -93,7 +101,9 @@ export async function checkMemoryPolicy(redis: RedisClient, warn: (message: stri
     const reply = await redis.config('GET', 'maxmemory-policy');
     policy = reply[1] ?? '';
   } catch (error) {
-    warn(`cannot read Redis maxmemory-policy (${(error as Error).message}): make sure it is noeviction (or volatile-*), never allkeys-*`);
+    warn(
+      `cannot read Redis maxmemory-policy (${(error as Error).message}): make sure it is noeviction (or volatile-*), never allkeys-*`,
+    );
     return;
   }
   if (policy.startsWith('allkeys-')) {
@@ -103,7 +113,9 @@ export async function checkMemoryPolicy(redis: RedisClient, warn: (message: stri
     );
   }
   if (policy.startsWith('volatile-')) {
-    warn(`Redis maxmemory-policy is ${policy}: inboxes Redis evicts are rebuilt from MySQL as their readers come back (noeviction keeps them)`);
+    warn(
+      `Redis maxmemory-policy is ${policy}: inboxes Redis evicts are rebuilt from MySQL as their readers come back (noeviction keeps them)`,
+    );
   }
 }
 
@@ -113,7 +125,11 @@ export async function checkMemoryPolicy(redis: RedisClient, warn: (message: stri
  * here); above it, a skiplist and a hash table (about 120 bytes per entry; bench:feed measures
  * both). With FEED_MAX_ITEMS 800 and Redis's default of 128 every full inbox takes the large one.
  */
-export async function checkInboxEncoding(redis: RedisClient, feedMaxItems: number, warn: (message: string) => void): Promise<void> {
+export async function checkInboxEncoding(
+  redis: RedisClient,
+  feedMaxItems: number,
+  warn: (message: string) => void,
+): Promise<void> {
   try {
     const [, value] = (await redis.config('GET', 'zset-max-listpack-entries')) as [string, string];
     if (Number(value) < feedMaxItems) {

@@ -35,6 +35,9 @@ export function validateNickName(nickName: string): void {
   }
   const keyLength = charLength(nickNameKey(nickName));
   if (keyLength > NICKNAME_KEY_MAX) {
-    throw badUserInput(`nickName must be at most ${NICKNAME_KEY_MAX} characters once normalised (NFKC, lower case) (got ${keyLength})`, 'nickName');
+    throw badUserInput(
+      `nickName must be at most ${NICKNAME_KEY_MAX} characters once normalised (NFKC, lower case) (got ${keyLength})`,
+      'nickName',
+    );
   }
 }

@@ -16,7 +16,10 @@ export class UserResolver {
   }
 
   @Query(() => User, { nullable: true, description: 'The user with this global id; null when there is none' })
-  user(@Arg('id', () => ID, { description: 'Global id of a user (User.id)' }) id: string, @Ctx() { loaders }: Context): Promise<User | null> {
+  user(
+    @Arg('id', () => ID, { description: 'Global id of a user (User.id)' }) id: string,
+    @Ctx() { loaders }: Context,
+  ): Promise<User | null> {
     return loaders.user.load(idOfType(id, 'User', 'id'));
   }
 
@@ -39,13 +42,19 @@ export class UserResolver {
     const edges = page.edges.map(({ cursor, user }) => ({ cursor, node: user }));
     return {
       edges,
-      pageInfo: { hasNextPage: page.hasNextPage, hasPreviousPage: false, startCursor: edges[0]?.cursor ?? null, endCursor: edges.at(-1)?.cursor ?? null },
+      pageInfo: {
+        hasNextPage: page.hasNextPage,
+        hasPreviousPage: false,
+        startCursor: edges[0]?.cursor ?? null,
+        endCursor: edges.at(-1)?.cursor ?? null,
+      },
     };
   }
 
   @Mutation(() => User, { description: "Changes one's own nickName or icon" })
   async updateProfile(
-    @Arg('input', () => UpdateProfileInput, { description: 'The fields to change; omitted ones stay as they are' }) input: UpdateProfileInput,
+    @Arg('input', () => UpdateProfileInput, { description: 'The fields to change; omitted ones stay as they are' })
+    input: UpdateProfileInput,
     @Ctx() { auth, services, loaders }: Context,
   ): Promise<User> {
     const user = await services.users.updateProfile(requireViewerId(auth), input);
@@ -68,8 +77,15 @@ export class UserResolver {
     return optionalViewerId(auth) === null ? false : loaders.followedByViewer.load(user.dbId);
   }
 
-  @FieldResolver(() => BlogConnection, { complexity: connectionCost, description: "The user's own blogs, newest first (ties: larger blog id first)" })
-  async blogs(@Root() user: User, @Args(() => ConnectionArgs) args: ConnectionArgs, @Ctx() { services, loaders }: Context): Promise<BlogConnection> {
+  @FieldResolver(() => BlogConnection, {
+    complexity: connectionCost,
+    description: "The user's own blogs, newest first (ties: larger blog id first)",
+  })
+  async blogs(
+    @Root() user: User,
+    @Args(() => ConnectionArgs) args: ConnectionArgs,
+    @Ctx() { services, loaders }: Context,
+  ): Promise<BlogConnection> {
     const page = await services.blogs.pageOfAuthor(user.dbId, readPageArgs(args));
     for (const item of page.items) loaders.blog.prime(item.id, item.blog);
     return blogConnection(page, loaders, { followedAuthorsOnly: false });

@@ -44,7 +44,10 @@ export function searchKeyOf(text: string): string {
   const key = nickNameKey(text);
   const length = charLength(key);
   if (length > SEARCH_KEY_MAX) {
-    throw badUserInput(`search must be at most ${SEARCH_KEY_MAX} characters once normalised (NFKC, lower case) (got ${length})`, 'search');
+    throw badUserInput(
+      `search must be at most ${SEARCH_KEY_MAX} characters once normalised (NFKC, lower case) (got ${length})`,
+      'search',
+    );
   }
   return key;
 }
@@ -77,9 +80,14 @@ export function decodeSearchCursor(cursor: string, searchKey: string): SearchPos
   if (!text.startsWith(CURSOR_TAG)) throw refuse('is not a cursor of users(search:) (a cursor of another connection?)');
   const key = text.slice(CURSOR_TAG.length);
   // Bytes that are not UTF-8 decode to U+FFFD and do not encode back to themselves.
-  const wellFormed = Buffer.from(text, 'utf8').equals(bytes) && key.length > 0 && charLength(key) <= SEARCH_KEY_MAX && nickNameKey(key) === key;
+  const wellFormed =
+    Buffer.from(text, 'utf8').equals(bytes) &&
+    key.length > 0 &&
+    charLength(key) <= SEARCH_KEY_MAX &&
+    nickNameKey(key) === key;
   if (!wellFormed) throw refuse('is not a cursor this API returned');
-  if (!key.startsWith(searchKey)) throw refuse('belongs to another search: pass the search text it was returned with, or no cursor');
+  if (!key.startsWith(searchKey))
+    throw refuse('belongs to another search: pass the search text it was returned with, or no cursor');
   return positionOf(key);
 }
 

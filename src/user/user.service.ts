@@ -5,7 +5,14 @@ import { badUserInput } from '../kernel/errors';
 import { InvalidPageSizeError, pageSize } from '../kernel/pagination/page';
 import { nickNameKey, validateNickName } from './user.key';
 import { Credentials, UserStore } from './user.store';
-import { decodeSearchCursor, encodeSearchCursor, lengthsFrom, positionOf, prefixRange, searchKeyOf } from './user.search';
+import {
+  decodeSearchCursor,
+  encodeSearchCursor,
+  lengthsFrom,
+  positionOf,
+  prefixRange,
+  searchKeyOf,
+} from './user.search';
 import { User } from './user.types';
 
 /** A page of found users: each with its cursor, and whether more come after the last. */
@@ -47,7 +54,10 @@ export class UserService {
   async updateProfile(viewerId: number, input: { nickName?: string | null; icon?: string | null }): Promise<User> {
     const nickName = input.nickName ?? undefined;
     if (nickName !== undefined) validateNickName(nickName);
-    const change = { nickName: nickName === undefined ? undefined : { name: nickName, key: nickNameKey(nickName) }, icon: input.icon };
+    const change = {
+      nickName: nickName === undefined ? undefined : { name: nickName, key: nickNameKey(nickName) },
+      icon: input.icon,
+    };
     try {
       await this.db
         .transaction(async (sql) => {
@@ -78,7 +88,12 @@ export class UserService {
    * says the order), `first` of them after the cursor `after`. Bad input is BAD_USER_INPUT naming
    * `search`, `first` or `after`. Users blocked by or blocking `viewerId` are left out.
    */
-  async search(text: string, first: number | null | undefined, after: string | null | undefined, viewerId: number | null = null): Promise<UserSearchPage> {
+  async search(
+    text: string,
+    first: number | null | undefined,
+    after: string | null | undefined,
+    viewerId: number | null = null,
+  ): Promise<UserSearchPage> {
     const key = searchKeyOf(text);
     let size: number;
     try {

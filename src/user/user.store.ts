@@ -56,7 +56,9 @@ export class UserStore {
       `SELECT ${USER_COLUMNS}, password, token_version FROM tb_user WHERE nick_key = ?`,
       [nickKey],
     );
-    return row ? { user: User.fromRow(row), passwordHash: row.password, tokenVersion: Number(row.token_version) } : null;
+    return row
+      ? { user: User.fromRow(row), passwordHash: row.password, tokenVersion: Number(row.token_version) }
+      : null;
   }
 
   /**
@@ -87,10 +89,10 @@ export class UserStore {
     }
     const rows = await this.db
       .lagging()
-      .select<UserRow & { nick_key: string }>(`SELECT ${USER_COLUMNS}, nick_key FROM tb_user WHERE ${where} ORDER BY nick_len, nick_key LIMIT ?`, [
-        ...params,
-        query.limit,
-      ]);
+      .select<UserRow & { nick_key: string }>(
+        `SELECT ${USER_COLUMNS}, nick_key FROM tb_user WHERE ${where} ORDER BY nick_len, nick_key LIMIT ?`,
+        [...params, query.limit],
+      );
     return rows.map((row) => ({ user: User.fromRow(row), key: row.nick_key }));
   }
 
@@ -98,7 +100,11 @@ export class UserStore {
    * Sets the user's nickName (with its key; nick_len follows it) and icon, each when given. A
    * taken nick_key fails with a duplicate-key error.
    */
-  async updateProfile(sql: Sql, userId: number, change: { nickName?: { name: string; key: string }; icon?: string | null }): Promise<void> {
+  async updateProfile(
+    sql: Sql,
+    userId: number,
+    change: { nickName?: { name: string; key: string }; icon?: string | null },
+  ): Promise<void> {
     const sets: string[] = [];
     const params: unknown[] = [];
     if (change.nickName) {

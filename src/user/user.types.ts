@@ -10,10 +10,15 @@ export class User implements Node {
   @Field(() => ID, { description: 'Opaque global id' })
   id!: string;
 
-  @Field(() => String, { description: 'The name the user chose, unique without regard to case or width; 1..32 characters' })
+  @Field(() => String, {
+    description: 'The name the user chose, unique without regard to case or width; 1..32 characters',
+  })
   nickName!: string;
 
-  @Field(() => String, { nullable: true, description: 'Picture of the user, an http or https URL; null when none was set' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'Picture of the user, an http or https URL; null when none was set',
+  })
   icon!: string | null;
 
   @Field(() => Int, { description: 'How many users follow this user' })
@@ -56,11 +61,15 @@ export class User implements Node {
 export class UpdateProfileInput {
   @Field(() => String, {
     nullable: true,
-    description: 'The new nickName: 1..32 characters, unique without regard to case or width, no control characters, no white space at either end',
+    description:
+      'The new nickName: 1..32 characters, unique without regard to case or width, no control characters, no white space at either end',
   })
   nickName?: string | null;
 
-  @Field(() => UrlScalar, { nullable: true, description: 'The new picture: an http or https URL of 1..512 characters; null removes it' })
+  @Field(() => UrlScalar, {
+    nullable: true,
+    description: 'The new picture: an http or https URL of 1..512 characters; null removes it',
+  })
   icon?: string | null;
 }
 

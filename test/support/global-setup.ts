@@ -20,10 +20,14 @@ export const CLUSTER_PIDS_FILE = join(tmpdir(), `feed-test-cluster-pids-${proces
 
 export default async function globalSetup(): Promise<void> {
   const root = join(__dirname, '..', '..');
-  execFileSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  execFileSync(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
   execFileSync(process.execPath, [join(root, 'scripts', 'copy-lua.mjs')], { cwd: root, stdio: 'inherit' });
   execFileSync(process.execPath, [join(root, 'scripts', 'build-graphiql.mjs')], { cwd: root, stdio: 'ignore' });
   if (process.env.TEST_REDIS_CLUSTER === 'on') await startCluster();
@@ -62,7 +66,9 @@ async function startCluster(): Promise<void> {
   writeFileSync(CLUSTER_PIDS_FILE, JSON.stringify(pids));
   const addresses = ports.map((port) => `127.0.0.1:${port}`);
   for (const port of ports) await until(() => ping(port), `redis-server on ${port}`);
-  execFileSync('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], { stdio: 'ignore' });
+  execFileSync('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'], {
+    stdio: 'ignore',
+  });
   for (const port of ports) await until(() => clusterOk(port), `cluster state ok on ${port}`);
   process.env.TEST_REDIS_CLUSTER_NODES = addresses.join(',');
   console.log(`\nRedis Cluster for the tests: ${process.env.TEST_REDIS_CLUSTER_NODES}`);

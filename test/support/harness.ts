@@ -115,7 +115,12 @@ function sharedStoresEnv(app: TestApp): Record<string, string> {
 }
 
 /** POSTs one operation to a GraphQL endpoint, with a bearer token when given. */
-export async function postGraphQL<T = any>(url: string, query: string, variables?: Record<string, unknown>, token?: string): Promise<GqlResponse<T>> {
+export async function postGraphQL<T = any>(
+  url: string,
+  query: string,
+  variables?: Record<string, unknown>,
+  token?: string,
+): Promise<GqlResponse<T>> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -166,7 +171,8 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
   const app = await startApp({ config, db, redis, now: options.now });
   await app.services.feed.ready(); // the Redis generation confirmed, the fan-out watermark of a fresh key prefix synced
 
-  const gql = <T>(query: string, variables?: Record<string, unknown>, token?: string) => postGraphQL<T>(app.url, query, variables, token);
+  const gql = <T>(query: string, variables?: Record<string, unknown>, token?: string) =>
+    postGraphQL<T>(app.url, query, variables, token);
 
   return {
     ...app,
@@ -214,17 +220,37 @@ export interface TestUser {
 
 export async function signUp(app: TestApp, nickName: string, password = 'password-123'): Promise<TestUser> {
   const data = ok(
-    await app.gql('mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }', { n: nickName, p: password }),
+    await app.gql(
+      'mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }',
+      { n: nickName, p: password },
+    ),
   );
   return { id: data.signUp.user.id, token: data.signUp.token, nickName };
 }
 
 export async function follow(app: TestApp, reader: TestUser, author: TestUser, yes = true): Promise<void> {
-  ok(await app.gql('mutation($u: ID!, $f: Boolean!) { follow(userId: $u, follow: $f) { id } }', { u: author.id, f: yes }, reader.token));
+  ok(
+    await app.gql(
+      'mutation($u: ID!, $f: Boolean!) { follow(userId: $u, follow: $f) { id } }',
+      { u: author.id, f: yes },
+      reader.token,
+    ),
+  );
 }
 
-export async function publish(app: TestApp, author: TestUser, title = 'a title', content = 'some content'): Promise<string> {
-  const data = ok(await app.gql('mutation($i: PublishBlogInput!) { publishBlog(input: $i) { id } }', { i: { title, content } }, author.token));
+export async function publish(
+  app: TestApp,
+  author: TestUser,
+  title = 'a title',
+  content = 'some content',
+): Promise<string> {
+  const data = ok(
+    await app.gql(
+      'mutation($i: PublishBlogInput!) { publishBlog(input: $i) { id } }',
+      { i: { title, content } },
+      author.token,
+    ),
+  );
   return data.publishBlog.id;
 }
 
@@ -241,7 +267,12 @@ export async function readerOfThree(app: TestApp): Promise<{ reader: TestUser; a
  * `rounds` rounds in which each author publishes one blog, each a clock tick after the last.
  * Returns each author's blog ids, newest first.
  */
-export async function publishInTurns(app: TestApp, clock: { tick(): void }, authors: TestUser[], rounds: number): Promise<string[][]> {
+export async function publishInTurns(
+  app: TestApp,
+  clock: { tick(): void },
+  authors: TestUser[],
+  rounds: number,
+): Promise<string[][]> {
   const ids: string[][] = authors.map(() => []);
   for (let round = 0; round < rounds; round += 1) {
     for (const [i, author] of authors.entries()) {
@@ -260,7 +291,12 @@ export async function addFollowers(app: TestApp, author: TestUser, firstId: numb
   const authorId = Number(Buffer.from(author.id, 'base64').toString().split(':')[1]);
   const ids = Array.from({ length: count }, (_, i) => firstId + i);
   // Their inboxes as a follow leaves them: valid, holding the follow (version 1) and nothing else.
-  const inbox = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: app.config.activeDays * 86_400 });
+  const inbox = new RedisInbox({
+    redis: app.redis,
+    keys: app.keys,
+    maxItems: app.config.feedMaxItems,
+    ttlSeconds: app.config.activeDays * 86_400,
+  });
   const epoch = await currentGeneration(app);
   const openFollowing = async (readerId: number) => {
     await inbox.create(readerId, 0, epoch);
@@ -268,10 +304,13 @@ export async function addFollowers(app: TestApp, author: TestUser, firstId: numb
   };
   for (let start = 0; start < ids.length; start += 5000) {
     const batch = ids.slice(start, start + 5000);
-    await app.db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, feed_version, following_count) VALUES ?', [
-      batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), 1, 1]),
+    await app.db.query(
+      'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, feed_version, following_count) VALUES ?',
+      [batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), 1, 1])],
+    );
+    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
+      batch.map((id) => [id, authorId, new Date()]),
     ]);
-    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [batch.map((id) => [id, authorId, new Date()])]);
     // Two script calls per inbox (auto-pipelined, per node on a cluster), 250 inboxes at a time,
     // so that the last call of a batch does not wait for REDIS_COMMAND_TIMEOUT_MS behind the
     // others on a busy machine. (The author's follower_count is left as it was: a test that wants
@@ -298,11 +337,19 @@ export async function currentGeneration(app: TestApp): Promise<number> {
 }
 
 /** Which of `readerIds` have `blogId` (a global id) in their inbox, with which score. */
-export async function inboxScores(app: TestApp, readerIds: readonly number[], blogId: string): Promise<Array<string | null>> {
+export async function inboxScores(
+  app: TestApp,
+  readerIds: readonly number[],
+  blogId: string,
+): Promise<Array<string | null>> {
   const member = Buffer.from(blogId, 'base64').toString().split(':')[1].padStart(20, '0');
   const scores: Array<string | null> = [];
   for (let start = 0; start < readerIds.length; start += 1000) {
-    scores.push(...(await Promise.all(readerIds.slice(start, start + 1000).map((id) => app.redis.zscore(app.keys.feed(id), member)))));
+    scores.push(
+      ...(await Promise.all(
+        readerIds.slice(start, start + 1000).map((id) => app.redis.zscore(app.keys.feed(id), member)),
+      )),
+    );
   }
   return scores;
 }

@@ -6,7 +6,13 @@ import type { Database } from '../../src/db/database';
 import { positionSql } from '../../src/feed/feed.store';
 import type { FeedPosition, ScoredId } from '../../src/kernel/pagination/cursor';
 
-export async function joinPage(db: Database, readerId: number, from: FeedPosition, limit: number, minScore: number | null = null): Promise<ScoredId[]> {
+export async function joinPage(
+  db: Database,
+  readerId: number,
+  from: FeedPosition,
+  limit: number,
+  minScore: number | null = null,
+): Promise<ScoredId[]> {
   if (limit === 0) return [];
   const position = positionSql(from, 'b');
   const rows = await db.select<{ id: string; created_at: Date }>(

@@ -37,7 +37,12 @@ export interface LiveClient {
 }
 
 /** Connects to the API at `httpUrl` (http://.../graphql) with `token` (none: anonymous) and subscribes to `query` (null: nothing). */
-export function liveClient(httpUrl: string, token: string | null, query: string | null = FOLLOW_FEED_ADDED, variables?: Record<string, unknown>): LiveClient {
+export function liveClient(
+  httpUrl: string,
+  token: string | null,
+  query: string | null = FOLLOW_FEED_ADDED,
+  variables?: Record<string, unknown>,
+): LiveClient {
   const edges: LiveEdge[] = [];
   const removals: string[] = [];
   const errors: GqlError[] = [];
@@ -66,7 +71,10 @@ export function liveClient(httpUrl: string, token: string | null, query: string 
       client,
       query,
       (data) => {
-        const { followFeedAdded, followFeedRemoved } = data as { followFeedAdded?: LiveEdge; followFeedRemoved?: { blogId: string } };
+        const { followFeedAdded, followFeedRemoved } = data as {
+          followFeedAdded?: LiveEdge;
+          followFeedRemoved?: { blogId: string };
+        };
         if (followFeedAdded) edges.push(followFeedAdded);
         if (followFeedRemoved) removals.push(followFeedRemoved.blogId);
       },

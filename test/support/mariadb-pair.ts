@@ -17,7 +17,18 @@
  * listeners never run. A folder left behind that way is removed by the next start.
  */
 import { ChildProcess, execFile, spawn } from 'node:child_process';
-import { appendFileSync, closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
@@ -99,7 +110,9 @@ export async function startMariaDbPair(): Promise<MariaDbPair> {
     replicaUrl: replica.url,
 
     async synced(timeoutMs = 10_000) {
-      const [{ position }] = await primary.admin('read @@gtid_binlog_pos', 5_000, (c) => rows(c, 'SELECT @@GLOBAL.gtid_binlog_pos AS position'));
+      const [{ position }] = await primary.admin('read @@gtid_binlog_pos', 5_000, (c) =>
+        rows(c, 'SELECT @@GLOBAL.gtid_binlog_pos AS position'),
+      );
       const failure = `the replica did not catch up with the primary within ${timeoutMs} ms`;
       let result: number;
       try {
@@ -113,7 +126,9 @@ export async function startMariaDbPair(): Promise<MariaDbPair> {
       }
       if (Number(result) === 0) return;
       const state = await replicationState(replica);
-      throw new Error(`${failure}: the primary is at GTID ${position || '(none)'}, the replica at ${state.position || '(none)'}; ${state.threads}`);
+      throw new Error(
+        `${failure}: the primary is at GTID ${position || '(none)'}, the replica at ${state.position || '(none)'}; ${state.threads}`,
+      );
     },
 
     async stopReplication() {
@@ -147,7 +162,9 @@ export async function startMariaDbPair(): Promise<MariaDbPair> {
       const count = (server: Server) =>
         server
           .admin('read USER_STATISTICS', 5_000, (c) =>
-            rows(c, 'SELECT SELECT_COMMANDS AS count FROM information_schema.USER_STATISTICS WHERE USER = ?', [CLIENT_USER]),
+            rows(c, 'SELECT SELECT_COMMANDS AS count FROM information_schema.USER_STATISTICS WHERE USER = ?', [
+              CLIENT_USER,
+            ]),
           )
           .then((found) => Number(found[0]?.count ?? 0));
       const [primaryCount, replicaCount] = await Promise.all([count(primary), count(replica)]);
@@ -248,7 +265,10 @@ class Server {
       ...(this.role === 'replica' ? ['--read-only=1'] : []),
     ];
     const output = openSync(this.output, 'a');
-    const child = spawn('setpriv', ['--pdeathsig', 'KILL', 'mariadbd', ...options], { stdio: ['ignore', output, output], detached: true });
+    const child = spawn('setpriv', ['--pdeathsig', 'KILL', 'mariadbd', ...options], {
+      stdio: ['ignore', output, output],
+      detached: true,
+    });
     closeSync(output);
     // A pair left running must not keep the test process alive: it dies with it.
     child.unref();
@@ -272,7 +292,10 @@ class Server {
         await connection.ping().finally(() => connection.destroy());
         return;
       } catch (error) {
-        if (Date.now() > deadline) throw new Error(`the ${this.role} mariadbd did not answer within ${START_TIMEOUT_MS} ms (${String(error)}):\n${this.log()}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `the ${this.role} mariadbd did not answer within ${START_TIMEOUT_MS} ms (${String(error)}):\n${this.log()}`,
+          );
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -301,7 +324,12 @@ class Server {
   }
 
   /** Runs `work` on a connection of the pair's own user, over the Unix socket. */
-  async admin<T>(what: string, timeoutMs: number, work: (connection: Connection) => Promise<T>, user = ADMIN_USER): Promise<T> {
+  async admin<T>(
+    what: string,
+    timeoutMs: number,
+    work: (connection: Connection) => Promise<T>,
+    user = ADMIN_USER,
+  ): Promise<T> {
     // A socket of our own, to close at once: mysql2's destroy() only half-closes its socket and
     // waits for the server to close the other half, which a paused server never does, and the
     // open socket would keep the test process alive.
@@ -315,7 +343,10 @@ class Server {
     });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the ${this.role} did not answer ${what} within ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`the ${this.role} did not answer ${what} within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
     });
     try {
       return await Promise.race([done, timeout]);
@@ -411,7 +442,8 @@ async function replicationState(replica: Server): Promise<ReplicationState> {
   return replica.admin('SHOW SLAVE STATUS', 5_000, async (c) => {
     const [status] = await rows(c, 'SHOW SLAVE STATUS');
     const [{ position }] = await rows(c, 'SELECT @@GLOBAL.gtid_slave_pos AS position');
-    if (!status) return { running: false, failed: true, position: String(position), threads: 'replication is not set up' };
+    if (!status)
+      return { running: false, failed: true, position: String(position), threads: 'replication is not set up' };
     const errors = [status.Last_IO_Error, status.Last_SQL_Error].filter(Boolean).join('; ');
     return {
       running: status.Slave_IO_Running === 'Yes' && status.Slave_SQL_Running === 'Yes',

@@ -68,11 +68,19 @@ export class PrivateRedis {
         : this.dir
           ? ['--appendonly', 'yes', '--appendfsync', 'always', '--dir', this.dir]
           : ['--appendonly', 'no'];
-    this.process = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...storage, ...this.extraArgs], {
-      stdio: 'ignore',
-    });
+    this.process = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...storage, ...this.extraArgs],
+      {
+        stdio: 'ignore',
+      },
+    );
     await waitFor(`redis-server on ${this.port}`, async () => {
-      const client = new Redis(this.port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const client = new Redis(this.port, '127.0.0.1', {
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+      });
       try {
         await client.connect();
         return (await client.ping()) === 'PONG';

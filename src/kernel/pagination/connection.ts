@@ -23,7 +23,10 @@ import { badUserInput } from '../errors';
 
 @ObjectType({ description: 'Where a page sits in its connection' })
 export class PageInfo {
-  @Field(() => Boolean, { description: 'Whether more items come after this page; false on a page read with last/before (the client holds what lies below it)' })
+  @Field(() => Boolean, {
+    description:
+      'Whether more items come after this page; false on a page read with last/before (the client holds what lies below it)',
+  })
   hasNextPage!: boolean;
 
   @Field(() => Boolean, {
@@ -34,7 +37,8 @@ export class PageInfo {
 
   @Field(() => String, {
     nullable: true,
-    description: "The first edge's cursor (pass as `before` to get the page above, where a connection takes it); null for an empty page",
+    description:
+      "The first edge's cursor (pass as `before` to get the page above, where a connection takes it); null for an empty page",
   })
   startCursor!: string | null;
 
@@ -74,11 +78,19 @@ export function toConnection<T extends ScoredId, N>(page: Page<T>, nodeOf: (item
 }
 
 /** The same for a page of a keyset list, where each item is its own position (KeysetPosition). */
-export function toKeysetConnection<T extends KeysetPosition, N>(page: KeysetPage<T>, nodeOf: (item: T) => N | null): Connection<N> {
+export function toKeysetConnection<T extends KeysetPosition, N>(
+  page: KeysetPage<T>,
+  nodeOf: (item: T) => N | null,
+): Connection<N> {
   return connectionOf(page.items, (item) => encodeKeysetCursor(item), page.hasNextPage, nodeOf);
 }
 
-function connectionOf<T, N>(items: readonly T[], cursorOf: (item: T, i: number) => string, hasNextPage: boolean, nodeOf: (item: T) => N | null): Connection<N> {
+function connectionOf<T, N>(
+  items: readonly T[],
+  cursorOf: (item: T, i: number) => string,
+  hasNextPage: boolean,
+  nodeOf: (item: T) => N | null,
+): Connection<N> {
   const edges: Edge<N>[] = [];
   items.forEach((item, i) => {
     const node = nodeOf(item);
@@ -100,10 +112,18 @@ function connectionOf<T, N>(items: readonly T[], cursorOf: (item: T, i: number) 
 @ArgsType()
 export class ConnectionArgs {
   // In the contract's order: the SDL lists an ArgsType's fields as they are declared.
-  @Field(() => Int, { nullable: true, defaultValue: DEFAULT_PAGE_SIZE, description: `How many items to return, 0..${MAX_PAGE_SIZE}` })
+  @Field(() => Int, {
+    nullable: true,
+    defaultValue: DEFAULT_PAGE_SIZE,
+    description: `How many items to return, 0..${MAX_PAGE_SIZE}`,
+  })
   first!: number | null;
 
-  @Field(() => String, { nullable: true, description: "Returns the items after this cursor (an edge's cursor or pageInfo.endCursor); none for the first page" })
+  @Field(() => String, {
+    nullable: true,
+    description:
+      "Returns the items after this cursor (an edge's cursor or pageInfo.endCursor); none for the first page",
+  })
   after!: string | null;
 }
 
@@ -134,7 +154,8 @@ export class FeedConnectionArgs {
 
   @Field(() => String, {
     nullable: true,
-    description: "Returns the blogs after (older than) this cursor (an edge's cursor or pageInfo.endCursor); none for the first page",
+    description:
+      "Returns the blogs after (older than) this cursor (an edge's cursor or pageInfo.endCursor); none for the first page",
   })
   after!: string | null;
 
@@ -146,7 +167,8 @@ export class FeedConnectionArgs {
 
   @Field(() => String, {
     nullable: true,
-    description: "Returns the blogs newer than this cursor (an edge's cursor or pageInfo.startCursor): new posts above what the client shows",
+    description:
+      "Returns the blogs newer than this cursor (an edge's cursor or pageInfo.startCursor): new posts above what the client shows",
   })
   before!: string | null;
 }
@@ -157,8 +179,10 @@ export function readFeedPageArgs(args: FeedPageArgs): FeedPageRequest {
     return feedPageRequest(args);
   } catch (error) {
     if (error instanceof InvalidPageArgumentsError) throw badUserInput(error.message, error.argument);
-    if (error instanceof InvalidPageSizeError) throw badUserInput(error.message, error.message.startsWith('last') ? 'last' : 'first');
-    if (error instanceof InvalidCursorError) throw badUserInput(error.message, args.before !== null && args.before !== undefined ? 'before' : 'after');
+    if (error instanceof InvalidPageSizeError)
+      throw badUserInput(error.message, error.message.startsWith('last') ? 'last' : 'first');
+    if (error instanceof InvalidCursorError)
+      throw badUserInput(error.message, args.before !== null && args.before !== undefined ? 'before' : 'after');
     throw error;
   }
 }

@@ -100,12 +100,14 @@ function cursorText(cursor: string, format: RegExp): RegExpExecArray {
 }
 
 function checkTime(cursor: string, time: number): number {
-  if (time > MAX_CURSOR_SCORE) throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range time (${time})`);
+  if (time > MAX_CURSOR_SCORE)
+    throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range time (${time})`);
   return time;
 }
 
 function checkId(cursor: string, id: number, what: 'blog id' | 'id'): number {
-  if (id < 1 || id > Number.MAX_SAFE_INTEGER) throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range ${what} (${id})`);
+  if (id < 1 || id > Number.MAX_SAFE_INTEGER)
+    throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range ${what} (${id})`);
   return id;
 }
 
@@ -120,7 +122,9 @@ export function decodeCursor(cursor: string): FeedPosition {
   const maxScore = checkTime(cursor, Number(match[1]));
   const offset = Number(match[2]);
   if (offset > MAX_CURSOR_OFFSET) {
-    throw new InvalidCursorError(`cursor "${shownCursor(cursor)}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`);
+    throw new InvalidCursorError(
+      `cursor "${shownCursor(cursor)}" holds an out-of-range offset (${offset} > ${MAX_CURSOR_OFFSET})`,
+    );
   }
   return { maxScore, offset, afterId: checkId(cursor, Number(match[3]), 'blog id') };
 }
@@ -179,7 +183,11 @@ export function cursorsForPage(from: FeedPosition, items: readonly ScoredId[]): 
     }
     const carried = from.maxScore === item.score ? from.offset : 0;
     // Deeper than the bound, the hint stays at the bound: the id places the position (MAX_CURSOR_OFFSET).
-    positions.push({ maxScore: item.score, offset: Math.min(carried + runLength, MAX_CURSOR_OFFSET), afterId: item.id });
+    positions.push({
+      maxScore: item.score,
+      offset: Math.min(carried + runLength, MAX_CURSOR_OFFSET),
+      afterId: item.id,
+    });
   }
   return positions;
 }

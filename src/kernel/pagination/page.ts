@@ -6,7 +6,16 @@
  * `first + 1` items: the extra one only tells whether a next page exists (Relay's hasNextPage)
  * without a second round trip or a COUNT.
  */
-import { cursorsForNewerPage, cursorsForPage, decodeCursor, decodeKeysetCursor, FeedPosition, KeysetPosition, positionAfter, ScoredId } from './cursor';
+import {
+  cursorsForNewerPage,
+  cursorsForPage,
+  decodeCursor,
+  decodeKeysetCursor,
+  FeedPosition,
+  KeysetPosition,
+  positionAfter,
+  ScoredId,
+} from './cursor';
 
 /** Default page size when a client gives no `first`. */
 export const DEFAULT_PAGE_SIZE = 10;
@@ -80,8 +89,15 @@ export interface KeysetPageRequest {
 }
 
 /** Validates `first` (`fallback` when absent) and decodes `after`; throws InvalidPageSizeError or InvalidCursorError. */
-export function keysetPageRequest(first: number | null | undefined, after: string | null | undefined, fallback = DEFAULT_PAGE_SIZE): KeysetPageRequest {
-  return { after: after === null || after === undefined ? null : decodeKeysetCursor(after), first: pageSize(first, fallback) };
+export function keysetPageRequest(
+  first: number | null | undefined,
+  after: string | null | undefined,
+  fallback = DEFAULT_PAGE_SIZE,
+): KeysetPageRequest {
+  return {
+    after: after === null || after === undefined ? null : decodeKeysetCursor(after),
+    first: pageSize(first, fallback),
+  };
 }
 
 /** What a keyset source is asked for one list (`of`: its owner, say the followed user): the first `limit` items after `after`. */
@@ -103,7 +119,10 @@ export interface KeysetPage<T extends KeysetPosition> {
 }
 
 /** Cuts what a source returned for `request` (up to first + 1 items) into a page. */
-export function sliceKeysetPage<T extends KeysetPosition>(request: KeysetPageRequest, fetched: readonly T[]): KeysetPage<T> {
+export function sliceKeysetPage<T extends KeysetPosition>(
+  request: KeysetPageRequest,
+  fetched: readonly T[],
+): KeysetPage<T> {
   return { items: fetched.slice(0, request.first), hasNextPage: fetched.length > request.first };
 }
 
@@ -133,7 +152,8 @@ export class InvalidPageArgumentsError extends Error {
 /** Decodes `before` into a keyset position (every cursor this API issues names its blog). */
 export function positionBefore(before: string): NewerPageRequest['before'] {
   const position = decodeCursor(before);
-  if (position.maxScore === null || position.afterId === null) throw new Error('decodeCursor returned a position without a blog');
+  if (position.maxScore === null || position.afterId === null)
+    throw new Error('decodeCursor returned a position without a blog');
   return { maxScore: position.maxScore, offset: position.offset, afterId: position.afterId };
 }
 
@@ -154,7 +174,10 @@ export interface FeedPageArgs {
 export function feedPageRequest(args: FeedPageArgs): FeedPageRequest {
   const has = (value: unknown) => value !== null && value !== undefined;
   if (has(args.first) && has(args.last)) {
-    throw new InvalidPageArgumentsError(`pass first (a page down) or last (a page up), not both (got first: ${args.first}, last: ${args.last})`, 'last');
+    throw new InvalidPageArgumentsError(
+      `pass first (a page down) or last (a page up), not both (got first: ${args.first}, last: ${args.last})`,
+      'last',
+    );
   }
   if (has(args.after) && has(args.before)) {
     throw new InvalidPageArgumentsError('pass after (a page down) or before (a page up), not both', 'before');
@@ -169,7 +192,10 @@ export function feedPageRequest(args: FeedPageArgs): FeedPageRequest {
     return { direction: 'backward', before: positionBefore(args.before), last: lastSize(args.last) };
   }
   if (has(args.last)) {
-    throw new InvalidPageArgumentsError('last needs before: pass the cursor of the newest item you hold to get what is newer', 'last');
+    throw new InvalidPageArgumentsError(
+      'last needs before: pass the cursor of the newest item you hold to get what is newer',
+      'last',
+    );
   }
   return { direction: 'forward', ...pageRequest(args.first, args.after) };
 }

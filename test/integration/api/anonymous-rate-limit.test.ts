@@ -9,7 +9,12 @@ let app: TestApp;
 
 beforeAll(async () => {
   app = await startTestApp('anonymous_rate', {
-    env: { RATE_LIMITS: 'on', RATE_LIMIT_ANONYMOUS_PER_IP: '5/60', RATE_LIMIT_PUBLISH_PER_USER: '1/60', TRUSTED_PROXIES: '127.0.0.1' },
+    env: {
+      RATE_LIMITS: 'on',
+      RATE_LIMIT_ANONYMOUS_PER_IP: '5/60',
+      RATE_LIMIT_PUBLISH_PER_USER: '1/60',
+      TRUSTED_PROXIES: '127.0.0.1',
+    },
   });
 });
 afterAll(() => app.close());
@@ -17,10 +22,18 @@ afterAll(() => app.close());
 const post = async (address: string, query: string, authorization?: string, variables?: Record<string, unknown>) => {
   const response = await fetch(app.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-forwarded-for': address, ...(authorization ? { authorization } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      'x-forwarded-for': address,
+      ...(authorization ? { authorization } : {}),
+    },
     body: JSON.stringify({ query, variables }),
   });
-  return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as any };
+  return {
+    status: response.status,
+    retryAfter: response.headers.get('retry-after'),
+    body: (await response.json()) as any,
+  };
 };
 
 it('refuses the sixth anonymous request from one address with 429, Retry-After and RATE_LIMITED, GET requests counted too', async () => {
@@ -45,16 +58,23 @@ it('counts a request whose token is not valid as anonymous', async () => {
 });
 
 it('does not count signed-in requests', async () => {
-  const signUp = await post('203.0.113.4', 'mutation { signUp(nickName: "counted", password: "password-123") { token } }');
+  const signUp = await post(
+    '203.0.113.4',
+    'mutation { signUp(nickName: "counted", password: "password-123") { token } }',
+  );
   const token = signUp.body.data.signUp.token as string;
-  for (let i = 0; i < 10; i += 1) expect((await post('203.0.113.4', '{ viewer { nickName } }', `Bearer ${token}`)).status).toBe(200);
+  for (let i = 0; i < 10; i += 1)
+    expect((await post('203.0.113.4', '{ viewer { nickName } }', `Bearer ${token}`)).status).toBe(200);
   // The sign-up was the address's one anonymous request so far: four more pass.
   for (let i = 0; i < 4; i += 1) expect((await post('203.0.113.4', '{ __typename }')).status).toBe(200);
   expect((await post('203.0.113.4', '{ __typename }')).status).toBe(429);
 });
 
 it('answers 429 with Retry-After to a signed-in request that a per-user limit refused whole, and 200 while it is not over', async () => {
-  const signUp = await post('203.0.113.5', 'mutation { signUp(nickName: "publisher", password: "password-123") { token } }');
+  const signUp = await post(
+    '203.0.113.5',
+    'mutation { signUp(nickName: "publisher", password: "password-123") { token } }',
+  );
   const token = `Bearer ${signUp.body.data.signUp.token as string}`;
   const publish = 'mutation { publishBlogEdge(input: {title: "t", content: "c"}) { cursor } }';
   expect((await post('203.0.113.5', publish, token)).status).toBe(200);

@@ -27,7 +27,9 @@ const MANIFEST = join(__dirname, '..', '..', '..', 'examples', 'generated', 'per
 
 let app: TestApp;
 beforeAll(async () => {
-  app = await startTestApp('apollo_client', { env: { FANOUT_WORKERS: '1', PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: MANIFEST } });
+  app = await startTestApp('apollo_client', {
+    env: { FANOUT_WORKERS: '1', PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: MANIFEST },
+  });
 });
 afterAll(() => app.close());
 
@@ -49,7 +51,10 @@ function client(token?: string): ApolloClient {
 }
 
 async function signUp(nickName: string): Promise<{ id: string; token: string }> {
-  const { data } = await client().mutate({ mutation: SignUpDocument, variables: { nickName, password: 'password-123' } });
+  const { data } = await client().mutate({
+    mutation: SignUpDocument,
+    variables: { nickName, password: 'password-123' },
+  });
   return { id: data!.signUp.user.id, token: data!.signUp.token };
 }
 
@@ -59,7 +64,10 @@ it('searches users page by page, the exact match first', async () => {
   const first = await reader.query({ query: SearchUsersDocument, variables: { search: 'ＡＬ', first: 2 } });
   expect(first.data!.users.edges.map((edge) => edge.node.nickName)).toEqual(['Al', 'alfa']);
   expect(first.data!.users.pageInfo.hasNextPage).toBe(true);
-  const rest = await reader.query({ query: SearchUsersDocument, variables: { search: 'ＡＬ', first: 2, after: first.data!.users.pageInfo.endCursor } });
+  const rest = await reader.query({
+    query: SearchUsersDocument,
+    variables: { search: 'ＡＬ', first: 2, after: first.data!.users.pageInfo.endCursor },
+  });
   expect(rest.data!.users.edges.map((edge) => edge.node.nickName)).toEqual(['al-alice', 'al-albert']);
   expect(rest.data!.users.pageInfo.hasNextPage).toBe(false);
 });
@@ -82,7 +90,11 @@ it('follows, and the one answer updates the followed user and the viewer in the 
       `,
     });
   // The search result in the cache now says so too, without asking the server again.
-  const cached = await fanClient.query({ query: SearchUsersDocument, variables: { search: 'ac-star' }, fetchPolicy: 'cache-only' });
+  const cached = await fanClient.query({
+    query: SearchUsersDocument,
+    variables: { search: 'ac-star' },
+    fetchPolicy: 'cache-only',
+  });
   expect(cached.data!.users.edges[0].node).toMatchObject({ followerCount: 1, isFollowedByViewer: true });
   expect(inCache(fan.id)).toMatchObject({ followingCount: 1 });
 });
@@ -91,7 +103,10 @@ it('publishes, and the answered edge goes to the top of the cached connection wi
   const author = await signUp('ac-author');
   const reader = await signUp('ac-reader');
   const authorClient = client(author.token);
-  await authorClient.mutate({ mutation: PublishBlogDocument, variables: { input: { title: 'first', content: 'one' } } });
+  await authorClient.mutate({
+    mutation: PublishBlogDocument,
+    variables: { input: { title: 'first', content: 'one' } },
+  });
   await authorClient.query({ query: UserBlogsDocument, variables: { userId: author.id, first: 10 } });
 
   const { data } = await authorClient.mutate({
@@ -107,7 +122,14 @@ it('publishes, and the answered edge goes to the top of the cached connection wi
             const connection = existing as { edges: unknown[] };
             return {
               ...connection,
-              edges: [{ __typename: 'BlogEdge', cursor: edge.cursor, node: toReference({ __typename: 'Blog', id: edge.node.id }) }, ...connection.edges],
+              edges: [
+                {
+                  __typename: 'BlogEdge',
+                  cursor: edge.cursor,
+                  node: toReference({ __typename: 'Blog', id: edge.node.id }),
+                },
+                ...connection.edges,
+              ],
             };
           },
         },
@@ -115,8 +137,16 @@ it('publishes, and the answered edge goes to the top of the cached connection wi
     },
   });
   const edge = data!.publishBlogEdge;
-  const fromCache = await authorClient.query({ query: UserBlogsDocument, variables: { userId: author.id, first: 10 }, fetchPolicy: 'cache-only' });
-  const fromServer = await authorClient.query({ query: UserBlogsDocument, variables: { userId: author.id, first: 10 }, fetchPolicy: 'network-only' });
+  const fromCache = await authorClient.query({
+    query: UserBlogsDocument,
+    variables: { userId: author.id, first: 10 },
+    fetchPolicy: 'cache-only',
+  });
+  const fromServer = await authorClient.query({
+    query: UserBlogsDocument,
+    variables: { userId: author.id, first: 10 },
+    fetchPolicy: 'network-only',
+  });
   expect(fromCache.data!.user!.blogs.edges.map((e) => [e.cursor, e.node.title])).toEqual([
     [edge.cursor, 'second'],
     [expect.any(String), 'first'],
@@ -138,41 +168,95 @@ it('pages the feed down and up with relayStylePagination: new posts merge at the
   const authorClient = client(author.token);
   const readerClient = client(reader.token);
   await readerClient.mutate({ mutation: FollowDocument, variables: { userId: author.id } });
-  for (let i = 1; i <= 5; i += 1) await authorClient.mutate({ mutation: PublishBlogDocument, variables: { input: { title: `old ${i}`, content: 'x' } } });
+  for (let i = 1; i <= 5; i += 1)
+    await authorClient.mutate({
+      mutation: PublishBlogDocument,
+      variables: { input: { title: `old ${i}`, content: 'x' } },
+    });
   await app.services.fanout?.idle();
   await app.services.feed.idle();
 
   // Down: two pages merged into one list.
-  const first = await readerClient.query({ query: FollowFeedDocument, variables: { first: 3 }, fetchPolicy: 'network-only' });
+  const first = await readerClient.query({
+    query: FollowFeedDocument,
+    variables: { first: 3 },
+    fetchPolicy: 'network-only',
+  });
   expect(first.data!.followFeed.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
   await readerClient.query({
     query: FollowFeedDocument,
     variables: { first: 3, after: first.data!.followFeed.pageInfo.endCursor },
     fetchPolicy: 'network-only',
   });
-  const down = await readerClient.query({ query: FollowFeedDocument, variables: { first: 3 }, fetchPolicy: 'cache-only' });
-  expect(down.data!.followFeed.edges.map((edge) => edge.node.title)).toEqual(['old 5', 'old 4', 'old 3', 'old 2', 'old 1']);
+  const down = await readerClient.query({
+    query: FollowFeedDocument,
+    variables: { first: 3 },
+    fetchPolicy: 'cache-only',
+  });
+  expect(down.data!.followFeed.edges.map((edge) => edge.node.title)).toEqual([
+    'old 5',
+    'old 4',
+    'old 3',
+    'old 2',
+    'old 1',
+  ]);
   expect(down.data!.followFeed.pageInfo.hasNextPage).toBe(false);
 
   // Three new posts: the banner's count, then pages up from the top the client holds.
-  for (let i = 1; i <= 3; i += 1) await authorClient.mutate({ mutation: PublishBlogDocument, variables: { input: { title: `new ${i}`, content: 'x' } } });
+  for (let i = 1; i <= 3; i += 1)
+    await authorClient.mutate({
+      mutation: PublishBlogDocument,
+      variables: { input: { title: `new ${i}`, content: 'x' } },
+    });
   const top = down.data!.followFeed.pageInfo.startCursor!;
-  const count = await readerClient.query({ query: NewPostCountDocument, variables: { before: top }, fetchPolicy: 'network-only' });
+  const count = await readerClient.query({
+    query: NewPostCountDocument,
+    variables: { before: top },
+    fetchPolicy: 'network-only',
+  });
   expect(count.data!.followFeedNewCount).toBe(3);
   // The answer is read back through the cache's merged list: the page up went to its top.
-  const up = await readerClient.query({ query: NewerPostsDocument, variables: { last: 2, before: top }, fetchPolicy: 'network-only' });
-  expect(up.data!.followFeed.edges.map((edge) => edge.node.title)).toEqual(['new 2', 'new 1', 'old 5', 'old 4', 'old 3', 'old 2', 'old 1']);
+  const up = await readerClient.query({
+    query: NewerPostsDocument,
+    variables: { last: 2, before: top },
+    fetchPolicy: 'network-only',
+  });
+  expect(up.data!.followFeed.edges.map((edge) => edge.node.title)).toEqual([
+    'new 2',
+    'new 1',
+    'old 5',
+    'old 4',
+    'old 3',
+    'old 2',
+    'old 1',
+  ]);
   expect(up.data!.followFeed.pageInfo.hasPreviousPage).toBe(true);
-  const merged = await readerClient.query({ query: FollowFeedDocument, variables: { first: 3 }, fetchPolicy: 'cache-only' });
+  const merged = await readerClient.query({
+    query: FollowFeedDocument,
+    variables: { first: 3 },
+    fetchPolicy: 'cache-only',
+  });
   expect(merged.data!.followFeed.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: false });
   const topAgain = merged.data!.followFeed.pageInfo.startCursor!;
-  const last = await readerClient.query({ query: NewerPostsDocument, variables: { last: 2, before: topAgain }, fetchPolicy: 'network-only' });
+  const last = await readerClient.query({
+    query: NewerPostsDocument,
+    variables: { last: 2, before: topAgain },
+    fetchPolicy: 'network-only',
+  });
   expect(last.data!.followFeed.edges.map((edge) => edge.node.title).slice(0, 3)).toEqual(['new 3', 'new 2', 'new 1']);
   expect(last.data!.followFeed.pageInfo.hasPreviousPage).toBe(false);
 
   // The cached list, grown both ways, is the feed as the server scrolls it, cursors included.
-  const cached = await readerClient.query({ query: FollowFeedDocument, variables: { first: 3 }, fetchPolicy: 'cache-only' });
-  const server = await client(reader.token).query({ query: FollowFeedDocument, variables: { first: 20 }, fetchPolicy: 'network-only' });
+  const cached = await readerClient.query({
+    query: FollowFeedDocument,
+    variables: { first: 3 },
+    fetchPolicy: 'cache-only',
+  });
+  const server = await client(reader.token).query({
+    query: FollowFeedDocument,
+    variables: { first: 20 },
+    fetchPolicy: 'network-only',
+  });
   expect(cached.data!.followFeed.edges.map((edge) => [edge.cursor, edge.node.title])).toEqual(
     server.data!.followFeed.edges.map((edge) => [edge.cursor, edge.node.title]),
   );
@@ -198,6 +282,8 @@ it('is refused a document the server was not built with, and sends no other', as
   expect(JSON.stringify(refused.error)).toMatch(/PERSISTED_QUERY_NOT_FOUND/);
   // Without its link, a client that sends the text is refused too.
   const plain = new ApolloClient({ cache: new InMemoryCache(), link: new HttpLink({ uri: app.url }) });
-  const sentWhole = await plain.query({ query: SearchUsersDocument, variables: { search: 'al' } }).catch((error: unknown) => ({ error }));
+  const sentWhole = await plain
+    .query({ query: SearchUsersDocument, variables: { search: 'al' } })
+    .catch((error: unknown) => ({ error }));
   expect(JSON.stringify((sentWhole as { error: unknown }).error)).toMatch(/PERSISTED_QUERY_ID_REQUIRED/);
 });

@@ -14,7 +14,9 @@ let app: TestApp;
 let trusted: TestApp;
 beforeAll(async () => {
   app = await startTestApp('example_client');
-  trusted = await startTestApp('example_client_trusted', { env: { PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: MANIFEST } });
+  trusted = await startTestApp('example_client_trusted', {
+    env: { PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: MANIFEST },
+  });
 });
 afterAll(async () => {
   await app.close();

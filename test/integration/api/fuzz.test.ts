@@ -51,7 +51,9 @@ function literalFor(type: GraphQLInputType, depth = 0): fc.Arbitrary<string> {
   const wrong = fc.constantFrom('null', '1', '"x"', 'true', '[1, 2]', '{ a: 1 }', '-2147483649', '1.5');
   let right: fc.Arbitrary<string>;
   if (isListType(isNonNullType(type) ? type.ofType : type)) {
-    right = fc.array(literalFor(named as GraphQLInputType, depth + 1), { maxLength: 12 }).map((items) => `[${items.join(', ')}]`);
+    right = fc
+      .array(literalFor(named as GraphQLInputType, depth + 1), { maxLength: 12 })
+      .map((items) => `[${items.join(', ')}]`);
   } else if (isInputObjectType(named) && depth < 3) {
     const fields = Object.values(named.getFields());
     right = fc
@@ -88,7 +90,9 @@ function fieldSelection(field: GraphQLField<unknown, unknown>, depth: number): f
     .chain((chosen) =>
       fc
         .tuple(...chosen.map((arg) => literalFor(arg.type)))
-        .map((values) => (chosen.length === 0 ? '' : `(${chosen.map((arg, i) => `${arg.name}: ${values[i]}`).join(', ')})`)),
+        .map((values) =>
+          chosen.length === 0 ? '' : `(${chosen.map((arg, i) => `${arg.name}: ${values[i]}`).join(', ')})`,
+        ),
     );
   const alias = fc.option(fc.constantFrom('a', 'b', 'c'), { freq: 4 }).map((name) => (name ? `${name}: ` : ''));
   const named = getNamedType(field.type);
@@ -104,8 +108,18 @@ function fieldSelection(field: GraphQLField<unknown, unknown>, depth: number): f
 }
 
 const document = fc.oneof(
-  { weight: 6, arbitrary: fc.integer({ min: 0, max: 6 }).chain((depth) => selectionFor(schema.getQueryType()!, depth).map((s) => `query ${s}`)) },
-  { weight: 4, arbitrary: fc.integer({ min: 0, max: 3 }).chain((depth) => selectionFor(schema.getMutationType()!, depth).map((s) => `mutation ${s}`)) },
+  {
+    weight: 6,
+    arbitrary: fc
+      .integer({ min: 0, max: 6 })
+      .chain((depth) => selectionFor(schema.getQueryType()!, depth).map((s) => `query ${s}`)),
+  },
+  {
+    weight: 4,
+    arbitrary: fc
+      .integer({ min: 0, max: 3 })
+      .chain((depth) => selectionFor(schema.getMutationType()!, depth).map((s) => `mutation ${s}`)),
+  },
   { weight: 1, arbitrary: fc.string({ maxLength: 200 }) },
   {
     weight: 1,
@@ -150,7 +164,10 @@ it('survives random documents and variables: no 5xx, no stack trace, no hang', a
         const response = await fetch(app.url, {
           method: 'POST',
           signal: controller.signal,
-          headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token === 'VALID' ? validToken : token}` } : {}) },
+          headers: {
+            'content-type': 'application/json',
+            ...(token ? { authorization: `Bearer ${token === 'VALID' ? validToken : token}` } : {}),
+          },
           body: JSON.stringify({ query, variables: vars }),
         });
         const text = await response.text();

@@ -57,23 +57,39 @@ it('serves GraphiQL to a browser and runs followFeed with a bearer token', async
   await page.waitForSelector('.graphiql-execute-button', { timeout: 30_000 });
   await page.click('.graphiql-execute-button');
   // Monaco renders spaces as non-breaking ones.
-  await page.waitForFunction(() => document.body.innerText.replace(/\u00a0/g, ' ').includes('"title": "Seen through GraphiQL"'), undefined, {
-    timeout: 30_000,
-  });
+  await page.waitForFunction(
+    () => document.body.innerText.replace(/\u00a0/g, ' ').includes('"title": "Seen through GraphiQL"'),
+    undefined,
+    {
+      timeout: 30_000,
+    },
+  );
   expect(external).toEqual([]); // everything came from the service: no CDN
   // The schema loaded by introspection: the docs explorer lists the root types and their fields.
   await page.getByLabel('Show Documentation Explorer').click();
-  await page.waitForFunction(() => (document.querySelector('.graphiql-doc-explorer')?.innerText ?? '').includes('mutation: Mutation'), undefined, {
-    timeout: 30_000,
-  });
+  await page.waitForFunction(
+    () => (document.querySelector('.graphiql-doc-explorer')?.innerText ?? '').includes('mutation: Mutation'),
+    undefined,
+    {
+      timeout: 30_000,
+    },
+  );
   await page.locator('.graphiql-doc-explorer').getByText('Query', { exact: true }).first().click();
-  await page.waitForFunction(() => (document.querySelector('.graphiql-doc-explorer')?.innerText ?? '').includes('followFeed'), undefined, { timeout: 10_000 });
+  await page.waitForFunction(
+    () => (document.querySelector('.graphiql-doc-explorer')?.innerText ?? '').includes('followFeed'),
+    undefined,
+    { timeout: 10_000 },
+  );
   // The Headers tab is prefilled for a bearer token when the URL gives none.
   const fresh = await browser.newPage();
   await fresh.goto(app.url);
   await fresh.waitForSelector('.graphiql-execute-button', { timeout: 30_000 });
   await fresh.getByText('Headers', { exact: true }).click();
-  await fresh.waitForFunction(() => document.body.innerText.replace(/\u00a0/g, ' ').includes('"Authorization": "Bearer "'), undefined, { timeout: 10_000 });
+  await fresh.waitForFunction(
+    () => document.body.innerText.replace(/\u00a0/g, ' ').includes('"Authorization": "Bearer "'),
+    undefined,
+    { timeout: 10_000 },
+  );
 }, 90_000);
 
 it('runs the live subscription from GraphiQL over graphql-ws, the Headers tab as its connection_init payload', async () => {
@@ -87,11 +103,19 @@ it('runs the live subscription from GraphiQL over graphql-ws, the Headers tab as
   await page.waitForSelector('.graphiql-execute-button', { timeout: 30_000 });
   await page.click('.graphiql-execute-button');
   const readerId = Number(Buffer.from(reader.id, 'base64').toString().split(':')[1]);
-  await waitFor('the subscription to be live', async () => (await app.services.liveBuses.readers.liveAmong([readerId])).length === 1, 30_000);
+  await waitFor(
+    'the subscription to be live',
+    async () => (await app.services.liveBuses.readers.liveAmong([readerId])).length === 1,
+    30_000,
+  );
   await publish(app, author, 'Arrived in GraphiQL');
-  await page.waitForFunction(() => document.body.innerText.replace(/\u00a0/g, ' ').includes('"title": "Arrived in GraphiQL"'), undefined, {
-    timeout: 30_000,
-  });
+  await page.waitForFunction(
+    () => document.body.innerText.replace(/\u00a0/g, ' ').includes('"title": "Arrived in GraphiQL"'),
+    undefined,
+    {
+      timeout: 30_000,
+    },
+  );
 }, 90_000);
 
 it('still answers JSON clients at the same address', async () => {

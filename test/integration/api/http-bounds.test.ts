@@ -11,7 +11,9 @@ let app: TestApp;
 let port: number;
 
 beforeAll(async () => {
-  app = await startTestApp('http_bounds', { env: { HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000' } });
+  app = await startTestApp('http_bounds', {
+    env: { HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000' },
+  });
   port = Number(new URL(app.url).port);
 });
 afterAll(() => app.close());
@@ -61,7 +63,8 @@ function trickle(connection: RawConnection, bytes: number, everyMs: number, tota
   return () => clearInterval(timer);
 }
 
-const headersOf = (path: string, extra: string) => `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${extra}\r\n`;
+const headersOf = (path: string, extra: string) =>
+  `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${extra}\r\n`;
 
 describe('a refused body', () => {
   it('is answered 413 with Connection: close before the client finished sending, and the connection ends', async () => {
@@ -71,7 +74,10 @@ describe('a refused body', () => {
     connection.socket.write('{"query":"{ __typename }","variables":{"pad":"' + 'x'.repeat(64 * 1024));
     const stop = trickle(connection, 16 * 1024, 20, 50_000_000);
     const answered = await within(5000, () => connection.received().includes('\r\n\r\n'));
-    const ended = await Promise.race([connection.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000))]);
+    const ended = await Promise.race([
+      connection.closed.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000)),
+    ]);
     stop();
     expect(answered).toBe(true);
     expect(connection.received()).toMatch(/^HTTP\/1\.1 413 /);
@@ -94,7 +100,10 @@ describe('a refused body', () => {
       connection.socket.write(chunk('x'.repeat(16 * 1024)));
     }, 20);
     const answered = await within(5000, () => connection.received().includes('\r\n\r\n'));
-    const ended = await Promise.race([connection.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000))]);
+    const ended = await Promise.race([
+      connection.closed.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000)),
+    ]);
     clearInterval(timer);
     expect(answered).toBe(true);
     expect(connection.received()).toMatch(/^HTTP\/1\.1 413 /);
@@ -108,7 +117,10 @@ describe('a refused body', () => {
     connection.socket.write(headersOf('/graphql', 'Content-Encoding: compress\r\nContent-Length: 50000000\r\n'));
     const stop = trickle(connection, 16 * 1024, 20, 50_000_000);
     const answered = await within(5000, () => connection.received().includes('\r\n\r\n'));
-    const ended = await Promise.race([connection.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000))]);
+    const ended = await Promise.race([
+      connection.closed.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5000)),
+    ]);
     stop();
     expect(answered).toBe(true);
     expect(connection.received()).toMatch(/^HTTP\/1\.1 415 /);
@@ -122,7 +134,10 @@ describe('slow clients', () => {
     const connection = await open();
     connection.socket.write(headersOf('/graphql', 'Content-Length: 100000\r\n'));
     const stop = trickle(connection, 1, 100, 100_000);
-    const ended = await Promise.race([connection.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000))]);
+    const ended = await Promise.race([
+      connection.closed.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000)),
+    ]);
     stop();
     expect(ended).toBe(true);
     expect(connection.received()).toMatch(/^HTTP\/1\.1 408 /);
@@ -138,7 +153,10 @@ describe('slow clients', () => {
       if (closed || connection.socket.destroyed) return clearInterval(timer);
       connection.socket.write('X-Slow: a\r\n');
     }, 100);
-    const ended = await Promise.race([connection.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000))]);
+    const ended = await Promise.race([
+      connection.closed.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000)),
+    ]);
     clearInterval(timer);
     expect(ended).toBe(true);
     expect(connection.received()).toMatch(/^HTTP\/1\.1 408 /);

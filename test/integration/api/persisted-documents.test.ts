@@ -16,14 +16,19 @@ import { startTestApp, TestApp } from '../../support/harness';
 const MANIFEST = join(__dirname, '..', '..', '..', 'examples', 'generated', 'persisted-documents.json');
 const manifest = JSON.parse(readFileSync(MANIFEST, 'utf8')) as Record<string, string>;
 /** The manifest's id of the operation named `name`, as the client preset writes it ("sha256:<hex>"). */
-const idOf = (name: string) => Object.entries(manifest).find(([, text]) => text.includes(` ${name}(`) || text.includes(` ${name} `))![0];
+const idOf = (name: string) =>
+  Object.entries(manifest).find(([, text]) => text.includes(` ${name}(`) || text.includes(` ${name} `))![0];
 
 let allow: TestApp;
 let only: TestApp;
 let off: TestApp;
 beforeAll(async () => {
-  allow = await startTestApp('trusted_allow', { env: { PERSISTED_DOCUMENTS: 'allow', PERSISTED_DOCUMENTS_MANIFEST: MANIFEST } });
-  only = await startTestApp('trusted_only', { env: { PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: MANIFEST } });
+  allow = await startTestApp('trusted_allow', {
+    env: { PERSISTED_DOCUMENTS: 'allow', PERSISTED_DOCUMENTS_MANIFEST: MANIFEST },
+  });
+  only = await startTestApp('trusted_only', {
+    env: { PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: MANIFEST },
+  });
   off = await startTestApp('trusted_off');
 });
 afterAll(async () => {
@@ -33,8 +38,18 @@ afterAll(async () => {
 });
 
 async function post(app: TestApp, body: Record<string, unknown>) {
-  const response = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: response.status, body: (await response.json()) as { data?: any; errors?: Array<{ message: string; extensions: Record<string, unknown> }> } };
+  const response = await fetch(app.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    body: (await response.json()) as {
+      data?: any;
+      errors?: Array<{ message: string; extensions: Record<string, unknown> }>;
+    },
+  };
 }
 
 const SEARCH = { search: 'nobody-here' };
@@ -52,13 +67,25 @@ it('runs a known id (bare, "sha256:" or in the persisted-query extension) in all
       const answer = await post(app, body);
       expect(answer).toEqual({
         status: 200,
-        body: { data: { __typename: 'Query', users: { __typename: 'UserConnection', edges: [], pageInfo: expect.anything() } } },
+        body: {
+          data: {
+            __typename: 'Query',
+            users: { __typename: 'UserConnection', edges: [], pageInfo: expect.anything() },
+          },
+        },
       });
     }
   }
-  expect(await post(allow, { query: FREE_FORM, variables: SEARCH })).toEqual({ status: 200, body: { data: { users: { edges: [] } } } });
+  expect(await post(allow, { query: FREE_FORM, variables: SEARCH })).toEqual({
+    status: 200,
+    body: { data: { users: { edges: [] } } },
+  });
   // A link that sends the text after an unknown id (allow): the text runs.
-  const fallback = await post(allow, { query: FREE_FORM, variables: SEARCH, extensions: { persistedQuery: { version: 1, sha256Hash: 'f'.repeat(64) } } });
+  const fallback = await post(allow, {
+    query: FREE_FORM,
+    variables: SEARCH,
+    extensions: { persistedQuery: { version: 1, sha256Hash: 'f'.repeat(64) } },
+  });
   expect(fallback.body).toEqual({ data: { users: { edges: [] } } });
 });
 
@@ -74,7 +101,10 @@ it('refuses an unknown id with PERSISTED_QUERY_NOT_FOUND naming the argument, an
       },
     ]);
     const viaExtension = await post(app, { extensions: { persistedQuery: { version: 1, sha256Hash: 'abc' } } });
-    expect(viaExtension.body.errors![0].extensions).toEqual({ code: 'PERSISTED_QUERY_NOT_FOUND', field: 'extensions.persistedQuery.sha256Hash' });
+    expect(viaExtension.body.errors![0].extensions).toEqual({
+      code: 'PERSISTED_QUERY_NOT_FOUND',
+      field: 'extensions.persistedQuery.sha256Hash',
+    });
     expect((await post(app, { documentId: 42 })).body.errors![0].extensions.field).toBe('documentId');
   }
   const signUp = 'mutation { signUp(nickName: "free-form", password: "password-123") { token } }';
@@ -92,7 +122,9 @@ it('takes the id in a GET query string', async () => {
   const response = await fetch(`${only.url}?${search.toString()}`, { headers: { 'apollo-require-preflight': 'true' } });
   expect(response.status).toBe(200);
   expect(((await response.json()) as { data: { users: { edges: unknown[] } } }).data.users.edges).toEqual([]);
-  const freeForm = await fetch(`${only.url}?query=${encodeURIComponent('{ __typename }')}`, { headers: { 'apollo-require-preflight': 'true' } });
+  const freeForm = await fetch(`${only.url}?query=${encodeURIComponent('{ __typename }')}`, {
+    headers: { 'apollo-require-preflight': 'true' },
+  });
   expect(freeForm.status).toBe(400);
 });
 
@@ -108,7 +140,10 @@ it('refuses to start on a manifest that cannot be read or does not fit the schem
   const startWith = async (content: string) => {
     writeFileSync(file, content);
     try {
-      PersistedDocuments.load(loadConfig({ ...only.env, PERSISTED_DOCUMENTS_MANIFEST: file }).persistedDocuments, buildFeedSchema());
+      PersistedDocuments.load(
+        loadConfig({ ...only.env, PERSISTED_DOCUMENTS_MANIFEST: file }).persistedDocuments,
+        buildFeedSchema(),
+      );
       return 'started';
     } catch (error) {
       return error instanceof ConfigError ? error.message : `unexpected: ${String(error)}`;

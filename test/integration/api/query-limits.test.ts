@@ -45,7 +45,10 @@ describe('query limits', () => {
   });
 
   it('reject a connection of 100 inside a connection of 100', async () => {
-    await rejected('{ followFeed(first: 100) { edges { node { author { blogs(first: 100) { edges { node { title content } } } } } } } }', 'cost');
+    await rejected(
+      '{ followFeed(first: 100) { edges { node { author { blogs(first: 100) { edges { node { title content } } } } } } } }',
+      'cost',
+    );
   });
 
   it('reject too many aliases and too many root fields', async () => {
@@ -83,7 +86,11 @@ describe('query limits', () => {
     const big = await app.gql('{ viewer { id } }', { pad: 'x'.repeat(150_000) });
     expect(big.status).toBe(413);
     // Streamed without a Content-Length: counted as it arrives, and refused the same way.
-    const chunks = [JSON.stringify({ query: '{ viewer { id } }', variables: { pad: '' } }).slice(0, -3), 'x'.repeat(120_000), '"}}'];
+    const chunks = [
+      JSON.stringify({ query: '{ viewer { id } }', variables: { pad: '' } }).slice(0, -3),
+      'x'.repeat(120_000),
+      '"}}',
+    ];
     const streamed = await fetch(app.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -103,7 +110,11 @@ describe('query limits', () => {
 
   it('read gzip bodies, and refuse unknown encodings and corrupt ones', async () => {
     const post = (body: Uint8Array, encoding: string) =>
-      fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body });
+      fetch(app.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+        body,
+      });
     const query = Buffer.from(JSON.stringify({ query: '{ __typename }' }));
     const zipped = await post(gzipSync(query), 'gzip');
     expect(await zipped.json()).toEqual({ data: { __typename: 'Query' } });
@@ -114,12 +125,19 @@ describe('query limits', () => {
     expect(corrupt.status).toBe(400);
     expect(((await corrupt.json()) as any).errors[0].extensions.code).toBe('BAD_REQUEST');
     // A zip bomb is counted after decompression: 1 MB of spaces is a few kB compressed.
-    const bomb = await post(gzipSync(Buffer.concat([query.subarray(0, -1), Buffer.alloc(1_000_000, ' '), Buffer.from('}')])), 'gzip');
+    const bomb = await post(
+      gzipSync(Buffer.concat([query.subarray(0, -1), Buffer.alloc(1_000_000, ' '), Buffer.from('}')])),
+      'gzip',
+    );
     expect(bomb.status).toBe(413);
   });
 
   it('refuse a POST that is not JSON (CSRF prevention), naming why', async () => {
-    const form = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{ viewer { id } }' });
+    const form = await fetch(app.url, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: '{ viewer { id } }',
+    });
     expect(form.status).toBe(400);
     expect(await form.text()).toMatch(/CSRF|preflight/i);
   });
@@ -128,7 +146,9 @@ describe('query limits', () => {
     const response = await fetch(`${app.url}?query=${encodeURIComponent('{ viewer { id } }')}`);
     expect(response.status).toBe(400);
     // The same GET with the header a browser cannot send without a preflight is served.
-    const allowed = await fetch(`${app.url}?query=${encodeURIComponent('{ __typename }')}`, { headers: { 'apollo-require-preflight': 'true' } });
+    const allowed = await fetch(`${app.url}?query=${encodeURIComponent('{ __typename }')}`, {
+      headers: { 'apollo-require-preflight': 'true' },
+    });
     expect(await allowed.json()).toEqual({ data: { __typename: 'Query' } });
     expect(allowed.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });

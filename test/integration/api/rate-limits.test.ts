@@ -28,17 +28,23 @@ describe('rate limits', () => {
     expect(limited.errors![0].extensions).toMatchObject({ code: 'RATE_LIMITED', limit: 'loginPerNickName' });
     expect(limited.errors![0].extensions!.retryAfterSeconds).toBeGreaterThan(0);
     // The right password is refused too until the window passes: that is what stops guessing.
-    expect(errorCode(await app.gql('mutation { login(nickName: "victim", password: "password-123") { token } }'))).toBe('RATE_LIMITED');
+    expect(errorCode(await app.gql('mutation { login(nickName: "victim", password: "password-123") { token } }'))).toBe(
+      'RATE_LIMITED',
+    );
     expect(victim.token).toBeTruthy();
   });
 
   it('limit sign-ups per address, and publishing and liking per user, changing nothing when over', async () => {
     for (let i = 0; i < 3; i += 1) await signUp(app, `member${i}`);
-    expect(errorCode(await app.gql('mutation { signUp(nickName: "one-too-many", password: "password-123") { token } }'))).toBe('RATE_LIMITED');
+    expect(
+      errorCode(await app.gql('mutation { signUp(nickName: "one-too-many", password: "password-123") { token } }')),
+    ).toBe('RATE_LIMITED');
     const [{ n: users }] = await app.db.query("SELECT COUNT(*) AS n FROM tb_user WHERE nick_name = 'one-too-many'");
     expect(Number(users)).toBe(0);
 
-    const author = await app.gql('mutation { login(nickName: "member0", password: "password-123") { token user { id } } }');
+    const author = await app.gql(
+      'mutation { login(nickName: "member0", password: "password-123") { token user { id } } }',
+    );
     const token = ok(author).login.token;
     const post = () => app.gql('mutation { publishBlog(input: { title: "t", content: "c" }) { id } }', {}, token);
     const first = ok(await post()).publishBlog.id;
@@ -53,12 +59,21 @@ describe('rate limits', () => {
 
   it('allow browsers only from CORS_ORIGINS', async () => {
     const preflight = (origin: string) =>
-      fetch(app.url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' } });
-    expect((await preflight('https://app.example')).headers.get('access-control-allow-origin')).toBe('https://app.example');
+      fetch(app.url, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      });
+    expect((await preflight('https://app.example')).headers.get('access-control-allow-origin')).toBe(
+      'https://app.example',
+    );
     expect((await preflight('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
     // The POST itself carries the same answer.
     const post = (origin: string) =>
-      fetch(app.url, { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ __typename }' }) });
+      fetch(app.url, {
+        method: 'POST',
+        headers: { origin, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ __typename }' }),
+      });
     expect((await post('https://app.example')).headers.get('access-control-allow-origin')).toBe('https://app.example');
     expect((await post('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
   });
@@ -69,8 +84,12 @@ describe('client addresses behind proxies', () => {
   let untrusted: TestApp;
   let trusted: TestApp;
   beforeAll(async () => {
-    untrusted = await startTestApp('proxies_untrusted', { env: { ...limited, TRUSTED_PROXIES: '10.9.9.9,2001:db8:9::/48' } });
-    trusted = await startTestApp('proxies_trusted', { env: { ...limited, TRUSTED_PROXIES: '10.9.9.9,127.0.0.1/32,::1' } });
+    untrusted = await startTestApp('proxies_untrusted', {
+      env: { ...limited, TRUSTED_PROXIES: '10.9.9.9,2001:db8:9::/48' },
+    });
+    trusted = await startTestApp('proxies_trusted', {
+      env: { ...limited, TRUSTED_PROXIES: '10.9.9.9,127.0.0.1/32,::1' },
+    });
   });
   afterAll(async () => {
     await untrusted.close();
@@ -84,7 +103,9 @@ describe('client addresses behind proxies', () => {
     const response = await fetch(app.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor },
-      body: JSON.stringify({ query: `mutation { signUp(nickName: "client${serial}", password: "password-123") { token } }` }),
+      body: JSON.stringify({
+        query: `mutation { signUp(nickName: "client${serial}", password: "password-123") { token } }`,
+      }),
     });
     const body = (await response.json()) as { errors?: Array<{ extensions: { code: string } }> };
     return body.errors ? body.errors[0].extensions.code : 'ok';

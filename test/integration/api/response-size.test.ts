@@ -19,7 +19,11 @@ let author: TestUser;
 
 /** POSTs a query and returns the status, the body's length in bytes, and the body. */
 async function post(query: string): Promise<{ status: number; bytes: number; body: any }> {
-  const response = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query }) });
+  const response = await fetch(app.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query }),
+  });
   const text = await response.text();
   return { status: response.status, bytes: Buffer.byteLength(text), body: JSON.parse(text) };
 }
@@ -30,13 +34,10 @@ beforeAll(async () => {
   // Three blogs stored before control characters were refused: written straight to the table.
   const authorId = Number(fromGlobalId(author.id).id);
   for (let i = 0; i < 3; i += 1) {
-    await app.db.write('INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, 0, ?, 1)', [
-      authorId,
-      `legacy ${i}`,
-      LEGACY_CONTENT,
-      '[]',
-      new Date(Date.now() - 1000 + i),
-    ]);
+    await app.db.write(
+      'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, 0, ?, 1)',
+      [authorId, `legacy ${i}`, LEGACY_CONTENT, '[]', new Date(Date.now() - 1000 + i)],
+    );
   }
 });
 afterAll(() => app.close());
@@ -87,7 +88,11 @@ describe('RESPONSE_MAX_BYTES', () => {
 
 describe('control characters in blog text', () => {
   const publishBlog = (title: string, content: string, images: string[] = []) =>
-    app.gql('mutation($i: PublishBlogInput!) { publishBlog(input: $i) { id title content images } }', { i: { title, content, images } }, author.token);
+    app.gql(
+      'mutation($i: PublishBlogInput!) { publishBlog(input: $i) { id title content images } }',
+      { i: { title, content, images } },
+      author.token,
+    );
 
   it.each([
     ['title', 'a \u0007 bell', 'fine', 'U+0007'],
@@ -111,7 +116,8 @@ describe('control characters in blog text', () => {
   });
 
   it('takes newlines and tabs, and every other character', async () => {
-    const content = 'line one\nline two\n\tindented \u00a0 non-breaking, \u2028 line separator, emoji \u{1F600}, accents \u00e9';
+    const content =
+      'line one\nline two\n\tindented \u00a0 non-breaking, \u2028 line separator, emoji \u{1F600}, accents \u00e9';
     const blog = ok(await publishBlog('tab\there', content)).publishBlog;
     expect(blog.content).toBe(content);
     expect(blog.title).toBe('tab\there');

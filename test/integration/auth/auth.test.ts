@@ -8,9 +8,19 @@
  */
 import jwt from 'jsonwebtoken';
 import { randomBytes, scryptSync } from 'node:crypto';
-import { errorCode, GqlResponse, ok, signUp, startTestApp, TEST_JWT_SECRET, TestApp, TestUser } from '../../support/harness';
+import {
+  errorCode,
+  GqlResponse,
+  ok,
+  signUp,
+  startTestApp,
+  TEST_JWT_SECRET,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 
-const SIGN_UP = 'mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }';
+const SIGN_UP =
+  'mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }';
 const LOGIN = 'mutation($n: String!, $p: String!) { login(nickName: $n, password: $p) { token user { id nickName } } }';
 const VIEWER = '{ viewer { id nickName } }';
 const FEED = 'query($first: Int, $after: String) { followFeed(first: $first, after: $after) { edges { cursor } } }';
@@ -40,7 +50,11 @@ async function count(table: 'tb_user' | 'tb_blog', target: TestApp = app): Promi
 }
 
 /** A request with an arbitrary Authorization header (the harness only sends "Bearer <token>"). */
-async function gqlWithAuthorization(authorization: string, query: string, variables?: Record<string, unknown>): Promise<GqlResponse> {
+async function gqlWithAuthorization(
+  authorization: string,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<GqlResponse> {
   const response = await fetch(app.url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization },
@@ -52,7 +66,9 @@ async function gqlWithAuthorization(authorization: string, query: string, variab
 /** The response failed with exactly one error of this code (and this extensions.field, or none). */
 function expectError(response: GqlResponse, code: string, field?: string): void {
   errorCode(response); // fails with the whole response when there is no error at all
-  expect(response.errors!.map((e) => ({ code: e.extensions?.code, field: e.extensions?.field }))).toEqual([{ code, field }]);
+  expect(response.errors!.map((e) => ({ code: e.extensions?.code, field: e.extensions?.field }))).toEqual([
+    { code, field },
+  ]);
 }
 
 /** A normal query still works: the server survived the bad input before it. */
@@ -156,11 +172,17 @@ describe('password hashes', () => {
     const key = scryptSync(password, salt, 64, { N: n, r, p: 1, maxmem: 256 * n * r + 1024 * 1024 });
     return ['scrypt', n, r, 1, salt.toString('base64'), key.toString('base64')].join('$');
   }
-  const storedHash = async (user: TestUser): Promise<string> => (await app.query('SELECT password FROM tb_user WHERE id = ?', [dbIdOf(user.id)]))[0].password;
+  const storedHash = async (user: TestUser): Promise<string> =>
+    (await app.query('SELECT password FROM tb_user WHERE id = ?', [dbIdOf(user.id)]))[0].password;
 
   it('are made with the configured cost (PASSWORD_HASH_COST), r = 8, p = 1', async () => {
     const user = await signUp(app, 'cost-check', 'cost-check-password');
-    expect((await storedHash(user)).split('$').slice(0, 4)).toEqual(['scrypt', String(app.config.passwordHashCost), '8', '1']);
+    expect((await storedHash(user)).split('$').slice(0, 4)).toEqual([
+      'scrypt',
+      String(app.config.passwordHashCost),
+      '8',
+      '1',
+    ]);
   });
 
   it.each([
@@ -188,7 +210,8 @@ describe('password hashes', () => {
 });
 
 describe('sessions', () => {
-  const sessionOf = async (nickName: string, password: string): Promise<string> => ok(await app.gql(LOGIN, { n: nickName, p: password })).login.token;
+  const sessionOf = async (nickName: string, password: string): Promise<string> =>
+    ok(await app.gql(LOGIN, { n: nickName, p: password })).login.token;
 
   it('every login is a session of its own: two logins in the same second get different tokens', async () => {
     const user = await signUp(app, 'twice', 'twice-password');
@@ -353,22 +376,40 @@ describe('tokens where a viewer is needed', () => {
   const badTokens: Array<[string, () => string]> = [
     ['garbage', () => 'not-a-jwt-at-all'],
     ['three garbage segments', () => 'aaa.bbb.ccc'],
-    ['signed with another secret', () => jwt.sign({}, 'some-other-secret-of-enough-length', { algorithm: 'HS256', subject: danaDbId, expiresIn: 3600 })],
-    ['expired a minute ago', () => jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: danaDbId, expiresIn: -60 })],
+    [
+      'signed with another secret',
+      () =>
+        jwt.sign({}, 'some-other-secret-of-enough-length', { algorithm: 'HS256', subject: danaDbId, expiresIn: 3600 }),
+    ],
+    [
+      'expired a minute ago',
+      () => jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: danaDbId, expiresIn: -60 }),
+    ],
     [
       'expired beyond the tolerance (exp 30 s ago)',
-      () => jwt.sign({ sub: danaDbId, exp: Math.floor(Date.now() / 1000) - 30 }, TEST_JWT_SECRET, { algorithm: 'HS256' }),
+      () =>
+        jwt.sign({ sub: danaDbId, exp: Math.floor(Date.now() / 1000) - 30 }, TEST_JWT_SECRET, { algorithm: 'HS256' }),
     ],
     ['with alg "none"', () => jwt.sign({}, null, { algorithm: 'none', subject: danaDbId, expiresIn: 3600 })],
-    ['signed with HS512 (not the pinned algorithm)', () => jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS512', subject: danaDbId, expiresIn: 3600 })],
+    [
+      'signed with HS512 (not the pinned algorithm)',
+      () => jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS512', subject: danaDbId, expiresIn: 3600 }),
+    ],
     ['without exp', () => jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: danaDbId })],
     ['without a subject', () => jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', expiresIn: 3600 })],
-    ['with a non-numeric subject', () => jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: 'dana', expiresIn: 3600 })],
+    [
+      'with a non-numeric subject',
+      () => jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: 'dana', expiresIn: 3600 }),
+    ],
     [
       'with a tampered payload',
       () => {
-        const [header, , signature] = jwt.sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: danaDbId, expiresIn: 3600 }).split('.');
-        const payload = Buffer.from(JSON.stringify({ sub: '1', exp: Math.floor(Date.now() / 1000) + 3600 })).toString('base64url');
+        const [header, , signature] = jwt
+          .sign({}, TEST_JWT_SECRET, { algorithm: 'HS256', subject: danaDbId, expiresIn: 3600 })
+          .split('.');
+        const payload = Buffer.from(JSON.stringify({ sub: '1', exp: Math.floor(Date.now() / 1000) + 3600 })).toString(
+          'base64url',
+        );
         return [header, payload, signature].join('.');
       },
     ],
@@ -385,18 +426,24 @@ describe('tokens where a viewer is needed', () => {
     await expectServing();
   });
 
-  it.each([['Basic xyz'], [`Basic ${Buffer.from('dana:password-123').toString('base64')}`], ['Bearer'], ['Bearer two tokens'], ['Token abc']])(
-    'an Authorization header "%s" is UNAUTHENTICATED and publishBlog changes nothing',
-    async (authorization) => {
-      const before = await count('tb_blog');
-      expectError(await gqlWithAuthorization(authorization, FEED, { first: 5 }), 'UNAUTHENTICATED');
-      expectError(await gqlWithAuthorization(authorization, PUBLISH, { i: { title: 'should not exist', content: 'c' } }), 'UNAUTHENTICATED');
-      expect(await count('tb_blog')).toBe(before);
-      const [row] = await app.query('SELECT COUNT(*) AS n FROM tb_blog WHERE title = ?', ['should not exist']);
-      expect(Number(row.n)).toBe(0);
-      await expectServing();
-    },
-  );
+  it.each([
+    ['Basic xyz'],
+    [`Basic ${Buffer.from('dana:password-123').toString('base64')}`],
+    ['Bearer'],
+    ['Bearer two tokens'],
+    ['Token abc'],
+  ])('an Authorization header "%s" is UNAUTHENTICATED and publishBlog changes nothing', async (authorization) => {
+    const before = await count('tb_blog');
+    expectError(await gqlWithAuthorization(authorization, FEED, { first: 5 }), 'UNAUTHENTICATED');
+    expectError(
+      await gqlWithAuthorization(authorization, PUBLISH, { i: { title: 'should not exist', content: 'c' } }),
+      'UNAUTHENTICATED',
+    );
+    expect(await count('tb_blog')).toBe(before);
+    const [row] = await app.query('SELECT COUNT(*) AS n FROM tb_blog WHERE title = ?', ['should not exist']);
+    expect(Number(row.n)).toBe(0);
+    await expectServing();
+  });
 });
 
 describe('error responses', () => {
@@ -409,7 +456,13 @@ describe('error responses', () => {
       await app.gql('{ viewer { id '),
     ];
     const codes = responses.map((response) => errorCode(response));
-    expect(codes).toEqual(['UNAUTHENTICATED', 'BAD_USER_INPUT', 'UNAUTHENTICATED', 'GRAPHQL_VALIDATION_FAILED', 'GRAPHQL_PARSE_FAILED']);
+    expect(codes).toEqual([
+      'UNAUTHENTICATED',
+      'BAD_USER_INPUT',
+      'UNAUTHENTICATED',
+      'GRAPHQL_VALIDATION_FAILED',
+      'GRAPHQL_PARSE_FAILED',
+    ]);
     for (const response of responses) {
       for (const error of response.errors!) expect(error.extensions).not.toHaveProperty('stacktrace');
     }

@@ -17,16 +17,26 @@ let server: WorkerProcess | undefined;
 
 /** A newcomer's environment: no JWT_SECRET, no HOST, no NODE_ENV. */
 function developmentEnv(): Record<string, string> {
-  return { PORT: String(port), EMBEDDED_DB_FILE: join(dir, 'feed.sqlite'), JWT_SECRET_FILE: secretFile, PASSWORD_HASH_COST: '1024' };
+  return {
+    PORT: String(port),
+    EMBEDDED_DB_FILE: join(dir, 'feed.sqlite'),
+    JWT_SECRET_FILE: secretFile,
+    PASSWORD_HASH_COST: '1024',
+  };
 }
 
 async function startServer(env: Record<string, string>): Promise<WorkerProcess> {
   const started = startNodeProcess('server.js', env);
-  await waitFor('the server to listen', async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.ok === true, 30_000);
+  await waitFor(
+    'the server to listen',
+    async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.ok === true,
+    30_000,
+  );
   return started;
 }
 
-const gql = (query: string, variables?: Record<string, unknown>, token?: string) => postGraphQL(`http://127.0.0.1:${port}/graphql`, query, variables, token);
+const gql = (query: string, variables?: Record<string, unknown>, token?: string) =>
+  postGraphQL(`http://127.0.0.1:${port}/graphql`, query, variables, token);
 
 beforeAll(async () => {
   port = await freePort();
@@ -42,7 +52,9 @@ it('generates a secret into JWT_SECRET_FILE (mode 0600), names the file at start
   expect(statSync(secretFile).mode & 0o777).toBe(0o600);
   expect(server.output()).toContain(secretFile);
   expect(server.output()).not.toContain(secret);
-  const { token } = ok(await gql('mutation { signUp(nickName: "newcomer", password: "password-123") { token } }')).signUp;
+  const { token } = ok(
+    await gql('mutation { signUp(nickName: "newcomer", password: "password-123") { token } }'),
+  ).signUp;
 
   expect(await server.kill('SIGTERM')).toBe(0);
   server = await startServer(developmentEnv());

@@ -69,7 +69,8 @@ it("a stranger's failures from other addresses do not lock the user out", async 
 
 it('the pair limit stops one address guessing, its right password included, while other addresses keep their own count', async () => {
   await signUp(app, 'guessed', 'guessed-password');
-  for (let i = 0; i < PER_PAIR; i += 1) expect((await loginFrom('198.51.100.20', 'guessed', `wrong-${i}`)).code).toBe('UNAUTHENTICATED');
+  for (let i = 0; i < PER_PAIR; i += 1)
+    expect((await loginFrom('198.51.100.20', 'guessed', `wrong-${i}`)).code).toBe('UNAUTHENTICATED');
   const refused = await loginFrom('198.51.100.20', 'guessed', 'guessed-password');
   expect(refused).toMatchObject({ code: 'RATE_LIMITED', limit: 'loginPerNickNameIp' });
   expect(refused.retryAfterSeconds).toBeGreaterThan(0);
@@ -83,14 +84,18 @@ it('past the failures per nickName, addresses that failed are refused (right pas
   // Ten failures from five addresses, two each: under the pair limit, at the nickName's limit.
   const attackers = ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.4', '192.0.2.5'];
   for (const attacker of attackers) {
-    for (let i = 0; i < 2; i += 1) expect((await loginFrom(attacker, 'besieged', `attempt-${i}`)).code).toBe('UNAUTHENTICATED');
+    for (let i = 0; i < 2; i += 1)
+      expect((await loginFrom(attacker, 'besieged', `attempt-${i}`)).code).toBe('UNAUTHENTICATED');
   }
   const backoff = await loginFrom(attackers[0], 'besieged', 'besieged-password');
   expect(backoff).toMatchObject({ code: 'RATE_LIMITED', limit: 'loginPerNickName' });
   expect(backoff.retryAfterSeconds).toBeGreaterThan(0);
   // A new attacker gets one guess, then is an address that failed.
   expect((await loginFrom('192.0.2.99', 'besieged', 'attempt-x')).code).toBe('UNAUTHENTICATED');
-  expect(await loginFrom('192.0.2.99', 'besieged', 'attempt-y')).toMatchObject({ code: 'RATE_LIMITED', limit: 'loginPerNickName' });
+  expect(await loginFrom('192.0.2.99', 'besieged', 'attempt-y')).toMatchObject({
+    code: 'RATE_LIMITED',
+    limit: 'loginPerNickName',
+  });
   // The user's own address never failed: the right password works.
   expect(await loginFrom('203.0.113.50', 'besieged', 'besieged-password')).toEqual({ code: 'ok' });
   ok(await app.gql('{ __typename }'));

@@ -15,7 +15,8 @@ const LOGIN = 'mutation($n: String!, $p: String!) { login(nickName: $n, password
 const PASSWORD = 'password-123';
 
 const accepted = async (app: TestApp, token: string): Promise<boolean> => !(await app.gql(VIEWER, {}, token)).errors;
-const login = async (app: TestApp, user: TestUser): Promise<string> => ok(await app.gql(LOGIN, { n: user.nickName, p: PASSWORD })).login.token;
+const login = async (app: TestApp, user: TestUser): Promise<string> =>
+  ok(await app.gql(LOGIN, { n: user.nickName, p: PASSWORD })).login.token;
 
 describe('across API processes', () => {
   let a: TestApp;
@@ -54,7 +55,8 @@ describe('across API processes', () => {
     clients.push(live, unrelated);
     await waitFor(
       'the live subscriptions to open',
-      async () => (await b.redis.exists(b.keys.live(dbId(user)))) + (await b.redis.exists(b.keys.live(dbId(watcher)))) === 2,
+      async () =>
+        (await b.redis.exists(b.keys.live(dbId(user)))) + (await b.redis.exists(b.keys.live(dbId(watcher)))) === 2,
       10_000,
     );
 
@@ -63,7 +65,8 @@ describe('across API processes', () => {
     expect(live.closed()!.code).toBe(4401);
     expect(live.closed()!.reason).toMatch(/^UNAUTHENTICATED: .*logged out/);
     for (const app of [a, b]) {
-      for (const token of [user.token, tablet]) expect(errorCode(await app.gql(VIEWER, {}, token))).toBe('UNAUTHENTICATED');
+      for (const token of [user.token, tablet])
+        expect(errorCode(await app.gql(VIEWER, {}, token))).toBe('UNAUTHENTICATED');
     }
     // Another viewer's subscription is untouched, and the user signs in again.
     expect(unrelated.closed()).toBeNull();
@@ -98,7 +101,11 @@ describe('with Redis away', () => {
     const user = await signUp(a, 'offline');
     expect(await accepted(b, user.token)).toBe(true);
     live = liveClient(b.url, user.token);
-    await waitFor('the live subscription to open', async () => (await redis.client().exists(b.keys.live(dbId(user)))) === 1, 10_000);
+    await waitFor(
+      'the live subscription to open',
+      async () => (await redis.client().exists(b.keys.live(dbId(user)))) === 1,
+      10_000,
+    );
     await redis.stop();
     redisStopped = true;
     // Nothing carries the news now: b finds out when its cached verdict is 1 s old.
@@ -117,8 +124,14 @@ describe('what checking a session costs', () => {
     redis = new PrivateRedis(await freePort());
     await redis.start();
     // No fan-out worker in this process: its queue's own polling would be counted.
-    app = await startTestApp('sessions_cost', { env: { REDIS_URL: redis.url, SESSION_RECHECK_SECONDS: '1', FANOUT_WORKERS: '0' } });
-    await waitFor('the app to listen for session changes', async () => Number((await redis.client().pubsub('NUMSUB', app.keys.sessions()))[1]) === 1, 10_000);
+    app = await startTestApp('sessions_cost', {
+      env: { REDIS_URL: redis.url, SESSION_RECHECK_SECONDS: '1', FANOUT_WORKERS: '0' },
+    });
+    await waitFor(
+      'the app to listen for session changes',
+      async () => Number((await redis.client().pubsub('NUMSUB', app.keys.sessions()))[1]) === 1,
+      10_000,
+    );
   });
   afterAll(async () => {
     await app?.close();

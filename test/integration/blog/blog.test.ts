@@ -58,7 +58,9 @@ async function liveBlogCount(): Promise<number> {
 /** The response failed with exactly one error of this code (and this extensions.field, or none). */
 function expectError(response: GqlResponse, code: string, field?: string): void {
   errorCode(response); // fails with the whole response when there is no error at all
-  expect(response.errors!.map((e) => ({ code: e.extensions?.code, field: e.extensions?.field }))).toEqual([{ code, field }]);
+  expect(response.errors!.map((e) => ({ code: e.extensions?.code, field: e.extensions?.field }))).toEqual([
+    { code, field },
+  ]);
 }
 
 /** A normal query still works: the server survived the bad input before it. */
@@ -89,9 +91,18 @@ function emojiText(codePoints: number): string {
 
 describe('publishBlog and reading a blog', () => {
   it('returns the new blog with every field, and blog(id) and node(id) return it', async () => {
-    const input = { title: 'Hello', content: 'First post', images: ['https://img.example/1.png', 'https://img.example/2.png'] };
+    const input = {
+      title: 'Hello',
+      content: 'First post',
+      images: ['https://img.example/1.png', 'https://img.example/2.png'],
+    };
     const blog = await publishInput(input);
-    expect(blog).toMatchObject({ ...input, likeCount: 0, isLiked: false, author: { id: author.id, nickName: 'author' } });
+    expect(blog).toMatchObject({
+      ...input,
+      likeCount: 0,
+      isLiked: false,
+      author: { id: author.id, nickName: 'author' },
+    });
     expect(blog.createdAt).toMatch(ISO_MS);
     expect(new Date(blog.createdAt).toISOString()).toBe(blog.createdAt);
     expect(Buffer.from(blog.id, 'base64').toString('utf8')).toMatch(/^Blog:[1-9]\d*$/);
@@ -138,9 +149,17 @@ describe('publishBlog limits', () => {
     ['a blank content', { title: 't', content: '\n\t ' }, 'content'],
     ['a content of 10001 characters', { title: 't', content: at(10_001) }, 'content'],
     ['a content of 10001 emoji', { title: 't', content: emojiText(10_001) }, 'content'],
-    ['10 images', { title: 't', content: 'c', images: Array.from({ length: 10 }, (_, i) => `https://img.example/${i}`) }, 'images'],
+    [
+      '10 images',
+      { title: 't', content: 'c', images: Array.from({ length: 10 }, (_, i) => `https://img.example/${i}`) },
+      'images',
+    ],
     ['an image of 513 characters', { title: 't', content: 'c', images: [url(20), url(20), url(513)] }, 'images[2]'],
-    ['an image of 513 emoji', { title: 't', content: 'c', images: [`https://i.example/${emojiText(513 - 18)}`] }, 'images[0]'],
+    [
+      'an image of 513 emoji',
+      { title: 't', content: 'c', images: [`https://i.example/${emojiText(513 - 18)}`] },
+      'images[0]',
+    ],
     ['a javascript: image', { title: 't', content: 'c', images: [url(20), 'javascript:alert(1)'] }, 'images[1]'],
     ['a data: image', { title: 't', content: 'c', images: ['data:image/png;base64,AAAA'] }, 'images[0]'],
     ['an image that is no URL', { title: 't', content: 'c', images: ['not a url'] }, 'images[0]'],
@@ -167,16 +186,32 @@ describe('publishBlog limits', () => {
   });
 
   it.each<[string, Record<string, unknown>]>([
-    ['ASCII', { title: at(255), content: at(10_000), images: Array.from({ length: 9 }, (_, i) => url(512, String(i))) }],
-    ['3-byte characters', { title: at(255, '表'), content: at(10_000, '表'), images: Array.from({ length: 9 }, () => url(512, '図')) }],
-    ['emoji', { title: emojiText(255), content: emojiText(10_000), images: Array.from({ length: 9 }, () => `https://i.example/${emojiText(512 - 18)}`) }],
+    [
+      'ASCII',
+      { title: at(255), content: at(10_000), images: Array.from({ length: 9 }, (_, i) => url(512, String(i))) },
+    ],
+    [
+      '3-byte characters',
+      { title: at(255, '表'), content: at(10_000, '表'), images: Array.from({ length: 9 }, () => url(512, '図')) },
+    ],
+    [
+      'emoji',
+      {
+        title: emojiText(255),
+        content: emojiText(10_000),
+        images: Array.from({ length: 9 }, () => `https://i.example/${emojiText(512 - 18)}`),
+      },
+    ],
   ])('every field exactly at its limit in %s is accepted and returned verbatim', async (_label, input) => {
     const before = await blogCount();
     const blog = await publishInput(input);
     expect(blog).toMatchObject(input);
     expect(await readBlog(blog.id)).toMatchObject(input);
     expect(await blogCount()).toBe(before + 1);
-    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE title = ? AND content = ?', [input.title, input.content]);
+    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE title = ? AND content = ?', [
+      input.title,
+      input.content,
+    ]);
     expect(row).toEqual({ title: input.title, content: input.content });
   });
 
@@ -203,7 +238,9 @@ describe('publishBlog limits', () => {
     const blog = await publishInput(input);
     expect(blog).toMatchObject(input);
     expect(await readBlog(blog.id)).toMatchObject(input);
-    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE id = ?', [Buffer.from(blog.id, 'base64').toString('utf8').split(':')[1]]);
+    const [row] = await app.query('SELECT title, content FROM tb_blog WHERE id = ?', [
+      Buffer.from(blog.id, 'base64').toString('utf8').split(':')[1],
+    ]);
     expect(row).toEqual({ title: input.title, content: input.content });
     await expectServing();
   });
@@ -387,7 +424,12 @@ describe('publishBlog with an idempotencyKey', () => {
   }
 
   it('a retry with the same key returns the first blog and creates none, with no second fan-out', async () => {
-    const input = { title: 'once', content: 'only once', images: ['https://img.example/once.png'], idempotencyKey: 'retry-1' };
+    const input = {
+      title: 'once',
+      content: 'only once',
+      images: ['https://img.example/once.png'],
+      idempotencyKey: 'retry-1',
+    };
     const before = await blogsOf(author);
     const first = await publishInput(input);
     const events = await fanoutEvents(first.id);
@@ -401,7 +443,12 @@ describe('publishBlog with an idempotencyKey', () => {
     // The service is the whole publish: its transaction committed, and the answer is "lost"
     // when the client calls again with the same key.
     const authorId = dbIdOf(author.id);
-    const input = { title: 'lost answer', content: 'committed, then retried', images: null, idempotencyKey: 'lost-commit-7' };
+    const input = {
+      title: 'lost answer',
+      content: 'committed, then retried',
+      images: null,
+      idempotencyKey: 'lost-commit-7',
+    };
     const committed = await app.services.blogs.publish(authorId, input);
     const before = await blogsOf(author);
     const retried = await app.services.blogs.publish(authorId, input);
@@ -454,13 +501,22 @@ describe('publishBlog with an idempotencyKey', () => {
     ['non-ASCII letters', 'ключ'],
   ])('a key that is %s is BAD_USER_INPUT on idempotencyKey and creates nothing', async (_label, key) => {
     const before = await blogCount();
-    expectError(await app.gql(PUBLISH, { i: { title: 't', content: 'c', idempotencyKey: key } }, author.token), 'BAD_USER_INPUT', 'idempotencyKey');
+    expectError(
+      await app.gql(PUBLISH, { i: { title: 't', content: 'c', idempotencyKey: key } }, author.token),
+      'BAD_USER_INPUT',
+      'idempotencyKey',
+    );
     expect(await blogCount()).toBe(before);
     await expectServing();
   });
 
   it('accepts a key of 64 characters (a UUID, a ULID, base64url), and without a key every publish is a new blog', async () => {
-    for (const key of ['k'.repeat(64), '0b8f3a4e-5a7d-4c3e-9d0e-7f1b2c3d4e5f', '01HZY3J5Q8K2M4N6P8R0S2T4V6', 'AbC_-123']) {
+    for (const key of [
+      'k'.repeat(64),
+      '0b8f3a4e-5a7d-4c3e-9d0e-7f1b2c3d4e5f',
+      '01HZY3J5Q8K2M4N6P8R0S2T4V6',
+      'AbC_-123',
+    ]) {
       const blog = await publishInput({ title: 'keyed', content: key, idempotencyKey: key });
       expect((await publishInput({ title: 'keyed', content: key, idempotencyKey: key })).id).toBe(blog.id);
     }

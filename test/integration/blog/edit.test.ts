@@ -35,7 +35,11 @@ interface Outcome {
 }
 
 /** A mutation through Apollo Client; its data and GraphQL errors (errorPolicy all). */
-async function mutate(token: string | undefined, mutation: DocumentNode, variables: Record<string, unknown>): Promise<Outcome> {
+async function mutate(
+  token: string | undefined,
+  mutation: DocumentNode,
+  variables: Record<string, unknown>,
+): Promise<Outcome> {
   try {
     const result = await client(token).mutate({ mutation, variables, errorPolicy: 'all' });
     const errors = CombinedGraphQLErrors.is(result.error) ? [...result.error.errors] : [];
@@ -48,7 +52,11 @@ async function mutate(token: string | undefined, mutation: DocumentNode, variabl
   }
 }
 
-async function query(token: string | undefined, document: DocumentNode, variables: Record<string, unknown> = {}): Promise<any> {
+async function query(
+  token: string | undefined,
+  document: DocumentNode,
+  variables: Record<string, unknown> = {},
+): Promise<any> {
   const result = await client(token).query({ query: document, variables });
   return result.data;
 }
@@ -135,12 +143,16 @@ async function publishBlog(title: string, images: string[] = []): Promise<string
 }
 
 async function rowOf(blogId: string): Promise<Record<string, unknown>> {
-  const [row] = await app.query('SELECT title, content, images, edited_at FROM tb_blog WHERE id = ?', [fromGlobalId(blogId).id]);
+  const [row] = await app.query('SELECT title, content, images, edited_at FROM tb_blog WHERE id = ?', [
+    fromGlobalId(blogId).id,
+  ]);
   return row;
 }
 
 async function userRowOf(user: TestUser): Promise<Record<string, unknown>> {
-  const [row] = await app.query('SELECT nick_name, nick_key, icon FROM tb_user WHERE id = ?', [fromGlobalId(user.id).id]);
+  const [row] = await app.query('SELECT nick_name, nick_key, icon FROM tb_user WHERE id = ?', [
+    fromGlobalId(user.id).id,
+  ]);
   return row;
 }
 
@@ -161,7 +173,12 @@ describe('updateBlog', () => {
     const { data, errors } = await mutate(author.token, UPDATE_BLOG, { input: { blogId: id, title: 'second title' } });
     expect(errors).toEqual([]);
     const edited = data.updateBlog;
-    expect(edited).toMatchObject({ id, title: 'second title', content: 'first title text', images: ['https://img.example/1.png'] });
+    expect(edited).toMatchObject({
+      id,
+      title: 'second title',
+      content: 'first title text',
+      images: ['https://img.example/1.png'],
+    });
     expect(Date.parse(edited.editedAt)).toBeGreaterThanOrEqual(Date.parse(edited.createdAt));
     expect((await query(undefined, BLOG, { id })).blog).toEqual(edited);
 
@@ -173,7 +190,9 @@ describe('updateBlog', () => {
     const again = await mutate(author.token, UPDATE_BLOG, { input: { blogId: id, content: 'new text', images } });
     expect(again.errors).toEqual([]);
     expect(again.data.updateBlog).toMatchObject({ title: 'second title', content: 'new text', images });
-    const latest = (await query(reader.token, FEED)).followFeed.edges.map((edge: any) => edge.node).find((blog: any) => blog.id === id);
+    const latest = (await query(reader.token, FEED)).followFeed.edges
+      .map((edge: any) => edge.node)
+      .find((blog: any) => blog.id === id);
     expect(latest).toMatchObject({ title: 'second title', content: 'new text', images });
   });
 
@@ -197,26 +216,39 @@ describe('updateBlog', () => {
   ])('refuses %s with BAD_USER_INPUT naming the field, and changes nothing', async (_label, change, field) => {
     const id = await publishBlog('unchanged');
     const before = await rowOf(id);
-    expectRefused(await mutate(author.token, UPDATE_BLOG, { input: { blogId: id, ...change } }), 'BAD_USER_INPUT', field);
+    expectRefused(
+      await mutate(author.token, UPDATE_BLOG, { input: { blogId: id, ...change } }),
+      'BAD_USER_INPUT',
+      field,
+    );
     expect(await rowOf(id)).toEqual(before);
   });
 
   it('refuses a deleted blog (NOT_FOUND), an id of another type (BAD_USER_INPUT on blogId) and an anonymous caller', async () => {
     const id = await publishBlog('to delete');
-    expect((await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: id }, author.token)).errors).toBeUndefined();
+    expect(
+      (await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: id }, author.token)).errors,
+    ).toBeUndefined();
     expectRefused(await mutate(author.token, UPDATE_BLOG, { input: { blogId: id, title: 'back' } }), 'NOT_FOUND');
-    expectRefused(await mutate(author.token, UPDATE_BLOG, { input: { blogId: author.id, title: 'x' } }), 'BAD_USER_INPUT', 'blogId');
+    expectRefused(
+      await mutate(author.token, UPDATE_BLOG, { input: { blogId: author.id, title: 'x' } }),
+      'BAD_USER_INPUT',
+      'blogId',
+    );
     expectRefused(await mutate(undefined, UPDATE_BLOG, { input: { blogId: id, title: 'x' } }), 'UNAUTHENTICATED');
   });
 
   it('serves old rows whose images are not URLs as they are', async () => {
-    await app.db.write('INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, 0, ?, 1)', [
-      fromGlobalId(author.id).id,
-      'old',
-      'from before the URL rule',
-      JSON.stringify(['img/1.png', 'javascript:alert(1)']),
-      new Date(),
-    ]);
+    await app.db.write(
+      'INSERT INTO tb_blog (user_id, title, content, images, liked, created_at, pushed) VALUES (?, ?, ?, ?, 0, ?, 1)',
+      [
+        fromGlobalId(author.id).id,
+        'old',
+        'from before the URL rule',
+        JSON.stringify(['img/1.png', 'javascript:alert(1)']),
+        new Date(),
+      ],
+    );
     const [{ id }] = await app.query<{ id: string }>("SELECT id FROM tb_blog WHERE title = 'old'");
     const blog = (await query(undefined, BLOG, { id: Buffer.from(`Blog:${id}`).toString('base64') })).blog;
     expect(blog).toMatchObject({ title: 'old', images: ['img/1.png', 'javascript:alert(1)'], editedAt: null });
@@ -236,7 +268,11 @@ describe('updateProfile', () => {
 
     const shown = (await query(reader.token, FEED)).followFeed.edges[0].node.author;
     expect(shown).toEqual({ __typename: 'User', id: author.id, nickName: 'Writer', icon, followerCount: 1 });
-    expect((await query(undefined, USER, { id: author.id })).user).toMatchObject({ nickName: 'Writer', icon, followerCount: 1 });
+    expect((await query(undefined, USER, { id: author.id })).user).toMatchObject({
+      nickName: 'Writer',
+      icon,
+      followerCount: 1,
+    });
     const login = await app.gql('mutation { login(nickName: "WRITER", password: "password-123") { user { id } } }');
     expect(login.data?.login.user.id).toBe(author.id);
 
@@ -245,7 +281,10 @@ describe('updateProfile', () => {
     expect(iconOnly.data.updateProfile).toMatchObject({ nickName: 'Writer', icon: 'http://img.example/2.png' });
     const removed = await mutate(author.token, UPDATE_PROFILE, { input: { icon: null } });
     expect(removed.data.updateProfile).toMatchObject({ nickName: 'Writer', icon: null });
-    expect((await query(reader.token, FEED)).followFeed.edges[0].node.author).toMatchObject({ nickName: 'Writer', icon: null });
+    expect((await query(reader.token, FEED)).followFeed.edges[0].node.author).toMatchObject({
+      nickName: 'Writer',
+      icon: null,
+    });
   });
 
   it.each<[string, Record<string, unknown>, string]>([
@@ -265,14 +304,21 @@ describe('updateProfile', () => {
     ['ftp://files.example/a.png', 'ftp://files.example/a.png', /input\.icon.*http or https.*ftp:/],
     ['/relative/a.png', '/relative/a.png', /input\.icon.*not an absolute URL/],
     ['of 519 characters', `https://img.example/${'a'.repeat(500)}`, /input\.icon.*1\.\.512 characters/],
-  ])('refuses the icon %s with BAD_USER_INPUT naming the argument, and changes nothing', async (_label, icon, message) => {
-    const before = await userRowOf(reader);
-    expectRefused(await mutate(reader.token, UPDATE_PROFILE, { input: { icon } }), 'BAD_USER_INPUT', message);
-    expect(await userRowOf(reader)).toEqual(before);
-  });
+  ])(
+    'refuses the icon %s with BAD_USER_INPUT naming the argument, and changes nothing',
+    async (_label, icon, message) => {
+      const before = await userRowOf(reader);
+      expectRefused(await mutate(reader.token, UPDATE_PROFILE, { input: { icon } }), 'BAD_USER_INPUT', message);
+      expect(await userRowOf(reader)).toEqual(before);
+    },
+  );
 
   it('refuses a javascript: icon written in the document (not a variable) too', async () => {
-    const response = await app.gql('mutation { updateProfile(input: { icon: "javascript:alert(1)" }) { id } }', {}, reader.token);
+    const response = await app.gql(
+      'mutation { updateProfile(input: { icon: "javascript:alert(1)" }) { id } }',
+      {},
+      reader.token,
+    );
     expect(response.errors?.[0].message).toMatch(/http or https.*javascript:/);
     expect(response.errors?.[0].extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
     expect((await userRowOf(reader)).icon).toBeNull();

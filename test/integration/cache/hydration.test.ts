@@ -35,7 +35,9 @@ let fans: TestUser[];
 beforeAll(async () => {
   redis = new PrivateRedis(await freePort());
   await redis.start();
-  writer = await startTestApp('hydration', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push', REDIS_COMMAND_TIMEOUT_MS: '300' } });
+  writer = await startTestApp('hydration', {
+    env: { REDIS_URL: redis.url, FEED_MODEL: 'push', REDIS_COMMAND_TIMEOUT_MS: '300' },
+  });
   // The reading process as users run it; no fan-out workers: its statements are the pages' alone.
   reader = await startTestApp('hydration', {
     shareWith: writer,
@@ -46,7 +48,8 @@ beforeAll(async () => {
   fans = [];
   for (let i = 0; i < 6; i += 1) fans.push(await signUp(writer, `fan${i}`));
   for (const author of authors) await follow(writer, viewer, author);
-  for (let i = 0; i < 4; i += 1) for (const author of authors) await publish(writer, author, `${author.nickName} ${i}`, `text ${i}`);
+  for (let i = 0; i < 4; i += 1)
+    for (const author of authors) await publish(writer, author, `${author.nickName} ${i}`, `text ${i}`);
   await settle();
 });
 
@@ -153,9 +156,15 @@ it('shows an edit, a like, an unlike, a rename and a delete made on the other pr
   const after = await page();
   expect(after.nodes.map((node) => node.id)).not.toContain(third.id);
   await expectTruthful(after.nodes);
-  expect(after.nodes.find((node) => node.id === first.id)).toMatchObject({ title: 'edited title', isLiked: false, likeCount: 0 });
+  expect(after.nodes.find((node) => node.id === first.id)).toMatchObject({
+    title: 'edited title',
+    isLiked: false,
+    likeCount: 0,
+  });
   expect(after.nodes.find((node) => node.id === second.id)).toMatchObject({ isLiked: true, likeCount: 2 });
-  expect(after.nodes.filter((node) => node.author.id === authors[0].id).every((node) => node.author.nickName === 'Ann2')).toBe(true);
+  expect(
+    after.nodes.filter((node) => node.author.id === authors[0].id).every((node) => node.author.nickName === 'Ann2'),
+  ).toBe(true);
   // And warm again, still true.
   await expectTruthful(await warmPage());
 });
@@ -178,7 +187,13 @@ describe('a fill that read MySQL before a write never stores it after', () => {
   it('an edit', async () => {
     const blog = (await warmPage())[0];
     const fill = await missAndRead(blog.id);
-    ok(await writer.gql(EDIT, { i: { blogId: blog.id, title: 'edited during a fill' } }, authors.find((a) => a.id === blog.author.id)!.token));
+    ok(
+      await writer.gql(
+        EDIT,
+        { i: { blogId: blog.id, title: 'edited during a fill' } },
+        authors.find((a) => a.id === blog.author.id)!.token,
+      ),
+    );
     expect(await fill.cache.fillBlog(fill.id, fill.lease, fill.row, fill.likes)).toBe(false);
     const nodes = await warmPage();
     expect(nodes[0].title).toBe('edited during a fill');
@@ -213,7 +228,11 @@ describe('a fill that read MySQL before a write never stores it after', () => {
     // Pages stay true while the inboxes and the cache refill.
     await expectTruthful((await page()).nodes);
     await settle();
-    await waitFor('the inboxes to be trusted again', async () => (await page()).sql <= 2 && (await page()).sql === 0, 30_000);
+    await waitFor(
+      'the inboxes to be trusted again',
+      async () => (await page()).sql <= 2 && (await page()).sql === 0,
+      30_000,
+    );
     await expectTruthful((await page()).nodes);
   });
 });
@@ -231,7 +250,10 @@ it('sends pages to MySQL while a like is in flight, and has it once it commits',
   const at = new Date();
   // The like service's transaction, held open after its mark.
   const transaction = writer.db.transaction(async (sql) => {
-    const inserted = await sql.write('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES (?, ?, ?)', [id, liker, at]);
+    const inserted = await sql.write(
+      'INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES (?, ?, ?)',
+      [id, liker, at],
+    );
     expect(inserted.affectedRows).toBe(1);
     await sql.write('UPDATE tb_blog SET liked = liked + 1 WHERE id = ?', [id]);
     token = await cache.likeChanging(sql, id, liker, true, at);
@@ -265,7 +287,8 @@ it('keeps exact counts and flags under concurrent likes, unlikes and fills on bo
       }
     }
     // Readers fill meanwhile, some after their entry was dropped.
-    for (const target of targets) operations.push(reader.redis.del(reader.keys.cachedBlog(dbId(target)), reader.keys.cachedLikes(dbId(target))));
+    for (const target of targets)
+      operations.push(reader.redis.del(reader.keys.cachedBlog(dbId(target)), reader.keys.cachedLikes(dbId(target))));
     for (const who of [viewer, fans[0]]) operations.push(reader.gql(PAGE, { first: 20 }, who.token).then(ok));
   }
   await Promise.all(operations);
@@ -273,7 +296,9 @@ it('keeps exact counts and flags under concurrent likes, unlikes and fills on bo
   // Every liker's flags are right too (fans follow nobody: ask through the viewer's page ids by blog).
   for (const liker of likers.slice(1, 3)) {
     for (const target of targets) {
-      const data = ok(await reader.gql('query($id: ID!) { blog(id: $id) { likeCount isLiked } }', { id: target }, liker.token));
+      const data = ok(
+        await reader.gql('query($id: ID!) { blog(id: $id) { likeCount isLiked } }', { id: target }, liker.token),
+      );
       const [expected] = await truth([target], liker);
       expect(data.blog).toEqual({ likeCount: expected.likeCount, isLiked: expected.isLiked });
     }
@@ -286,7 +311,13 @@ it('serves pages from MySQL while Redis hangs, records the writes it missed, and
   try {
     // The first page meets the hang (the command timeout opens the breaker), the next ones an open breaker.
     await expectTruthful((await page()).nodes);
-    ok(await writer.gql(EDIT, { i: { blogId: first.id, content: 'edited while Redis hung' } }, authors.find((a) => a.id === first.author.id)!.token));
+    ok(
+      await writer.gql(
+        EDIT,
+        { i: { blogId: first.id, content: 'edited while Redis hung' } },
+        authors.find((a) => a.id === first.author.id)!.token,
+      ),
+    );
     ok(await writer.gql(LIKE, { b: second.id, l: !second.isLiked }, viewer.token));
     ok(await writer.gql(RENAME, { i: { nickName: 'Ben2' } }, authors[1].token));
     const during = await page();
@@ -316,7 +347,10 @@ it("serves an anonymous Blog.likers' first page from the like set, in MySQL's or
   const nodes = await warmPage();
   const blog = nodes.find((node) => node.likeCount >= 3);
   expect(blog).toBeDefined();
-  const rows = await writer.query<{ user_id: string }>('SELECT user_id FROM tb_blog_like WHERE blog_id = ? ORDER BY created_at, user_id', [dbId(blog.id)]);
+  const rows = await writer.query<{ user_id: string }>(
+    'SELECT user_id FROM tb_blog_like WHERE blog_id = ? ORDER BY created_at, user_id',
+    [dbId(blog.id)],
+  );
   const expected = rows.map((row) => toGlobalId('User', Number(row.user_id)));
   const LIKERS = `query($id: ID!, $after: String) { blog(id: $id) { likers(first: 2, after: $after) {
     edges { node { id } } pageInfo { hasNextPage endCursor } } } }`;

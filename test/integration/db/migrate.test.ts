@@ -12,7 +12,17 @@ import { SqlStatementLog } from '../../../src/db/database';
 import { migrationNames } from '../../../src/db/migrate';
 import { loadConfig } from '../../../src/kernel/config';
 import { openStores } from '../../../src/stores';
-import { dropDatabase, follow, MYSQL_URL, publish, scrollFeed, signUp, startTestApp, TEST_JWT_SECRET, testDatabase } from '../../support/harness';
+import {
+  dropDatabase,
+  follow,
+  MYSQL_URL,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TEST_JWT_SECRET,
+  testDatabase,
+} from '../../support/harness';
 import { startDistProcess } from '../../support/processes';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {} };
@@ -42,7 +52,13 @@ async function runMigrate(env: Record<string, string>): Promise<{ code: number |
 }
 
 const storesEnv = (databaseUrl: string, extra: Record<string, string> = {}) =>
-  loadConfig({ NODE_ENV: 'production', JWT_SECRET: TEST_JWT_SECRET, DATABASE_URL: databaseUrl, REDIS_URL: 'redis://127.0.0.1:6379/0', ...extra });
+  loadConfig({
+    NODE_ENV: 'production',
+    JWT_SECRET: TEST_JWT_SECRET,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: 'redis://127.0.0.1:6379/0',
+    ...extra,
+  });
 
 describe('on MySQL', () => {
   afterAll(async () => {
@@ -62,11 +78,15 @@ describe('on MySQL', () => {
     );
     await expect(refused).rejects.toThrow(/: run `npm run migrate` first \(MIGRATE_ON_START=off\)$/);
     // It ran no DDL: not even TypeORM's own table.
-    expect(await rootQuery('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [DATABASE])).toEqual([{ n: 0 }]);
+    expect(
+      await rootQuery('SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [DATABASE]),
+    ).toEqual([{ n: 0 }]);
 
     const first = await runMigrate({ DATABASE_URL: `${MYSQL_URL}/${DATABASE}` });
     expect(first.code).toBe(0);
-    expect(first.output).toContain(`"ran ${COUNT} migration(s) on MySQL ${MYSQL_URL}/${DATABASE}: CreateFeedTables1764489600000, `);
+    expect(first.output).toContain(
+      `"ran ${COUNT} migration(s) on MySQL ${MYSQL_URL}/${DATABASE}: CreateFeedTables1764489600000, `,
+    );
     const second = await runMigrate({ DATABASE_URL: `${MYSQL_URL}/${DATABASE}` });
     expect(second.code).toBe(0);
     expect(second.output).toMatch(/"no pending migrations on MySQL /);
@@ -85,11 +105,17 @@ describe('on MySQL', () => {
 
     // The user really has no DDL rights: migrating on start fails for it.
     const denied = await createConnection({ uri: appUrl });
-    await expect(denied.query('CREATE TABLE t_ddl (id INT)')).rejects.toMatchObject({ code: 'ER_TABLEACCESS_DENIED_ERROR' });
+    await expect(denied.query('CREATE TABLE t_ddl (id INT)')).rejects.toMatchObject({
+      code: 'ER_TABLEACCESS_DENIED_ERROR',
+    });
     await denied.end();
-    await expect(openStores(storesEnv(appUrl, { MIGRATE_ON_START: 'on' }), quiet, new SqlStatementLog(quiet))).rejects.toThrow(/denied/i);
+    await expect(
+      openStores(storesEnv(appUrl, { MIGRATE_ON_START: 'on' }), quiet, new SqlStatementLog(quiet)),
+    ).rejects.toThrow(/denied/i);
 
-    const app = await startTestApp('migrate_dml', { env: { DATABASE_URL: appUrl, MIGRATE_ON_START: 'off', FANOUT_WORKERS: '1', FEED_MODEL: 'push' } });
+    const app = await startTestApp('migrate_dml', {
+      env: { DATABASE_URL: appUrl, MIGRATE_ON_START: 'off', FANOUT_WORKERS: '1', FEED_MODEL: 'push' },
+    });
     try {
       const [reader, author] = [await signUp(app, 'reader'), await signUp(app, 'author')];
       await follow(app, reader, author);
@@ -105,8 +131,15 @@ describe('on MySQL', () => {
 test('the embedded file too: refused while unmigrated with MIGRATE_ON_START=off, migrated by npm run migrate', async () => {
   const file = join(tmpdir(), `${testDatabase('migrate_embedded')}.sqlite`);
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${file}${suffix}`, { force: true });
-  const config = loadConfig({ NODE_ENV: 'production', JWT_SECRET: TEST_JWT_SECRET, EMBEDDED_DB_FILE: file, MIGRATE_ON_START: 'off' });
-  await expect(openStores(config, quiet, new SqlStatementLog(quiet))).rejects.toThrow(`${COUNT} migration(s) not run yet (`);
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    JWT_SECRET: TEST_JWT_SECRET,
+    EMBEDDED_DB_FILE: file,
+    MIGRATE_ON_START: 'off',
+  });
+  await expect(openStores(config, quiet, new SqlStatementLog(quiet))).rejects.toThrow(
+    `${COUNT} migration(s) not run yet (`,
+  );
   const ran = await runMigrate({ EMBEDDED_DB_FILE: file });
   expect(ran.code).toBe(0);
   expect(ran.output).toContain(`"ran ${COUNT} migration(s) on the embedded SQLite file `);

@@ -90,8 +90,12 @@ test('a paused replica does not answer, and catches up once resumed', async () =
   pair.pauseReplica();
   try {
     await insert(4, 'fourth');
-    await expect(createConnection({ uri: pair.replicaUrl, connectTimeout: 300 })).rejects.toMatchObject({ code: 'ETIMEDOUT' });
-    await expect(pair.synced(200)).rejects.toThrow(/^the replica did not catch up with the primary within 200 ms: the replica did not answer MASTER_GTID_WAIT/);
+    await expect(createConnection({ uri: pair.replicaUrl, connectTimeout: 300 })).rejects.toMatchObject({
+      code: 'ETIMEDOUT',
+    });
+    await expect(pair.synced(200)).rejects.toThrow(
+      /^the replica did not catch up with the primary within 200 ms: the replica did not answer MASTER_GTID_WAIT/,
+    );
   } finally {
     pair.resumeReplica();
   }

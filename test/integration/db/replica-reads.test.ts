@@ -28,7 +28,9 @@ async function replicaBecomes(state: 'ok' | 'lagging' | 'down'): Promise<void> {
 }
 
 /** The SELECTs each server ran for `work`. */
-async function selectsOf<T>(work: () => Promise<T>): Promise<{ primary: number; replica: number; result: PromiseSettledResult<T> }> {
+async function selectsOf<T>(
+  work: () => Promise<T>,
+): Promise<{ primary: number; replica: number; result: PromiseSettledResult<T> }> {
   const before = await pair.selects();
   const [result] = await Promise.allSettled([work()]);
   const after = await pair.selects();
@@ -108,7 +110,10 @@ test('a read whose connection to the replica cannot be made runs on the primary'
   try {
     // Usually before the health check has noticed: the pool opens a new connection, refused, and
     // the rows come from the primary (the only server left to answer).
-    await expect(db.lagging().select<{ title: string }>('SELECT title FROM item ORDER BY id')).resolves.toEqual([{ title: 'one' }, { title: 'two' }]);
+    await expect(db.lagging().select<{ title: string }>('SELECT title FROM item ORDER BY id')).resolves.toEqual([
+      { title: 'one' },
+      { title: 'two' },
+    ]);
     expect(db.replicaStatuses()[0]).toMatchObject({ state: 'down', lagMs: null });
   } finally {
     await pair.restartReplica();
@@ -146,7 +151,10 @@ test("the health check needs only SELECT and MariaDB's REPLICA MONITOR on the re
     expect(reader.replicaStatuses()[0]).toMatchObject({ state: 'ok', lagMs: 0 });
     expect(blind.replicaStatuses()[0]).toMatchObject({ state: 'down' });
     expect(blind.replicaStatuses()[0].reason).toMatch(/denied.*(SLAVE|REPLICA) MONITOR/i);
-    await expect(reader.lagging().select('SELECT title FROM item ORDER BY id')).resolves.toEqual([{ title: 'one' }, { title: 'two' }]);
+    await expect(reader.lagging().select('SELECT title FROM item ORDER BY id')).resolves.toEqual([
+      { title: 'one' },
+      { title: 'two' },
+    ]);
   } finally {
     await Promise.all([reader.close(), blind.close()]);
   }

@@ -79,7 +79,9 @@ beforeAll(async () => {
   for (const title of ['one', 'two', 'three']) blogIds.push(await publish(app, author, title));
   // An hour old: past the freshness window (REPLICA_MAX_LAG_MS + 10 s), within which a feed page
   // reads the primary because a replica may not have the newest blogs yet.
-  const primary = await createConnection(`${pair.primaryUrl}/feed_test_${process.env.TEST_NAMESPACE ?? ''}replica_routing`);
+  const primary = await createConnection(
+    `${pair.primaryUrl}/feed_test_${process.env.TEST_NAMESPACE ?? ''}replica_routing`,
+  );
   await primary.query('UPDATE tb_blog SET created_at = created_at - INTERVAL 1 HOUR');
   await primary.end();
   await caughtUp();
@@ -146,7 +148,12 @@ test('right after publish, like and follow, the writer reads the primary and see
   await follow(app, third, author);
   const feed = await selectsOf(async () => {
     const data = ok(await app.gql(FEED_PAGE, { first: 10 }, third.token));
-    expect(data.followFeed.edges.map((edge: { node: { title: string } }) => edge.node.title)).toEqual(['four', 'three', 'two', 'one']);
+    expect(data.followFeed.edges.map((edge: { node: { title: string } }) => edge.node.title)).toEqual([
+      'four',
+      'three',
+      'two',
+      'one',
+    ]);
   });
   expect(feed.replica).toBe(0);
 
@@ -201,7 +208,10 @@ test('a killed replica fails the reads in flight over to the primary, is bypasse
   // Before the health check has noticed: the read fails on the replica and runs on the primary.
   const first = await app.gql(FEED_PAGE, below, reader.token);
   expect(first.errors).toBeUndefined();
-  expect(first.data.followFeed.edges.map((edge: { node: { title: string } }) => edge.node.title)).toEqual(['two', 'one']);
+  expect(first.data.followFeed.edges.map((edge: { node: { title: string } }) => edge.node.title)).toEqual([
+    'two',
+    'one',
+  ]);
   await replicaBecomes('down');
   const [status] = await replicaStates();
   expect(status.lagMs).toBeNull();

@@ -39,7 +39,9 @@ async function selectsOf(work: () => Promise<unknown>): Promise<{ primary: numbe
 const METRICS_TOKEN = 'metrics-token-of-replica-websocket';
 
 async function replicaIs(state: 'ok' | 'lagging'): Promise<boolean> {
-  const response = await fetch(app.url.replace(/\/graphql$/, '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const response = await fetch(app.url.replace(/\/graphql$/, '/readyz'), {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
   const body = (await response.json()) as { replicas: Array<{ state: string }> };
   return body.replicas[0].state === state;
 }
@@ -108,7 +110,9 @@ test('a mutation over a socket reads the primary and makes its viewer a recent w
   const overSocket = await selectsOf(async () => expect(await titlesOverSocket(client)).toEqual(['second', 'first']));
   expect(overSocket.replica).toBe(0);
   expect(overSocket.primary).toBeGreaterThan(0);
-  const overHttp = await selectsOf(async () => expect(titlesOf(ok(await app.gql(AUTHOR_BLOGS, { id: author.id }, author.token)))).toEqual(['second', 'first']));
+  const overHttp = await selectsOf(async () =>
+    expect(titlesOf(ok(await app.gql(AUTHOR_BLOGS, { id: author.id }, author.token)))).toEqual(['second', 'first']),
+  );
   expect(overHttp.replica).toBe(0);
   await quiet();
 });

@@ -43,14 +43,19 @@ interface TaskRow {
 
 const taskOf = async (blogId: string): Promise<TaskRow> =>
   (
-    await app.query<TaskRow>("SELECT id, status, chunks_total, chunks_done, finished_at FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'", [
-      fromGlobalId(blogId).id,
-    ])
+    await app.query<TaskRow>(
+      "SELECT id, status, chunks_total, chunks_done, finished_at FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'",
+      [fromGlobalId(blogId).id],
+    )
   )[0];
 
 /** When each chunk of a task finished, by seq (1-based). */
 const chunkFinishes = async (taskId: string): Promise<Date[]> =>
-  (await app.query<{ finished_at: Date }>('SELECT finished_at FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [taskId])).map((row) => row.finished_at);
+  (
+    await app.query<{ finished_at: Date }>('SELECT finished_at FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [
+      taskId,
+    ])
+  ).map((row) => row.finished_at);
 
 /** Publishes and waits until the publish has queued its dispatch job. */
 async function publishQueued(author: TestUser, title: string): Promise<string> {
@@ -69,7 +74,9 @@ it('a one-chunk fan-out does not wait behind the queued chunks of a big one publ
   // the small one is published; only then does a worker start.
   const bigBlog = await publishQueued(big, 'to four hundred');
   const store = new FanoutStore(app.mysql, () => new Date());
-  await new FanoutDispatcher({ store, queue: app.services.fanoutQueue!, chunkSize: 10 }).dispatch(Number((await taskOf(bigBlog)).id));
+  await new FanoutDispatcher({ store, queue: app.services.fanoutQueue!, chunkSize: 10 }).dispatch(
+    Number((await taskOf(bigBlog)).id),
+  );
   expect((await taskOf(bigBlog)).chunks_total).toBe(40);
   const smallBlog = await publishQueued(small, 'to five');
   startWorker();

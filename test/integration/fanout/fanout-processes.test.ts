@@ -4,7 +4,16 @@
  * - publishing while the queue's Redis is down (a redis-server of this test's own, stopped).
  */
 import { fromGlobalId } from '../../../src/kernel/global-id';
-import { addFollowers, follow, inboxScores, publish, scrollFeed, signUp, startTestApp, TestApp } from '../../support/harness';
+import {
+  addFollowers,
+  follow,
+  inboxScores,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+} from '../../support/harness';
 import { freePort, PrivateRedis, startWorkerProcess, waitFor } from '../../support/processes';
 
 describe('a worker killed mid-fan-out', () => {
@@ -31,7 +40,12 @@ describe('a worker killed mid-fan-out', () => {
     const id = await publish(app, author, 'to twenty thousand');
     const blogDbId = fromGlobalId(id).id;
     const progress = async () =>
-      (await app.db.query("SELECT chunks_total, chunks_done, status FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'", [blogDbId]))[0];
+      (
+        await app.db.query(
+          "SELECT chunks_total, chunks_done, status FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'",
+          [blogDbId],
+        )
+      )[0];
     await waitFor('a few chunks done', async () => (await progress())?.chunks_done >= 8, 30_000);
     expect(await first.kill('SIGKILL')).toBeNull();
     const atKill = await progress();

@@ -12,7 +12,16 @@ import { FanoutQueue } from '../../../src/fanout/fanout.queue';
 import { FanoutStore } from '../../../src/fanout/fanout.store';
 import { FanoutWorkers } from '../../../src/fanout/fanout.worker';
 import { fromGlobalId } from '../../../src/kernel/global-id';
-import { addFollowers, inboxScores, MYSQL_URL, publish, signUp, startTestApp, TestApp, testDatabase } from '../../support/harness';
+import {
+  addFollowers,
+  inboxScores,
+  MYSQL_URL,
+  publish,
+  signUp,
+  startTestApp,
+  TestApp,
+  testDatabase,
+} from '../../support/harness';
 import { TcpProxy, waitFor } from '../../support/processes';
 
 describe('a fan-out job that used up its attempts', () => {
@@ -76,7 +85,11 @@ describe('a fan-out job that used up its attempts', () => {
     proxy.block();
     const blog = await publish(app, author, 'through an outage');
     const [{ id: taskId }] = await app.query<{ id: string }>('SELECT MAX(id) AS id FROM tb_fanout_task');
-    await waitFor('the dispatch job to fail for good', async () => (await jobState(`dispatch-${taskId}`)) === 'failed', 15_000);
+    await waitFor(
+      'the dispatch job to fail for good',
+      async () => (await jobState(`dispatch-${taskId}`)) === 'failed',
+      15_000,
+    );
     expect(warnings.some((message) => message.includes(`fan-out job dispatch-${taskId} failed for good`))).toBe(true);
 
     // 2. When MySQL is back, the test holds the blog row: the chunks deliver, but cannot record
@@ -85,17 +98,29 @@ describe('a fan-out job that used up its attempts', () => {
     await locker.query('SELECT id FROM tb_blog WHERE id = ? FOR UPDATE', [fromGlobalId(blog).id]);
     proxy.unblock();
     try {
-      await waitFor('the relay to drive the dispatch again', async () => (await inboxScores(app, followers, blog)).every((score) => score !== null), 20_000);
-      await waitFor('a chunk job to fail for good', async () => (await jobState(`chunk-${taskId}-1`)) === 'failed', 20_000);
+      await waitFor(
+        'the relay to drive the dispatch again',
+        async () => (await inboxScores(app, followers, blog)).every((score) => score !== null),
+        20_000,
+      );
+      await waitFor(
+        'a chunk job to fail for good',
+        async () => (await jobState(`chunk-${taskId}-1`)) === 'failed',
+        20_000,
+      );
     } finally {
       await locker.query('ROLLBACK');
     }
 
     // 3. The relay drives the task once more; its dispatcher drives the failed chunks.
     await app.services.fanout?.idle(30_000);
-    const [task] = await app.query('SELECT status, chunks_total, chunks_done FROM tb_fanout_task WHERE id = ?', [taskId]);
+    const [task] = await app.query('SELECT status, chunks_total, chunks_done FROM tb_fanout_task WHERE id = ?', [
+      taskId,
+    ]);
     expect(task).toEqual({ status: 'done', chunks_total: 3, chunks_done: 3 });
-    const chunks = await app.query('SELECT runs, finished_at FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [taskId]);
+    const chunks = await app.query('SELECT runs, finished_at FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [
+      taskId,
+    ]);
     expect(chunks.every((chunk) => chunk.finished_at !== null)).toBe(true);
     expect(Math.max(...chunks.map((chunk) => Number(chunk.runs)))).toBeGreaterThan(2);
     expect((await inboxScores(app, followers, blog)).filter((score) => score === null)).toEqual([]);
@@ -117,14 +142,31 @@ describe('the purge of finished fan-out tasks', () => {
     // More old finished tasks than one batch, each with two chunks; plus a recent finished one
     // and an old unfinished one, which must stay.
     const oldCount = PURGE_BATCH * 2 + 500;
-    const tasks: unknown[][] = Array.from({ length: oldCount }, (_, i) => [i + 1, 'deliver', 1, 1, 1, 'done', old, old]);
-    tasks.push([oldCount + 1, 'deliver', 1, 1, 1, 'done', recent, recent], [oldCount + 2, 'deliver', 1, 1, 1, 'queued', old, null]);
-    await app.db.query('INSERT INTO tb_fanout_task (id, kind, blog_id, author_id, score, status, created_at, finished_at) VALUES ?', [tasks]);
+    const tasks: unknown[][] = Array.from({ length: oldCount }, (_, i) => [
+      i + 1,
+      'deliver',
+      1,
+      1,
+      1,
+      'done',
+      old,
+      old,
+    ]);
+    tasks.push(
+      [oldCount + 1, 'deliver', 1, 1, 1, 'done', recent, recent],
+      [oldCount + 2, 'deliver', 1, 1, 1, 'queued', old, null],
+    );
+    await app.db.query(
+      'INSERT INTO tb_fanout_task (id, kind, blog_id, author_id, score, status, created_at, finished_at) VALUES ?',
+      [tasks],
+    );
     const chunks = tasks.flatMap(([id]) => [
       [id, 1, 0, 1, 1],
       [id, 2, 1, 2, 1],
     ]);
-    await app.db.query('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [chunks]);
+    await app.db.query('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [
+      chunks,
+    ]);
 
     const purger = new FanoutPurger({
       store: new FanoutStore(app.mysql, () => new Date()),

@@ -16,7 +16,10 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 const tasksOf = (blogId: string) =>
-  app.db.query('SELECT kind, status, dispatched, chunks_total, chunks_done FROM tb_fanout_task WHERE blog_id = ? ORDER BY id', [fromGlobalId(blogId).id]);
+  app.db.query(
+    'SELECT kind, status, dispatched, chunks_total, chunks_done FROM tb_fanout_task WHERE blog_id = ? ORDER BY id',
+    [fromGlobalId(blogId).id],
+  );
 
 it('records the event with the blog and delivers it to every follower in chunks', async () => {
   const author = await signUp(app, 'author');
@@ -43,7 +46,9 @@ it('finishes an author without followers at once', async () => {
   const loner = await signUp(app, 'loner');
   const id = await publish(app, loner, 'anyone?');
   await app.services.fanout?.idle();
-  expect(await tasksOf(id)).toEqual([{ kind: 'deliver', status: 'done', dispatched: 1, chunks_total: 0, chunks_done: 0 }]);
+  expect(await tasksOf(id)).toEqual([
+    { kind: 'deliver', status: 'done', dispatched: 1, chunks_total: 0, chunks_done: 0 },
+  ]);
 });
 
 it('a dispatcher that dies mid-way resumes from its cursor without walking followers twice', async () => {
@@ -55,7 +60,11 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
   await app.services.fanout?.idle(); // the normal path delivers it...
   const store = new FanoutStore(app.mysql, () => new Date());
   const taskId = await app.mysql.transaction((sql) =>
-    store.insertTask(sql, 'deliver', { blogId: fromGlobalId(blogId).id, authorId: fromGlobalId(author.id).id, score: 1 }),
+    store.insertTask(sql, 'deliver', {
+      blogId: fromGlobalId(blogId).id,
+      authorId: fromGlobalId(author.id).id,
+      score: 1,
+    }),
   ); // ...and this second event for the same blog is the one we crash.
   // Marked queued, as the request's enqueue would: the outbox relay (every 200 ms here) must not
   // queue its dispatch job too, or the worker would dispatch it beside this test.
@@ -68,14 +77,21 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
     },
   };
   // Chunks of 10 followers, made 10 at a time: the 3rd round of 10 is recorded, then "crashes".
-  await expect(new FanoutDispatcher({ store, queue: crashingQueue, chunkSize: 10 }).dispatch(taskId)).rejects.toThrow('simulated crash');
-  const [halfway] = await app.db.query('SELECT chunks_total, cursor_user_id FROM tb_fanout_task WHERE id = ?', [taskId]);
+  await expect(new FanoutDispatcher({ store, queue: crashingQueue, chunkSize: 10 }).dispatch(taskId)).rejects.toThrow(
+    'simulated crash',
+  );
+  const [halfway] = await app.db.query('SELECT chunks_total, cursor_user_id FROM tb_fanout_task WHERE id = ?', [
+    taskId,
+  ]);
   expect(halfway.chunks_total).toBe(30);
   expect(Number(halfway.cursor_user_id)).toBe(followers[299]);
   // Run it again, as BullMQ would retry it: it re-queues the unfinished chunks and goes on.
   await new FanoutDispatcher({ store, queue: app.services.fanoutQueue!, chunkSize: 10 }).dispatch(taskId);
   await waitFor('the resumed task', async () => (await store.task(taskId))?.status === 'done');
-  const chunks = await app.db.query('SELECT after_user_id a, through_user_id t, runs FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq', [taskId]);
+  const chunks = await app.db.query(
+    'SELECT after_user_id a, through_user_id t, runs FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq',
+    [taskId],
+  );
   expect(chunks).toHaveLength(73);
   for (let i = 1; i < chunks.length; i += 1) expect(chunks[i].a).toBe(chunks[i - 1].t);
   expect(Number(chunks[72].t)).toBe(followers[followers.length - 1]);
@@ -93,7 +109,10 @@ it('a blog deleted while its delivery is in flight ends in no inbox', async () =
     const id = await publish(slow, author, 'regrettable');
     const blogDbId = fromGlobalId(id).id;
     await waitFor('some chunks delivered', async () => {
-      const [task] = await slow.db.query("SELECT chunks_done FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'", [blogDbId]);
+      const [task] = await slow.db.query(
+        "SELECT chunks_done FROM tb_fanout_task WHERE blog_id = ? AND kind = 'deliver'",
+        [blogDbId],
+      );
       return task && task.chunks_done >= 3;
     });
     const delivered = (await inboxScores(slow, followers, id)).filter((score) => score !== null).length;

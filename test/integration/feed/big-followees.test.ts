@@ -6,7 +6,18 @@
  * everything. Two API processes on the same MySQL and Redis: one publishes and follows, the
  * other reads, and every page equals the truth. Statements are counted on the reading process.
  */
-import { FEED_PAGE, feedTruth, follow, ok, publish, signUp, startTestApp, TestApp, TestUser, deleteKeys } from '../../support/harness';
+import {
+  FEED_PAGE,
+  feedTruth,
+  follow,
+  ok,
+  publish,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+  deleteKeys,
+} from '../../support/harness';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;

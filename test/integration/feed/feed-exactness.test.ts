@@ -7,7 +7,18 @@
  */
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
-import { FEED_PAGE, feedTruth, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
+import {
+  FEED_PAGE,
+  feedTruth,
+  follow,
+  ok,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
 const ids = (page: any): string[] => page.edges.map((edge: any) => edge.node.id);
@@ -132,7 +143,13 @@ describe('a scroll while other clients publish, delete, follow and unfollow, mut
     // Small inboxes and backfills (trimming and cuts happen), fan-out throttled so that it is
     // in flight during the scrolls.
     app = await startTestApp('exact_churn', {
-      env: { FEED_MAX_ITEMS: '15', FOLLOW_BACKFILL_ITEMS: '4', FANOUT_CHUNK_SIZE: '1', FANOUT_JOBS_PER_SECOND: '150', BIG_V_FOLLOWERS: '3' },
+      env: {
+        FEED_MAX_ITEMS: '15',
+        FOLLOW_BACKFILL_ITEMS: '4',
+        FANOUT_CHUNK_SIZE: '1',
+        FANOUT_JOBS_PER_SECOND: '150',
+        BIG_V_FOLLOWERS: '3',
+      },
     });
   });
   afterAll(() => app.close());
@@ -151,13 +168,20 @@ describe('a scroll while other clients publish, delete, follow and unfollow, mut
     const published = new Map<string, { author: number; at: number }>();
     const deleteSentAt = new Map<string, number>();
     /** Per author: reader 2's follow changes, each with when it was sent and answered. */
-    const changes: Array<Array<{ sent: number; answered: number; follows: boolean }>> = Array.from({ length: AUTHORS }, () => []);
+    const changes: Array<Array<{ sent: number; answered: number; follows: boolean }>> = Array.from(
+      { length: AUTHORS },
+      () => [],
+    );
     /** Per author: reader 1's mutes and unmutes (follows: unmuted), from a start where nobody is muted. */
-    const mutes: Array<Array<{ sent: number; answered: number; follows: boolean }>> = Array.from({ length: AUTHORS }, () => [
-      { sent: -Infinity, answered: -Infinity, follows: true },
-    ]);
+    const mutes: Array<Array<{ sent: number; answered: number; follows: boolean }>> = Array.from(
+      { length: AUTHORS },
+      () => [{ sent: -Infinity, answered: -Infinity, follows: true }],
+    );
     for (const row of await app.query<{ id: string; user_id: string }>('SELECT id, user_id FROM tb_blog')) {
-      published.set(Buffer.from(`Blog:${row.id}`).toString('base64'), { author: authors.findIndex((a) => dbId(a) === Number(row.user_id)), at: -1 });
+      published.set(Buffer.from(`Blog:${row.id}`).toString('base64'), {
+        author: authors.findIndex((a) => dbId(a) === Number(row.user_id)),
+        at: -1,
+      });
     }
     let stop = false;
 
@@ -185,7 +209,13 @@ describe('a scroll while other clients publish, delete, follow and unfollow, mut
         const muted = (round + 1) % AUTHORS;
         const mutedSent = now();
         const mute = Math.floor(round / AUTHORS) % 2 === 0;
-        ok(await app.gql('mutation($u: ID!, $m: Boolean!) { mute(userId: $u, muted: $m) { id } }', { u: authors[muted].id, m: mute }, readers[1].token));
+        ok(
+          await app.gql(
+            'mutation($u: ID!, $m: Boolean!) { mute(userId: $u, muted: $m) { id } }',
+            { u: authors[muted].id, m: mute },
+            readers[1].token,
+          ),
+        );
         mutes[muted].push({ sent: mutedSent, answered: now(), follows: !mute });
       }
     };
@@ -212,12 +242,20 @@ describe('a scroll while other clients publish, delete, follow and unfollow, mut
     await churning;
 
     const rows = await app.query<{ id: string; created_at: Date }>('SELECT id, created_at FROM tb_blog');
-    const order = new Map(rows.map((row) => [Buffer.from(`Blog:${row.id}`).toString('base64'), [row.created_at.getTime(), Number(row.id)] as const]));
+    const order = new Map(
+      rows.map((row) => [
+        Buffer.from(`Blog:${row.id}`).toString('base64'),
+        [row.created_at.getTime(), Number(row.id)] as const,
+      ]),
+    );
     let promisedChecked = 0;
     let mutedChecked = 0;
     for (const scroll of scrolls) {
       const where = `reader ${scroll.reader}, pages of ${scroll.first}`;
-      expect({ where, repeated: scroll.ids.filter((id, i) => scroll.ids.indexOf(id) !== i) }).toEqual({ where, repeated: [] });
+      expect({ where, repeated: scroll.ids.filter((id, i) => scroll.ids.indexOf(id) !== i) }).toEqual({
+        where,
+        repeated: [],
+      });
       for (let i = 1; i < scroll.ids.length; i += 1) {
         const [a, b] = [order.get(scroll.ids[i - 1])!, order.get(scroll.ids[i])!];
         expect({ where, inOrder: a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]) }).toEqual({ where, inOrder: true });
@@ -233,7 +271,12 @@ describe('a scroll while other clients publish, delete, follow and unfollow, mut
         // Never shown: a blog of an author muted all through the scroll.
         if (scroll.reader === 1 && mutedThroughout(mutes[blog.author], scroll.startedAt, scroll.endedAt)) {
           mutedChecked += 1;
-          expect({ where, id, muted: true, shown: scroll.ids.includes(id) }).toEqual({ where, id, muted: true, shown: false });
+          expect({ where, id, muted: true, shown: scroll.ids.includes(id) }).toEqual({
+            where,
+            id,
+            muted: true,
+            shown: false,
+          });
         }
       }
     }
@@ -247,14 +290,22 @@ describe('a scroll while other clients publish, delete, follow and unfollow, mut
 });
 
 /** Followed from before `from` to after `to`: the last change answered before `from` was a follow, and none was sent until `to`. */
-function followedThroughout(changes: ReadonlyArray<{ sent: number; answered: number; follows: boolean }>, from: number, to: number): boolean {
+function followedThroughout(
+  changes: ReadonlyArray<{ sent: number; answered: number; follows: boolean }>,
+  from: number,
+  to: number,
+): boolean {
   if (changes.some((change) => change.sent <= to && change.answered >= from)) return false;
   const before = changes.filter((change) => change.answered < from);
   return before.length > 0 && before[before.length - 1].follows;
 }
 
 /** Muted from before `from` to after `to`: the last change answered before `from` was a mute, and none was sent until `to`. */
-function mutedThroughout(changes: ReadonlyArray<{ sent: number; answered: number; follows: boolean }>, from: number, to: number): boolean {
+function mutedThroughout(
+  changes: ReadonlyArray<{ sent: number; answered: number; follows: boolean }>,
+  from: number,
+  to: number,
+): boolean {
   if (changes.some((change) => change.sent <= to && change.answered >= from)) return false;
   const before = changes.filter((change) => change.answered < from);
   return before.length > 0 && !before[before.length - 1].follows;

@@ -6,7 +6,19 @@
 import { RedisInbox } from '../../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
-import { dropInbox, FEED_PAGE, feedTruth, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
+import {
+  dropInbox,
+  FEED_PAGE,
+  feedTruth,
+  follow,
+  ok,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 import { freePort, PrivateRedis } from '../../support/processes';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
@@ -21,7 +33,8 @@ async function pages(app: TestApp, reader: TestUser): Promise<unknown[]> {
     const first = (i % 7) + 1;
     const page: any = ok(await app.gql(FEED_PAGE, { first, after }, reader.token)).followFeed;
     seen.push({ first, edges: page.edges.map((e: any) => [e.node.id, e.cursor]), pageInfo: page.pageInfo });
-    if (!page.pageInfo.hasNextPage) return [...seen, ...(await pagesUp(app, reader, page.edges.at(-1)?.cursor ?? null))];
+    if (!page.pageInfo.hasNextPage)
+      return [...seen, ...(await pagesUp(app, reader, page.edges.at(-1)?.cursor ?? null))];
     after = page.pageInfo.endCursor;
   }
   throw new Error('the scroll did not end');
@@ -56,7 +69,10 @@ describe('push, pull and hybrid', () => {
   beforeAll(async () => {
     for (const model of models) {
       const clock = new TestClock();
-      const app = await startTestApp(`models_${model}`, { now: clock.now, env: { FEED_MODEL: model, BIG_V_FOLLOWERS: '3' } });
+      const app = await startTestApp(`models_${model}`, {
+        now: clock.now,
+        env: { FEED_MODEL: model, BIG_V_FOLLOWERS: '3' },
+      });
       apps[model] = app;
       // The same scenario, step by step, in each model (same ids, same clock).
       const reader = await signUp(app, 'reader');
@@ -98,7 +114,13 @@ describe('push, pull and hybrid', () => {
       // Mutes: big leaves the feed (the follow kept) and new blogs of it stay out; big crosses the
       // threshold while muted, the unmute brings its blogs back, pulled and pushed ones alike.
       const mute = async (muted: boolean) =>
-        ok(await app.gql('mutation($u: ID!, $m: Boolean!) { mute(userId: $u, muted: $m) { id } }', { u: big.id, m: muted }, reader.token));
+        ok(
+          await app.gql(
+            'mutation($u: ID!, $m: Boolean!) { mute(userId: $u, muted: $m) { id } }',
+            { u: big.id, m: muted },
+            reader.token,
+          ),
+        );
       await mute(true);
       await check();
       await follow(app, fans[0], big);
@@ -112,7 +134,10 @@ describe('push, pull and hybrid', () => {
       // small blocks the reader: the reader's follow ends, and a new one is refused.
       ok(await app.gql('mutation($u: ID!) { block(userId: $u) { id } }', { u: reader.id }, small.token));
       await check();
-      expect((await app.gql('mutation($u: ID!) { follow(userId: $u) { id } }', { u: small.id }, reader.token)).errors?.[0].extensions).toMatchObject({
+      expect(
+        (await app.gql('mutation($u: ID!) { follow(userId: $u) { id } }', { u: small.id }, reader.token)).errors?.[0]
+          .extensions,
+      ).toMatchObject({
         code: 'FORBIDDEN',
         reason: 'blocked',
       });
@@ -128,7 +153,9 @@ describe('push, pull and hybrid', () => {
     for (const model of models) {
       const { pages: snapshots, truths } = results[model];
       snapshots.forEach((snapshot, i) => {
-        const ids = snapshot.filter((page: any) => !page.up).flatMap((page: any) => page.edges.map(([id]: [string]) => id));
+        const ids = snapshot
+          .filter((page: any) => !page.up)
+          .flatMap((page: any) => page.edges.map(([id]: [string]) => id));
         expect(ids).toEqual(truths[i]);
         // Up from the oldest blog: every newer one, pages in reverse, each newest first.
         const up = snapshot
@@ -171,13 +198,21 @@ describe('the cold path', () => {
   beforeAll(async () => {
     redis = new PrivateRedis(await freePort());
     await redis.start();
-    app = await startTestApp('models_cold', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push', FEED_MAX_ITEMS: '300' } });
+    app = await startTestApp('models_cold', {
+      env: { REDIS_URL: redis.url, FEED_MODEL: 'push', FEED_MAX_ITEMS: '300' },
+    });
     reader = await signUp(app, 'reader');
     for (let a = 0; a < 4; a += 1) authors.push(await signUp(app, `author${a}`));
     // 2,000 followee blogs straight into MySQL, with ties, then follows (their backfills fill
     // the inbox with the newest blogs only).
     const base = Date.parse('2026-03-01T00:00:00Z');
-    const rows = Array.from({ length: 2000 }, (_, i) => [dbId(authors[i % 4]), `bulk ${i}`, 'text', '[]', new Date(base + Math.floor(i / 3))]);
+    const rows = Array.from({ length: 2000 }, (_, i) => [
+      dbId(authors[i % 4]),
+      `bulk ${i}`,
+      'text',
+      '[]',
+      new Date(base + Math.floor(i / 3)),
+    ]);
     await app.db.query('INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?', [rows]);
     for (const author of authors) await follow(app, reader, author);
   });
@@ -241,7 +276,9 @@ describe('inactive followers', () => {
     expect(await app.redis.zscore(app.keys.feed(dbId(away)), member)).not.toBeNull();
     const next = await publish(app, author, 'welcome back');
     await app.services.fanout?.idle();
-    expect(await app.redis.zscore(app.keys.feed(dbId(away)), String(fromGlobalId(next).id).padStart(20, '0'))).not.toBeNull();
+    expect(
+      await app.redis.zscore(app.keys.feed(dbId(away)), String(fromGlobalId(next).id).padStart(20, '0')),
+    ).not.toBeNull();
     // The rebuilt inbox lives ACTIVE_DAYS from now, its entries, hash and followees alike.
     for (const key of [app.keys.feed(dbId(away)), app.keys.feedMeta(dbId(away)), app.keys.feedFollowees(dbId(away))]) {
       expect(await app.redis.pttl(key)).toBeGreaterThan(7 * 86_400_000 - 60_000);
@@ -259,7 +296,12 @@ describe('inactive followers', () => {
     // longer hold the author: the script writes nothing, and nobody asks MySQL.
     const member = String(fromGlobalId(id).id).padStart(20, '0');
     const delivery = { entry: { id: fromGlobalId(id).id, score: Date.now() }, authorId: dbId(author) };
-    const inbox = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: 3600 });
+    const inbox = new RedisInbox({
+      redis: app.redis,
+      keys: app.keys,
+      maxItems: app.config.feedMaxItems,
+      ttlSeconds: 3600,
+    });
     expect(await inbox.deliver([dbId(reader)], delivery)).toEqual({ written: [], unsure: [], live: [] });
     expect(await app.redis.zscore(app.keys.feed(dbId(reader)), member)).toBeNull();
     // While a follow change of the reader is pending the inbox cannot say: it writes, reports the

@@ -79,7 +79,10 @@ describe('pages up and down', () => {
 
     // Nothing newer yet: an empty page up, and a count of 0.
     const none = await up(reader, 3, top.pageInfo.startCursor);
-    expect(none).toEqual({ edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } });
+    expect(none).toEqual({
+      edges: [],
+      pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null },
+    });
     expect(ok(await app.gql(NEW_COUNT, { before: top.pageInfo.startCursor }, reader.token)).followFeedNewCount).toBe(0);
 
     // Five new blogs, three in one millisecond.
@@ -89,13 +92,20 @@ describe('pages up and down', () => {
       fresh.push(await publish(app, authors[i % 3], `new ${i}`));
     }
     expect(ok(await app.gql(NEW_COUNT, { before: top.pageInfo.startCursor }, reader.token)).followFeedNewCount).toBe(5);
-    expect(ok(await app.gql(NEW_COUNT, { before: top.pageInfo.startCursor, max: 3 }, reader.token)).followFeedNewCount).toBe(3);
+    expect(
+      ok(await app.gql(NEW_COUNT, { before: top.pageInfo.startCursor, max: 3 }, reader.token)).followFeedNewCount,
+    ).toBe(3);
     expect(ok(await app.gql(NEW_COUNT, { before: top.edges[3].cursor }, reader.token)).followFeedNewCount).toBe(8);
 
     // The page up closest to what the client holds, newest first, with more above it.
     const first = await up(reader, 2, top.pageInfo.startCursor);
     expect(titles(first)).toEqual(['new 1', 'new 0']);
-    expect(first.pageInfo).toMatchObject({ hasPreviousPage: true, hasNextPage: false, startCursor: first.edges[0].cursor, endCursor: first.edges[1].cursor });
+    expect(first.pageInfo).toMatchObject({
+      hasPreviousPage: true,
+      hasNextPage: false,
+      startCursor: first.edges[0].cursor,
+      endCursor: first.edges[1].cursor,
+    });
 
     // Between pages: new 2 is deleted, a new blog comes, and the author of new 4 is unfollowed.
     await deleteBlog(authors[2], fresh[2]);
@@ -122,13 +132,15 @@ describe('pages up and down', () => {
     const manyId = Number(dbId(many));
     const base = Date.parse('2026-06-01T00:00:00Z');
     for (let a = 0; a < 130; a += 1) {
-      const { insertId: authorId } = await app.db.write('INSERT INTO tb_user (nick_name, nick_key, password, created_at) VALUES (?, ?, ?, ?)', [
-        `bulk-author-${a}`,
-        `bulk-author-${a}`,
-        'x',
+      const { insertId: authorId } = await app.db.write(
+        'INSERT INTO tb_user (nick_name, nick_key, password, created_at) VALUES (?, ?, ?, ?)',
+        [`bulk-author-${a}`, `bulk-author-${a}`, 'x', new Date(base)],
+      );
+      await app.db.write('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [
+        manyId,
+        authorId,
         new Date(base),
       ]);
-      await app.db.write('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [manyId, authorId, new Date(base)]);
       for (let b = 0; b < 3; b += 1) {
         // Ties across authors: 130 authors share 13 milliseconds per round.
         await app.db.write('INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES (?, ?, ?, ?, ?)', [
@@ -146,8 +158,12 @@ describe('pages up and down', () => {
     const truth = await feedTruth(app, manyId);
     expect(truth).toHaveLength(390);
     const [, , lowest] = truth.slice(-3);
-    const lowestRow = await app.query<{ created_at: Date }>('SELECT created_at FROM tb_blog WHERE id = ?', [Number(fromGlobalId(lowest).id)]);
-    const start = Buffer.from(`${new Date(lowestRow[0].created_at).getTime()}:1:${fromGlobalId(lowest).id}`).toString('base64url');
+    const lowestRow = await app.query<{ created_at: Date }>('SELECT created_at FROM tb_blog WHERE id = ?', [
+      Number(fromGlobalId(lowest).id),
+    ]);
+    const start = Buffer.from(`${new Date(lowestRow[0].created_at).getTime()}:1:${fromGlobalId(lowest).id}`).toString(
+      'base64url',
+    );
     const seen: string[][] = [];
     let before = start;
     for (let i = 0; i < 200; i += 1) {
@@ -167,7 +183,10 @@ describe('bad input', () => {
 
   const refused = async (query: string, variables: Record<string, unknown>, field: string) => {
     const response = await app.gql(query, variables, reader.token);
-    expect({ code: errorCode(response), field: response.errors![0].extensions?.field }).toEqual({ code: 'BAD_USER_INPUT', field });
+    expect({ code: errorCode(response), field: response.errors![0].extensions?.field }).toEqual({
+      code: 'BAD_USER_INPUT',
+      field,
+    });
     return response.errors![0].message;
   };
 
@@ -190,9 +209,15 @@ describe('bad input', () => {
     // A likers (or followers) cursor, and a users(search:) cursor.
     const liker = await signUp(app, 'a-liker');
     const blogId = (await down(reader, 1, null)).edges[0].node.id;
-    const likers = ok(await app.gql('mutation($b: ID!) { likeBlog(blogId: $b) { likers(first: 1) { edges { cursor } } } }', { b: blogId }, liker.token))
-      .likeBlog.likers.edges[0].cursor;
-    const search = ok(await app.gql('{ users(search: "a-lik", first: 1) { edges { cursor } } }', {})).users.edges[0].cursor;
+    const likers = ok(
+      await app.gql(
+        'mutation($b: ID!) { likeBlog(blogId: $b) { likers(first: 1) { edges { cursor } } } }',
+        { b: blogId },
+        liker.token,
+      ),
+    ).likeBlog.likers.edges[0].cursor;
+    const search = ok(await app.gql('{ users(search: "a-lik", first: 1) { edges { cursor } } }', {})).users.edges[0]
+      .cursor;
     for (const foreign of [likers, search]) {
       expect(await refused(FEED_ALL, { last: 2, before: foreign }, 'before')).toMatch(/cursor/);
       expect(await refused(FEED_ALL, { first: 2, after: foreign }, 'after')).toMatch(/cursor/);

@@ -32,7 +32,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function expectFeedsExact(app: TestApp, readers: readonly TestUser[], via = app): Promise<void> {
   for (const reader of readers) {
     const truth = await feedTruth(app, dbId(reader));
-    expect({ reader: reader.nickName, feed: await scrollFeed(via, reader, 3) }).toEqual({ reader: reader.nickName, feed: truth });
+    expect({ reader: reader.nickName, feed: await scrollFeed(via, reader, 3) }).toEqual({
+      reader: reader.nickName,
+      feed: truth,
+    });
   }
 }
 
@@ -45,7 +48,9 @@ async function inboxIds(app: TestApp, reader: TestUser): Promise<string[]> {
 /** Gives /readyz's details (behind METRICS_TOKEN). */
 const METRICS_TOKEN = 'metrics-token-of-feed-operations';
 const readyz = async (app: TestApp) =>
-  (await (await fetch(app.url.replace('/graphql', '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).json()) as Record<string, unknown>;
+  (await (
+    await fetch(app.url.replace('/graphql', '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+  ).json()) as Record<string, unknown>;
 
 describe('Redis restarted from an older dump', () => {
   const clock = new TestClock();
@@ -54,7 +59,10 @@ describe('Redis restarted from an older dump', () => {
   beforeAll(async () => {
     redis = new PrivateRedis(await freePort(), 'rdb');
     await redis.start();
-    app = await startTestApp('ops_dump', { now: clock.now, env: { REDIS_URL: redis.url, FEED_MODEL: 'push', NODE_ENV: 'production' } });
+    app = await startTestApp('ops_dump', {
+      now: clock.now,
+      env: { REDIS_URL: redis.url, FEED_MODEL: 'push', NODE_ENV: 'production' },
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -123,7 +131,11 @@ describe('the feed model switched in a rolling deploy', () => {
     await expectFeedsExact(pull, readers);
 
     // A hybrid process joins: both serve, and both publish and follow.
-    const hybrid = await startTestApp('ops_models', { shareWith: pull, now: clock.now, env: { ...env, FEED_MODEL: 'hybrid' } });
+    const hybrid = await startTestApp('ops_models', {
+      shareWith: pull,
+      now: clock.now,
+      env: { ...env, FEED_MODEL: 'hybrid' },
+    });
     apps.push(hybrid);
     for (const app of [pull, hybrid]) await expectFeedsExact(pull, readers, app);
     await published(hybrid, small, 's2');
@@ -138,7 +150,11 @@ describe('the feed model switched in a rolling deploy', () => {
     // The pull process goes, a push process comes.
     await pull.close();
     apps = [hybrid];
-    const push = await startTestApp('ops_models', { shareWith: hybrid, now: clock.now, env: { ...env, FEED_MODEL: 'push' } });
+    const push = await startTestApp('ops_models', {
+      shareWith: hybrid,
+      now: clock.now,
+      env: { ...env, FEED_MODEL: 'push' },
+    });
     apps.push(push);
     for (const app of [hybrid, push]) await expectFeedsExact(hybrid, readers, app);
     await published(push, big, 'g4');
@@ -153,7 +169,11 @@ describe('the feed model switched in a rolling deploy', () => {
     // And back: the hybrid process goes, a pull process joins the push one.
     await hybrid.close();
     apps = [push];
-    const pullAgain = await startTestApp('ops_models', { shareWith: push, now: clock.now, env: { ...env, FEED_MODEL: 'pull' } });
+    const pullAgain = await startTestApp('ops_models', {
+      shareWith: push,
+      now: clock.now,
+      env: { ...env, FEED_MODEL: 'pull' },
+    });
     apps.push(pullAgain);
     await published(pullAgain, small, 's4');
     await follow(pullAgain, readers[1], small, false);
@@ -172,7 +192,13 @@ describe('Redis that hangs while people publish', () => {
     await redis.start();
     // No fan-out worker and so no relay: nothing delivers, or repairs, behind the pages' backs.
     app = await startTestApp('ops_hang', {
-      env: { REDIS_URL: redis.url, FEED_MODEL: 'push', FANOUT_WORKERS: '0', REDIS_COMMAND_TIMEOUT_MS: '300', METRICS_TOKEN },
+      env: {
+        REDIS_URL: redis.url,
+        FEED_MODEL: 'push',
+        FANOUT_WORKERS: '0',
+        REDIS_COMMAND_TIMEOUT_MS: '300',
+        METRICS_TOKEN,
+      },
     });
   });
   afterAll(async () => {
@@ -235,20 +261,36 @@ describe('a process killed after it committed a follow it could not apply', () =
     expect(await scrollFeed(app, reader, 10)).toEqual(await feedTruth(app, dbId(reader)));
     // A second API process, as `npm start` runs it, reaching Redis through a proxy the test cuts.
     const port = await freePort();
-    const env = { ...app.env, REDIS_URL: `redis://127.0.0.1:${proxy.port}/0`, PORT: String(port), HOST: '127.0.0.1', FANOUT_WORKERS: '0' };
+    const env = {
+      ...app.env,
+      REDIS_URL: `redis://127.0.0.1:${proxy.port}/0`,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      FANOUT_WORKERS: '0',
+    };
     killed = startNodeProcess('server.js', env);
     const url = `http://127.0.0.1:${port}/graphql`;
-    await waitFor('the second process to listen', async () => (await fetch(url.replace('/graphql', '/healthz'))).ok, 30_000);
+    await waitFor(
+      'the second process to listen',
+      async () => (await fetch(url.replace('/graphql', '/healthz'))).ok,
+      30_000,
+    );
     // Redis is away for it alone: its follow commits and cannot reach the inbox; then it dies.
     proxy.block();
     expect((await postGraphQL(url, FEED_PAGE, { first: 10 }, reader.token)).errors).toBeUndefined();
-    const followed = await postGraphQL(url, 'mutation($u: ID!) { follow(userId: $u) { id } }', { u: other.id }, reader.token);
+    const followed = await postGraphQL(
+      url,
+      'mutation($u: ID!) { follow(userId: $u) { id } }',
+      { u: other.id },
+      reader.token,
+    );
     expect(followed.errors).toBeUndefined();
     await killed.kill('SIGKILL');
     proxy.unblock();
     await waitFor(
       'the feed to equal MySQL',
-      async () => JSON.stringify(await scrollFeed(app, reader, 10)) === JSON.stringify(await feedTruth(app, dbId(reader))),
+      async () =>
+        JSON.stringify(await scrollFeed(app, reader, 10)) === JSON.stringify(await feedTruth(app, dbId(reader))),
       15_000,
     );
     await waitFor('the follow in the inbox', async () => (await inboxIds(app, reader)).length === 2);
@@ -282,8 +324,17 @@ describe('inboxes Redis evicts, builds a dead process left', () => {
   });
 
   it('takes over a rebuild its process left unfinished, after BUILD_STALE_MS, on the next read', async () => {
-    await app.redis.del(app.keys.feed(dbId(reader)), app.keys.feedMeta(dbId(reader)), app.keys.feedFollowees(dbId(reader)));
-    const dead = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: 3600 });
+    await app.redis.del(
+      app.keys.feed(dbId(reader)),
+      app.keys.feedMeta(dbId(reader)),
+      app.keys.feedFollowees(dbId(reader)),
+    );
+    const dead = new RedisInbox({
+      redis: app.redis,
+      keys: app.keys,
+      maxItems: app.config.feedMaxItems,
+      ttlSeconds: 3600,
+    });
     expect(await dead.beginBuild(dbId(reader), `dead:${randomUUID()}`, await currentGeneration(app))).toBe(true);
     expect(await scrollFeed(app, reader, 10)).toEqual(await feedTruth(app, dbId(reader)));
     await app.services.feed.idle();
@@ -302,10 +353,16 @@ describe("Redis's maxmemory-policy", () => {
     const volatile = new PrivateRedis(await freePort(), false, ['--maxmemory-policy', 'volatile-lru']);
     await Promise.all([allKeys.start(), volatile.start()]);
     try {
-      await expect(startTestApp('ops_policy', { env: { REDIS_URL: allKeys.url } })).rejects.toThrow(/maxmemory-policy is allkeys-lru/);
+      await expect(startTestApp('ops_policy', { env: { REDIS_URL: allKeys.url } })).rejects.toThrow(
+        /maxmemory-policy is allkeys-lru/,
+      );
       const warnings: string[] = [];
-      const warn = jest.spyOn(console, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
-      const app = await startTestApp('ops_policy', { env: { REDIS_URL: volatile.url } }).finally(() => warn.mockRestore());
+      const warn = jest
+        .spyOn(console, 'warn')
+        .mockImplementation((message: unknown) => void warnings.push(String(message)));
+      const app = await startTestApp('ops_policy', { env: { REDIS_URL: volatile.url } }).finally(() =>
+        warn.mockRestore(),
+      );
       try {
         expect(warnings.some((message) => message.includes('maxmemory-policy is volatile-lru'))).toBe(true);
         const user = await signUp(app, 'someone');

@@ -18,7 +18,11 @@ import { FeedStore, MANY_FOLLOWEES, positionSql } from '../../../src/feed/feed.s
 import { joinPage } from '../../support/join-page';
 import { dropDatabase, MYSQL_URL, testDatabase } from '../../support/harness';
 
-const QUIET = { info: () => undefined, warn: (message: string) => console.warn(message), error: (message: string) => console.error(message) };
+const QUIET = {
+  info: () => undefined,
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};
 const FIGURES = process.env.FEED_PULL_FIGURES === 'on';
 
 const BASE = Date.UTC(2025, 0, 1);
@@ -58,7 +62,10 @@ describe('a pull page on 100,200 blogs', () => {
     const database = testDatabase('pull_plan');
     await dropDatabase(database);
     // One connection: the session's Handler counters then count exactly the statements of a page.
-    db = await openMysql(`${MYSQL_URL}/${database}`, new SqlStatementLog(QUIET), { poolSize: 1, statementTimeoutMs: 0 });
+    db = await openMysql(`${MYSQL_URL}/${database}`, new SqlStatementLog(QUIET), {
+      poolSize: 1,
+      statementTimeoutMs: 0,
+    });
     store = new FeedStore(db);
     const started = Date.now();
     const rows: unknown[][] = [];
@@ -76,12 +83,18 @@ describe('a pull page on 100,200 blogs', () => {
         id += 1;
       }
     }
-    await db.insertRows('INSERT INTO tb_blog (id, user_id, title, content, images, created_at, deleted_at) VALUES ?', rows);
+    await db.insertRows(
+      'INSERT INTO tb_blog (id, user_id, title, content, images, created_at, deleted_at) VALUES ?',
+      rows,
+    );
     const follows = [
       ...DEEP_AUTHORS.filter((_, i) => i % 2 === 0).map((author) => [DEEP_READER, author]),
       ...SHALLOW_AUTHORS.map((author) => [SHALLOW_READER, author]),
       ...DEEP_AUTHORS.map((author) => [WIDE_READER, author]),
-      ...[...DEEP_AUTHORS, ...SHALLOW_AUTHORS, ...Array.from({ length: 50 }, (_, i) => 3000 + i)].map((author) => [MANY_READER, author]),
+      ...[...DEEP_AUTHORS, ...SHALLOW_AUTHORS, ...Array.from({ length: 50 }, (_, i) => 3000 + i)].map((author) => [
+        MANY_READER,
+        author,
+      ]),
     ];
     await db.insertRows(
       'INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
@@ -103,9 +116,13 @@ describe('a pull page on 100,200 blogs', () => {
   });
 
   /** Rows the storage engine handed over (all Handler_read_* counters) while `work` ran. */
-  async function handlerReads(work: () => Promise<unknown>): Promise<{ total: number; counters: Record<string, number> }> {
+  async function handlerReads(
+    work: () => Promise<unknown>,
+  ): Promise<{ total: number; counters: Record<string, number> }> {
     const read = async () => {
-      const rows = await db.query<Array<{ Variable_name: string; Value: string }>>("SHOW SESSION STATUS LIKE 'Handler_read%'");
+      const rows = await db.query<Array<{ Variable_name: string; Value: string }>>(
+        "SHOW SESSION STATUS LIKE 'Handler_read%'",
+      );
       return Object.fromEntries(rows.map((row) => [row.Variable_name, Number(row.Value)]));
     };
     await db.query('FLUSH STATUS');
@@ -135,12 +152,22 @@ describe('a pull page on 100,200 blogs', () => {
   }
 
   const shown = (rows: ExplainRow[]) =>
-    rows.map((row) => `  ${row.id} ${row.select_type} ${row.table} type=${row.type} key=${row.key} rows=${row.rows} ${row.Extra ?? ''}`).join('\n');
+    rows
+      .map(
+        (row) =>
+          `  ${row.id} ${row.select_type} ${row.table} type=${row.type} key=${row.key} rows=${row.rows} ${row.Extra ?? ''}`,
+      )
+      .join('\n');
 
   /** A position half way down the deep reader's history (keyset), and its legacy form. */
   async function middle(reader: number): Promise<ScoredId> {
     const page = await joinPage(db, reader, START, 1, null);
-    const [item] = await joinPage(db, reader, { maxScore: page[0].score - (DEEP_BLOGS_EACH / 2) * 60_000, offset: 0, afterId: null }, 1);
+    const [item] = await joinPage(
+      db,
+      reader,
+      { maxScore: page[0].score - (DEEP_BLOGS_EACH / 2) * 60_000, offset: 0, afterId: null },
+      1,
+    );
     return item;
   }
 
@@ -166,16 +193,52 @@ describe('a pull page on 100,200 blogs', () => {
     const keyset = { maxScore: mid.score, offset: 1, afterId: mid.id };
     const legacy = { maxScore: mid.score, offset: 1, afterId: null };
     const recent = mid.score + (DEEP_BLOGS_EACH / 2 - 2) * 60_000; // a watermark 2 minutes back
-    const cases: Array<{ name: string; reader: number; followees: number; from: FeedPosition; minScore: number | null }> = [
+    const cases: Array<{
+      name: string;
+      reader: number;
+      followees: number;
+      from: FeedPosition;
+      minScore: number | null;
+    }> = [
       { name: 'first page, 20 x 10 blogs', reader: SHALLOW_READER, followees: 20, from: START, minScore: null },
       { name: 'first page, 20 x 2,500 blogs', reader: DEEP_READER, followees: 20, from: START, minScore: null },
-      { name: 'keyset cursor half way down, 20 x 2,500', reader: DEEP_READER, followees: 20, from: keyset, minScore: null },
-      { name: 'legacy cursor half way down, 20 x 2,500', reader: DEEP_READER, followees: 20, from: legacy, minScore: null },
-      { name: 'span above a watermark 2 minutes back, 20 x 2,500', reader: DEEP_READER, followees: 20, from: START, minScore: recent },
+      {
+        name: 'keyset cursor half way down, 20 x 2,500',
+        reader: DEEP_READER,
+        followees: 20,
+        from: keyset,
+        minScore: null,
+      },
+      {
+        name: 'legacy cursor half way down, 20 x 2,500',
+        reader: DEEP_READER,
+        followees: 20,
+        from: legacy,
+        minScore: null,
+      },
+      {
+        name: 'span above a watermark 2 minutes back, 20 x 2,500',
+        reader: DEEP_READER,
+        followees: 20,
+        from: START,
+        minScore: recent,
+      },
       { name: 'first page, 40 x 2,500 blogs', reader: WIDE_READER, followees: 40, from: START, minScore: null },
-      { name: 'keyset cursor half way down, 40 x 2,500', reader: WIDE_READER, followees: 40, from: keyset, minScore: null },
+      {
+        name: 'keyset cursor half way down, 40 x 2,500',
+        reader: WIDE_READER,
+        followees: 40,
+        from: keyset,
+        minScore: null,
+      },
       { name: 'first page, 110 followees (heads)', reader: MANY_READER, followees: 110, from: START, minScore: null },
-      { name: 'span 2 minutes back, 110 followees (heads)', reader: MANY_READER, followees: 110, from: START, minScore: recent },
+      {
+        name: 'span 2 minutes back, 110 followees (heads)',
+        reader: MANY_READER,
+        followees: 110,
+        from: START,
+        minScore: recent,
+      },
       {
         name: 'keyset cursor 1,000 entries down, 110 followees (heads)',
         reader: MANY_READER,
@@ -183,13 +246,21 @@ describe('a pull page on 100,200 blogs', () => {
         from: await nth(MANY_READER, 1000),
         minScore: null,
       },
-      { name: 'keyset cursor half way down, 110 followees (heads, deep)', reader: MANY_READER, followees: 110, from: keyset, minScore: null },
+      {
+        name: 'keyset cursor half way down, 110 followees (heads, deep)',
+        reader: MANY_READER,
+        followees: 110,
+        from: keyset,
+        minScore: null,
+      },
     ];
     const results: Record<string, number> = {};
     for (const { name, reader, followees, from, minScore } of cases) {
       const now = await handlerReads(() => store.feedPage(reader, from, PAGE, minScore));
       const before = await handlerReads(() => joinPage(db, reader, from, PAGE, minScore));
-      expect(await store.feedPage(reader, from, PAGE, minScore)).toEqual(await joinPage(db, reader, from, PAGE, minScore));
+      expect(await store.feedPage(reader, from, PAGE, minScore)).toEqual(
+        await joinPage(db, reader, from, PAGE, minScore),
+      );
       results[name] = now.total;
       figures.push(
         `${name}: Handler_read_* ${before.total} -> ${now.total}\n  before ${JSON.stringify(before.counters)}\n  now    ${JSON.stringify(now.counters)}`,
@@ -240,8 +311,14 @@ describe('a pull page on 100,200 blogs', () => {
           if (table.startsWith('<')) continue; // the union's and derived tables: at most followees x k rows
           expect({ table, type: row.type }).toEqual({ table, type: expect.stringMatching(/^(ref|range|eq_ref)$/) });
           if (table === 'f' || table === 'tb_follow') continue; // the reader's follows, by uq_follow_pair
-          expect({ table, key: row.key }).toEqual({ table, key: expect.stringMatching(/^(ix_blog_user_live|PRIMARY)$/) });
-          expect({ table, extra: row.Extra ?? '' }).toEqual({ table, extra: expect.not.stringMatching(/filesort|temporary/) });
+          expect({ table, key: row.key }).toEqual({
+            table,
+            key: expect.stringMatching(/^(ix_blog_user_live|PRIMARY)$/),
+          });
+          expect({ table, extra: row.Extra ?? '' }).toEqual({
+            table,
+            extra: expect.not.stringMatching(/filesort|temporary/),
+          });
         }
       }
     }
@@ -275,7 +352,9 @@ describe('a pull page on 100,200 blogs', () => {
       expect(await store.feedNewer(reader, before, PAGE)).toEqual(await newerByJoin(reader, before, PAGE));
       const now = await handlerReads(() => store.feedNewer(reader, before, PAGE));
       const join = await handlerReads(() => newerByJoin(reader, before, PAGE));
-      figures.push(`page up, ${name}: Handler_read_* ${join.total} (join) -> ${now.total}\n  now    ${JSON.stringify(now.counters)}`);
+      figures.push(
+        `page up, ${name}: Handler_read_* ${join.total} (join) -> ${now.total}\n  now    ${JSON.stringify(now.counters)}`,
+      );
       // Per followee one range of at most k entries (or one dive), then at most k ranges: not history.
       const bound = followees <= MANY_FOLLOWEES ? 3 * followees * PAGE : 3 * followees + 3 * PAGE * PAGE;
       expect({ name, now: now.total <= bound }).toEqual({ name, now: true });
@@ -294,8 +373,14 @@ describe('a pull page on 100,200 blogs', () => {
           if (table.startsWith('<')) continue;
           expect({ table, type: row.type }).toEqual({ table, type: expect.stringMatching(/^(ref|range|eq_ref)$/) });
           if (table === 'f' || table === 'tb_follow') continue;
-          expect({ table, key: row.key }).toEqual({ table, key: expect.stringMatching(/^(ix_blog_user_live|PRIMARY)$/) });
-          expect({ table, extra: row.Extra ?? '' }).toEqual({ table, extra: expect.not.stringMatching(/filesort|temporary/) });
+          expect({ table, key: row.key }).toEqual({
+            table,
+            key: expect.stringMatching(/^(ix_blog_user_live|PRIMARY)$/),
+          });
+          expect({ table, extra: row.Extra ?? '' }).toEqual({
+            table,
+            extra: expect.not.stringMatching(/filesort|temporary/),
+          });
         }
       }
     }

@@ -22,7 +22,11 @@ import { joinPage } from '../../support/join-page';
 import { dropDatabase, EMBEDDED, MYSQL_URL, testDatabase } from '../../support/harness';
 
 /** Migrations report each step through `info`; the test needs only problems. */
-const QUIET = { info: () => undefined, warn: (message: string) => console.warn(message), error: (message: string) => console.error(message) };
+const QUIET = {
+  info: () => undefined,
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+};
 
 /** Scores are epoch ms from here: small offsets make many same-millisecond ties. */
 const BASE = Date.UTC(2025, 0, 1);
@@ -62,7 +66,15 @@ async function load(db: Database, world: World): Promise<void> {
   const deletedAt = new Date(BASE + 86_400_000);
   await db.insertRows(
     'INSERT INTO tb_blog (id, user_id, title, content, images, created_at, deleted_at) VALUES ?',
-    world.blogs.map((blog) => [blog.id, blog.author, 't', 'c', '[]', new Date(BASE + blog.score), blog.deleted ? deletedAt : null]),
+    world.blogs.map((blog) => [
+      blog.id,
+      blog.author,
+      't',
+      'c',
+      '[]',
+      new Date(BASE + blog.score),
+      blog.deleted ? deletedAt : null,
+    ]),
   );
   await db.insertRows(
     'INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?',
@@ -80,7 +92,13 @@ function feedOf(world: World, reader: number): ScoredId[] {
 }
 
 /** What a page must be: the feed at or above minScore, after `from` (skipping a legacy offset), cut at `limit`. */
-function modelPage(world: World, reader: number, from: FeedPosition, limit: number, minScore: number | null): ScoredId[] {
+function modelPage(
+  world: World,
+  reader: number,
+  from: FeedPosition,
+  limit: number,
+  minScore: number | null,
+): ScoredId[] {
   const feed = feedOf(world, reader).filter((item) => minScore === null || item.score >= minScore);
   if (from.maxScore === null) return feed.slice(from.offset, from.offset + limit);
   if (from.afterId !== null) return feed.filter((item) => isAfter(item, from)).slice(0, limit);
@@ -143,12 +161,22 @@ const worldArbitrary: fc.Arbitrary<World> = fc
 function positionArbitrary(world: World): fc.Arbitrary<FeedPosition> {
   const feed = feedOf(world, READER);
   const keysetAfterItem =
-    feed.length === 0 ? fc.constant(START) : fc.constantFrom(...feed).map((item) => ({ maxScore: item.score, offset: 1, afterId: item.id }));
+    feed.length === 0
+      ? fc.constant(START)
+      : fc.constantFrom(...feed).map((item) => ({ maxScore: item.score, offset: 1, afterId: item.id }));
   return fc.oneof(
     fc.constant(START),
     keysetAfterItem,
-    fc.record({ maxScore: fc.integer({ min: -1, max: 7 }).map((s) => BASE + s), offset: fc.nat(3), afterId: fc.integer({ min: 1, max: 401 }) }),
-    fc.record({ maxScore: fc.integer({ min: -1, max: 7 }).map((s) => BASE + s), offset: fc.nat(6), afterId: fc.constant(null) }),
+    fc.record({
+      maxScore: fc.integer({ min: -1, max: 7 }).map((s) => BASE + s),
+      offset: fc.nat(3),
+      afterId: fc.integer({ min: 1, max: 401 }),
+    }),
+    fc.record({
+      maxScore: fc.integer({ min: -1, max: 7 }).map((s) => BASE + s),
+      offset: fc.nat(6),
+      afterId: fc.constant(null),
+    }),
     fc.record({ maxScore: fc.constant(null), offset: fc.nat(4), afterId: fc.constant(null) }),
   );
 }
@@ -184,12 +212,19 @@ describe.each(ENGINES)('feedPage on %s', (engine) => {
         async ({ world, asks }) => {
           await load(db, world);
           for (const { from, limit, minScore } of asks) {
-            const { result: page, statements } = await statementsDuring(db, () => store.feedPage(READER, from, limit, minScore));
+            const { result: page, statements } = await statementsDuring(db, () =>
+              store.feedPage(READER, from, limit, minScore),
+            );
             const expected = modelPage(world, READER, from, limit, minScore);
             expect({ from, limit, minScore, page }).toEqual({ from, limit, minScore, page: expected });
             expect(await joinPage(db, READER, from, limit, minScore)).toEqual(expected);
             // Nothing changes between the statements here, so the join never reads a page again.
-            expect({ from, limit, minScore, join: statements.some(isJoin) }).toEqual({ from, limit, minScore, join: false });
+            expect({ from, limit, minScore, join: statements.some(isJoin) }).toEqual({
+              from,
+              limit,
+              minScore,
+              join: false,
+            });
             if (statements.some(isHeads)) paths.heads += 1;
             else if (statements.length === 2) paths.list += 1;
           }
@@ -261,7 +296,12 @@ describe.each(ENGINES)('feedPage on %s', (engine) => {
     const authors = silent(300, MANY_FOLLOWEES);
     beforeAll(async () => {
       for (let id = 1; id <= 700; id += 1) {
-        world.blogs.push({ id, author: authors[(id * 37) % authors.length], score: id <= 560 ? 5 : id % 10, deleted: id % 11 === 0 });
+        world.blogs.push({
+          id,
+          author: authors[(id * 37) % authors.length],
+          score: id <= 560 ? 5 : id % 10,
+          deleted: id % 11 === 0,
+        });
       }
       for (const author of authors) world.follows.push([READER, author], [OTHER_READER, author]);
       world.follows.push([OTHER_READER, 999]);
@@ -348,31 +388,39 @@ describe.each(ENGINES)('feedPage on %s', (engine) => {
       ],
       page: [30, 20],
     },
-  ])('a delete between the heads and the ranges takes a head away ($case): the page is read again, whole', async ({ blogs, page: expectedIds }) => {
-    const world: World = {
-      blogs: blogs.map((blog) => ({ ...blog, deleted: false })),
-      follows: [11, 12, 13, ...silent(1000, MANY_FOLLOWEES)].map((author) => [READER, author] as [number, number]),
-    };
-    await load(db, world);
-    const query = db.select.bind(db);
-    const statements: string[] = [];
-    const spy = jest.spyOn(db, 'select').mockImplementation(async (...args: Parameters<Database['select']>) => {
-      statements.push(args[0]);
-      const result: unknown[] = await query(...args);
-      if (isHeads(args[0])) {
-        await query('UPDATE tb_blog SET deleted_at = ? WHERE id = 1', engine === 'sqlite' ? ['2025-01-02 00:00:00.000'] : [new Date()]);
+  ])(
+    'a delete between the heads and the ranges takes a head away ($case): the page is read again, whole',
+    async ({ blogs, page: expectedIds }) => {
+      const world: World = {
+        blogs: blogs.map((blog) => ({ ...blog, deleted: false })),
+        follows: [11, 12, 13, ...silent(1000, MANY_FOLLOWEES)].map((author) => [READER, author] as [number, number]),
+      };
+      await load(db, world);
+      const query = db.select.bind(db);
+      const statements: string[] = [];
+      const spy = jest.spyOn(db, 'select').mockImplementation(async (...args: Parameters<Database['select']>) => {
+        statements.push(args[0]);
+        const result: unknown[] = await query(...args);
+        if (isHeads(args[0])) {
+          await query(
+            'UPDATE tb_blog SET deleted_at = ? WHERE id = 1',
+            engine === 'sqlite' ? ['2025-01-02 00:00:00.000'] : [new Date()],
+          );
+        }
+        return result;
+      });
+      let page: ScoredId[];
+      try {
+        page = await store.feedPage(READER, START, 2);
+      } finally {
+        spy.mockRestore();
       }
-      return result;
-    });
-    let page: ScoredId[];
-    try {
-      page = await store.feedPage(READER, START, 2);
-    } finally {
-      spy.mockRestore();
-    }
-    world.blogs[0].deleted = true;
-    expect(page.map((item) => item.id)).toEqual(expectedIds);
-    expect(page).toEqual(modelPage(world, READER, START, 2, null));
-    expect(statements.map((statement) => (isHeads(statement) ? 'heads' : isJoin(statement) ? 'join' : 'other'))).toEqual(['other', 'heads', 'other', 'join']);
-  });
+      world.blogs[0].deleted = true;
+      expect(page.map((item) => item.id)).toEqual(expectedIds);
+      expect(page).toEqual(modelPage(world, READER, START, 2, null));
+      expect(
+        statements.map((statement) => (isHeads(statement) ? 'heads' : isJoin(statement) ? 'join' : 'other')),
+      ).toEqual(['other', 'heads', 'other', 'join']);
+    },
+  );
 });

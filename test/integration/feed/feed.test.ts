@@ -5,7 +5,18 @@
  */
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
-import { errorCode, FEED_PAGE, feedTruth, ok, publish, readerOfThree, scrollFeed, startTestApp, TestApp, TestUser } from '../../support/harness';
+import {
+  errorCode,
+  FEED_PAGE,
+  feedTruth,
+  ok,
+  publish,
+  readerOfThree,
+  scrollFeed,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -33,11 +44,14 @@ describe('scrolling', () => {
     await app.services.fanout?.idle();
   });
 
-  it.each([1, 2, 3, 7, 10, 13, 100])('pages of %i return every blog once, newest first, ties by larger id', async (first) => {
-    const expected = await expectedFeed(dbId(reader));
-    expect(expected).toHaveLength(126);
-    expect(await scrollFeed(app, reader, first)).toEqual(expected);
-  });
+  it.each([1, 2, 3, 7, 10, 13, 100])(
+    'pages of %i return every blog once, newest first, ties by larger id',
+    async (first) => {
+      const expected = await expectedFeed(dbId(reader));
+      expect(expected).toHaveLength(126);
+      expect(await scrollFeed(app, reader, first)).toEqual(expected);
+    },
+  );
 
   it('gives every edge a cursor that resumes right after it', async () => {
     const expected = await expectedFeed(dbId(reader));

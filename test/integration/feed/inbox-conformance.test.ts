@@ -41,8 +41,16 @@ const epochArb = fc.oneof({ weight: 5, arbitrary: fc.constant(1) }, { weight: 1,
 const changeIdArb = fc.integer({ min: 1, max: 4 });
 const positionArb: fc.Arbitrary<FeedPosition> = fc.oneof(
   fc.constant({ maxScore: null, offset: 0, afterId: null }),
-  fc.record({ maxScore: fc.integer({ min: 0, max: 9 }), offset: fc.integer({ min: 0, max: 4 }), afterId: fc.constant(null) }),
-  fc.record({ maxScore: fc.integer({ min: 0, max: 9 }), offset: fc.integer({ min: 0, max: 4 }), afterId: fc.integer({ min: 1, max: 26 }) }),
+  fc.record({
+    maxScore: fc.integer({ min: 0, max: 9 }),
+    offset: fc.integer({ min: 0, max: 4 }),
+    afterId: fc.constant(null),
+  }),
+  fc.record({
+    maxScore: fc.integer({ min: 0, max: 9 }),
+    offset: fc.integer({ min: 0, max: 4 }),
+    afterId: fc.integer({ min: 1, max: 26 }),
+  }),
 );
 const snapshotArb: fc.Arbitrary<FeedSnapshot> = fc.record({
   version: fc.integer({ min: 0, max: 8 }),
@@ -56,7 +64,14 @@ type Op =
   | { op: 'deliver'; readers: number[]; blog: ScoredId; authorId: number }
   | { op: 'retractUnfollowed'; reader: number; blogId: number; change: { version: number; authorId: number } }
   | { op: 'retract'; readers: number[]; blogId: number }
-  | { op: 'applyFollow'; reader: number; change: { version: number; authorId: number }; entries: ScoredId[]; floor: number | null; stale: number[] }
+  | {
+      op: 'applyFollow';
+      reader: number;
+      change: { version: number; authorId: number };
+      entries: ScoredId[];
+      floor: number | null;
+      stale: number[];
+    }
   | { op: 'markUnfollow'; reader: number; change: { version: number; authorId: number } }
   | { op: 'blogIds'; reader: number }
   | { op: 'removeUnfollowed'; reader: number; change: { version: number; authorId: number }; blogIds: number[] }
@@ -71,19 +86,40 @@ type Op =
   | { op: 'live'; reader: number; live: boolean }
   | { op: 'markInFlight'; task: { taskId: number; authorId: number; score: number } }
   | { op: 'clearInFlight'; tasks: Array<{ taskId: number; authorId: number }> }
-  | { op: 'syncInFlight'; tasks: Array<{ taskId: number; authorId: number; score: number }>; complete: boolean; epoch: number }
+  | {
+      op: 'syncInFlight';
+      tasks: Array<{ taskId: number; authorId: number; score: number }>;
+      complete: boolean;
+      epoch: number;
+    }
   | { op: 'unsyncWatermark' }
   | { op: 'renewBigAuthors'; reason: 'changing' | 'changed' | 'missing'; epoch: number };
 
 // A task always has the same author and score (its blog's), as in the outbox.
-const taskArb = fc.integer({ min: 1, max: 6 }).map((taskId) => ({ taskId, authorId: 1 + (taskId % 3), score: 1 + ((taskId * 3) % 8) }));
+const taskArb = fc
+  .integer({ min: 1, max: 6 })
+  .map((taskId) => ({ taskId, authorId: 1 + (taskId % 3), score: 1 + ((taskId * 3) % 8) }));
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 4,
-    arbitrary: fc.record({ op: fc.constant('read' as const), reader: readerArb, from: positionArb, limit: fc.integer({ min: 0, max: 6 }), epoch: epochArb }),
+    arbitrary: fc.record({
+      op: fc.constant('read' as const),
+      reader: readerArb,
+      from: positionArb,
+      limit: fc.integer({ min: 0, max: 6 }),
+      epoch: epochArb,
+    }),
   },
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('deliver' as const), readers: readersArb, blog: blogArb, authorId: authorArb }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('deliver' as const),
+      readers: readersArb,
+      blog: blogArb,
+      authorId: authorArb,
+    }),
+  },
   {
     weight: 1,
     arbitrary: fc.record({
@@ -93,7 +129,14 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       change: changeArb,
     }),
   },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('retract' as const), readers: readersArb, blogId: fc.integer({ min: 1, max: 25 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('retract' as const),
+      readers: readersArb,
+      blogId: fc.integer({ min: 1, max: 25 }),
+    }),
+  },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -105,7 +148,10 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       stale: fc.uniqueArray(fc.integer({ min: 1, max: 25 }), { maxLength: 3 }),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('markUnfollow' as const), reader: readerArb, change: changeArb }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant('markUnfollow' as const), reader: readerArb, change: changeArb }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('blogIds' as const), reader: readerArb }) },
   {
     weight: 2,
@@ -116,14 +162,51 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       blogIds: fc.uniqueArray(fc.integer({ min: 1, max: 25 }), { maxLength: 5 }),
     }),
   },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('create' as const), reader: readerArb, version: fc.integer({ min: 0, max: 3 }), epoch: epochArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('markPending' as const), reader: readerArb, changeId: changeIdArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('clearPending' as const), reader: readerArb, changeId: changeIdArb }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('create' as const),
+      reader: readerArb,
+      version: fc.integer({ min: 0, max: 3 }),
+      epoch: epochArb,
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('markPending' as const), reader: readerArb, changeId: changeIdArb }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('clearPending' as const), reader: readerArb, changeId: changeIdArb }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('pendingChanges' as const), reader: readerArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('beginBuild' as const), reader: readerArb, token: tokenArb, epoch: epochArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('finishBuild' as const), reader: readerArb, token: tokenArb, snapshot: snapshotArb }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('beginBuild' as const),
+      reader: readerArb,
+      token: tokenArb,
+      epoch: epochArb,
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('finishBuild' as const),
+      reader: readerArb,
+      token: tokenArb,
+      snapshot: snapshotArb,
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('drop' as const), reader: readerArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('evict' as const), reader: readerArb, key: fc.constantFrom('entries' as const, 'followees' as const) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('evict' as const),
+      reader: readerArb,
+      key: fc.constantFrom('entries' as const, 'followees' as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('live' as const), reader: readerArb, live: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('markInFlight' as const), task: taskArb }) },
   {
@@ -176,7 +259,11 @@ async function run(inbox: Inbox, op: Op, store: Store): Promise<unknown> {
         watermark.synced && 'followees' in watermark
           ? { synced: true, followees: [...watermark.followees].sort((a, b) => a.authorId - b.authorId) }
           : watermark;
-      return { view: shownView, watermark: shownWatermark, bigAuthors: bigAuthors === null ? null : bigAuthors.split(':')[0] };
+      return {
+        view: shownView,
+        watermark: shownWatermark,
+        bigAuthors: bigAuthors === null ? null : bigAuthors.split(':')[0],
+      };
     }
     case 'deliver': {
       const outcome = await inbox.deliver(op.readers, { entry: op.blog, authorId: op.authorId });
@@ -247,7 +334,12 @@ function memoryState(inbox: MemoryInbox, reader: number): ReaderState | null {
   if (!state) return null;
   const fields: Record<string, string> = {};
   if (state.floor !== null) {
-    Object.assign(fields, { floor: String(state.floor), ep: String(state.epoch), base: String(state.base), maxver: String(state.maxver) });
+    Object.assign(fields, {
+      floor: String(state.floor),
+      ep: String(state.epoch),
+      base: String(state.base),
+      maxver: String(state.maxver),
+    });
   }
   if (state.building !== null) fields.building = state.building;
   if (state.marks.size > 0) fields.pending = String(state.marks.size);
@@ -274,7 +366,8 @@ async function redisState(redis: RedisClient, keys: RedisKeys, reader: number): 
     return null;
   }
   const entries: Array<[number, number]> = [];
-  for (let i = 0; i < flat.length; i += 2) if (flat[i] !== INBOX_SENTINEL) entries.push([blogIdOfMember(flat[i]), Number(flat[i + 1])]);
+  for (let i = 0; i < flat.length; i += 2)
+    if (flat[i] !== INBOX_SENTINEL) entries.push([blogIdOfMember(flat[i]), Number(flat[i + 1])]);
   // The hash names blogs by their padded member; the memory inbox by number.
   const fields: Record<string, string> = {};
   for (const [field, value] of Object.entries(hash)) {
@@ -294,7 +387,10 @@ async function redisState(redis: RedisClient, keys: RedisKeys, reader: number): 
   };
 }
 
-function sortedTasks(watermark: { synced: boolean; tasks: Array<{ taskId: number; authorId: number; score: number }> }) {
+function sortedTasks(watermark: {
+  synced: boolean;
+  tasks: Array<{ taskId: number; authorId: number; score: number }>;
+}) {
   return { synced: watermark.synced, tasks: [...watermark.tasks].sort((a, b) => a.taskId - b.taskId) };
 }
 
@@ -312,15 +408,22 @@ it('does exactly what the memory inbox does, answer by answer and state by state
           const where = `step ${step}: ${JSON.stringify(op)}`;
           const expected = await run(memory, op, {
             evict: async (reader, key) => memory.evict(reader, key),
-            live: async (reader, live) => void (live ? memory.liveReaders.add(reader) : memory.liveReaders.delete(reader)),
+            live: async (reader, live) =>
+              void (live ? memory.liveReaders.add(reader) : memory.liveReaders.delete(reader)),
           });
           const actual = await run(redisInbox, op, {
-            evict: async (reader, key) => void (await app.redis.del(key === 'entries' ? keys.feed(reader) : keys.feedFollowees(reader))),
-            live: async (reader, live) => void (await (live ? app.redis.hset(keys.live(reader), 'p', '1') : app.redis.del(keys.live(reader)))),
+            evict: async (reader, key) =>
+              void (await app.redis.del(key === 'entries' ? keys.feed(reader) : keys.feedFollowees(reader))),
+            live: async (reader, live) =>
+              void (await (live ? app.redis.hset(keys.live(reader), 'p', '1') : app.redis.del(keys.live(reader)))),
           });
           expect({ where, answer: actual }).toEqual({ where, answer: expected });
           for (const reader of READERS) {
-            expect({ where, reader, state: await redisState(app.redis, keys, reader) }).toEqual({ where, reader, state: memoryState(memory, reader) });
+            expect({ where, reader, state: await redisState(app.redis, keys, reader) }).toEqual({
+              where,
+              reader,
+              state: memoryState(memory, reader),
+            });
           }
           for (const epoch of [1, 2]) {
             expect({ where, epoch, watermark: sortedTasks(await redisInbox.inFlight(epoch)) }).toEqual({
@@ -332,11 +435,17 @@ it('does exactly what the memory inbox does, answer by answer and state by state
         }
       } finally {
         // The run's keys by name: a SCAN per run would read the whole (shared) keyspace.
-        const watermarkKeys = [keys.watermarkTasks(), keys.watermarkAuthors(), keys.bigAuthors(), ...AUTHORS.map((author) => keys.watermarkAuthor(author))];
+        const watermarkKeys = [
+          keys.watermarkTasks(),
+          keys.watermarkAuthors(),
+          keys.bigAuthors(),
+          ...AUTHORS.map((author) => keys.watermarkAuthor(author)),
+        ];
         await Promise.all(
-          [...READERS.flatMap((reader) => [keys.feed(reader), keys.feedMeta(reader), keys.feedFollowees(reader)]), ...watermarkKeys].map((key) =>
-            app.redis.del(key),
-          ),
+          [
+            ...READERS.flatMap((reader) => [keys.feed(reader), keys.feedMeta(reader), keys.feedFollowees(reader)]),
+            ...watermarkKeys,
+          ].map((key) => app.redis.del(key)),
         );
       }
     }),
@@ -349,7 +458,9 @@ it('keeps the keys of an inbox in one cluster slot and expiring together', async
   const inbox = new RedisInbox({ redis: app.redis, keys, maxItems: MAX_ITEMS, ttlSeconds: 3600 });
   await inbox.create(7, 0, 1);
   await inbox.deliver([7], { entry: { id: 1, score: 5 }, authorId: 1 });
-  const ttls = await Promise.all([keys.feed(7), keys.feedMeta(7), keys.feedFollowees(7)].map((key) => app.redis.pttl(key)));
+  const ttls = await Promise.all(
+    [keys.feed(7), keys.feedMeta(7), keys.feedFollowees(7)].map((key) => app.redis.pttl(key)),
+  );
   expect(Math.min(...ttls)).toBeGreaterThan(3_500_000);
   expect(Math.max(...ttls) - Math.min(...ttls)).toBeLessThan(1000);
   for (const key of [keys.feed(7), keys.feedMeta(7), keys.feedFollowees(7)]) expect(key).toContain('{7}');

@@ -64,7 +64,12 @@ describe('a scroll while fan-out is in flight', () => {
 
   it('pages of 1 show all 120 blogs once each, in order, while their chunks are still landing', async () => {
     const reader = await signUp(app, 'reader');
-    const authors = [await signUp(app, 'a0'), await signUp(app, 'a1'), await signUp(app, 'a2'), await signUp(app, 'a3')];
+    const authors = [
+      await signUp(app, 'a0'),
+      await signUp(app, 'a1'),
+      await signUp(app, 'a2'),
+      await signUp(app, 'a3'),
+    ];
     for (const author of authors) await follow(app, reader, author);
     for (let burst = 0; burst < 5; burst += 1) {
       // 24 at a time: six per author, sent together.
@@ -77,7 +82,9 @@ describe('a scroll while fan-out is in flight', () => {
     const rest = ok(await app.gql(FEED_PAGE, { first: 100, after: big.pageInfo.endCursor }, reader.token)).followFeed;
     expect([...big.edges, ...rest.edges].map((edge: any) => edge.node.id)).toEqual(truth);
     // ...and so do pages of 1, while the fan-out is not done.
-    const [{ open }] = await app.query<{ open: number }>("SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'");
+    const [{ open }] = await app.query<{ open: number }>(
+      "SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'",
+    );
     expect(Number(open)).toBeGreaterThan(0);
     expect(await scrollFeed(app, reader, 1)).toEqual(truth);
     await app.services.fanout?.idle(60_000);
@@ -95,9 +102,15 @@ describe('as users run it: two API processes in production and a fan-out worker 
     app = await startTestApp('races_processes', { env: { FANOUT_WORKERS: '0' } });
     for (let i = 0; i < 2; i += 1) {
       const port = await freePort();
-      processes.push(startNodeProcess('server.js', { ...app.env, NODE_ENV: 'production', PORT: String(port), FANOUT_WORKERS: '0' }));
+      processes.push(
+        startNodeProcess('server.js', { ...app.env, NODE_ENV: 'production', PORT: String(port), FANOUT_WORKERS: '0' }),
+      );
       urls.push(`http://127.0.0.1:${port}/graphql`);
-      await waitFor('an API process to listen', async () => (await fetch(urls[i].replace('/graphql', '/healthz')).catch(() => null))?.ok === true, 30_000);
+      await waitFor(
+        'an API process to listen',
+        async () => (await fetch(urls[i].replace('/graphql', '/healthz')).catch(() => null))?.ok === true,
+        30_000,
+      );
     }
     // Delivery throttled to 40 jobs a second in the worker: the scroll runs while it delivers.
     processes.push(startWorkerProcess({ ...app.env, NODE_ENV: 'production', FANOUT_JOBS_PER_SECOND: '40' }));
@@ -108,12 +121,23 @@ describe('as users run it: two API processes in production and a fan-out worker 
   });
 
   it('a scroll of pages of 1, alternating between the two processes, shows every blog once while chunks land', async () => {
-    const gql = (i: number, query: string, variables: Record<string, unknown>, token?: string) => postGraphQL(urls[i % 2], query, variables, token);
+    const gql = (i: number, query: string, variables: Record<string, unknown>, token?: string) =>
+      postGraphQL(urls[i % 2], query, variables, token);
     const signUpAt = async (i: number, nickName: string) =>
-      ok(await gql(i, 'mutation($n: String!) { signUp(nickName: $n, password: "password-123") { token user { id } } }', { n: nickName })).signUp;
+      ok(
+        await gql(i, 'mutation($n: String!) { signUp(nickName: $n, password: "password-123") { token user { id } } }', {
+          n: nickName,
+        }),
+      ).signUp;
     const reader = await signUpAt(0, 'proc_reader');
-    const authors = [await signUpAt(1, 'proc_a0'), await signUpAt(0, 'proc_a1'), await signUpAt(1, 'proc_a2'), await signUpAt(0, 'proc_a3')];
-    for (const [i, author] of authors.entries()) ok(await gql(i, 'mutation($u: ID!) { follow(userId: $u) { id } }', { u: author.user.id }, reader.token));
+    const authors = [
+      await signUpAt(1, 'proc_a0'),
+      await signUpAt(0, 'proc_a1'),
+      await signUpAt(1, 'proc_a2'),
+      await signUpAt(0, 'proc_a3'),
+    ];
+    for (const [i, author] of authors.entries())
+      ok(await gql(i, 'mutation($u: ID!) { follow(userId: $u) { id } }', { u: author.user.id }, reader.token));
     for (let burst = 0; burst < 5; burst += 1) {
       await Promise.all(
         Array.from({ length: 24 }, async (_, i) =>
@@ -130,7 +154,9 @@ describe('as users run it: two API processes in production and a fan-out worker 
     }
     const truth = await feedTruth(app, fromGlobalId(reader.user.id).id);
     expect(truth).toHaveLength(120);
-    const [{ open }] = await app.query<{ open: number }>("SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'");
+    const [{ open }] = await app.query<{ open: number }>(
+      "SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'",
+    );
     expect(Number(open)).toBeGreaterThan(0);
     const scroll = async () => {
       const seen: string[] = [];
@@ -146,7 +172,11 @@ describe('as users run it: two API processes in production and a fan-out worker 
     expect(await scroll()).toEqual(truth);
     await waitFor(
       'the fan-out to finish',
-      async () => Number((await app.query<{ open: number }>("SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'"))[0].open) === 0,
+      async () =>
+        Number(
+          (await app.query<{ open: number }>("SELECT COUNT(*) AS open FROM tb_fanout_task WHERE status <> 'done'"))[0]
+            .open,
+        ) === 0,
       60_000,
     );
     expect(await scroll()).toEqual(truth);
@@ -184,7 +214,11 @@ describe('follow changes of one pair that cross each other', () => {
     const unfollow = { version: 2, authorId: dbId(author) };
     const inInbox = await inbox.markUnfollow(dbId(reader), unfollow); // the unfollow reads the inbox...
     expect(inInbox).not.toBeNull();
-    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [dbId(reader), dbId(author), new Date()]);
+    await app.db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES (?, ?, ?)', [
+      dbId(reader),
+      dbId(author),
+      new Date(),
+    ]);
     await app.db.query('UPDATE tb_user SET feed_version = 3 WHERE id = ?', [dbId(reader)]);
     await app.services.feed.followed(dbId(reader), { version: 3, authorId: dbId(author) }); // ...a re-follow lands...
     await inbox.removeUnfollowed(dbId(reader), unfollow, await store.idsOfAuthorAmong(dbId(author), inInbox!)); // ...the unfollow removes
@@ -232,7 +266,12 @@ describe('a rebuild racing a follow', () => {
     await app.services.fanout?.idle();
     // The inbox expired; a read starts a rebuild: begin, then the snapshot...
     await dropInbox(app, dbId(reader));
-    const inbox = new RedisInbox({ redis: app.redis, keys: app.keys, maxItems: app.config.feedMaxItems, ttlSeconds: 3600 });
+    const inbox = new RedisInbox({
+      redis: app.redis,
+      keys: app.keys,
+      maxItems: app.config.feedMaxItems,
+      ttlSeconds: 3600,
+    });
     const token = randomUUID();
     expect(await inbox.beginBuild(dbId(reader), token, await currentGeneration(app))).toBe(true);
     const snapshot = await new FeedStore(app.db).snapshot(dbId(reader), app.config.feedMaxItems);
@@ -257,7 +296,11 @@ describe('a rebuild racing a follow', () => {
     await app.services.fanout?.idle();
     for (const [i, author] of authors.slice(1).entries()) {
       await dropInbox(app, dbId(reader));
-      await Promise.all([app.gql(FEED_PAGE, { first: 2 }, reader.token), follow(app, reader, author), app.gql(FEED_PAGE, { first: 2 }, reader.token)]);
+      await Promise.all([
+        app.gql(FEED_PAGE, { first: 2 }, reader.token),
+        follow(app, reader, author),
+        app.gql(FEED_PAGE, { first: 2 }, reader.token),
+      ]);
       await app.services.feed.idle();
       expect(await scrollFeed(app, reader, 2)).toEqual(await feedTruth(app, dbId(reader)));
       await app.services.feed.idle();

@@ -31,7 +31,10 @@ let reader: TestUser;
 let authors: TestUser[];
 
 beforeAll(async () => {
-  app = await startTestApp('inbox', { now: clock.now, env: { FEED_MAX_ITEMS: '800', FOLLOW_BACKFILL_ITEMS: String(BACKFILL) } });
+  app = await startTestApp('inbox', {
+    now: clock.now,
+    env: { FEED_MAX_ITEMS: '800', FOLLOW_BACKFILL_ITEMS: String(BACKFILL) },
+  });
   ({ reader, authors } = await readerOfThree(app));
 });
 
@@ -95,11 +98,15 @@ describe('trimming', () => {
     await small.services.fanout?.idle();
     // The newest 10 entries.
     expect(await small.redis.zcard(small.keys.feed(fromGlobalId(fan.id).id))).toBe(10 + 1); // and the sentinel
-    const expected: Array<{ id: string }> = await small.db.query('SELECT id FROM tb_blog ORDER BY created_at DESC, id DESC');
+    const expected: Array<{ id: string }> = await small.db.query(
+      'SELECT id FROM tb_blog ORDER BY created_at DESC, id DESC',
+    );
     const inInbox = await small.redis.zrevrangebyscore(small.keys.feed(fromGlobalId(fan.id).id), '(+inf', 0);
     expect(inInbox.map(Number)).toEqual(expected.slice(0, 10).map((r) => Number(r.id)));
     // All 15, the 5 oldest through the cold path, with no seam.
-    expect(await scrollFeed(small, fan, 4)).toEqual(expected.map((r) => Buffer.from(`Blog:${r.id}`).toString('base64')));
+    expect(await scrollFeed(small, fan, 4)).toEqual(
+      expected.map((r) => Buffer.from(`Blog:${r.id}`).toString('base64')),
+    );
   });
 });
 
@@ -110,7 +117,9 @@ it("follow: the followee's newest blogs enter the inbox at once (the rest via th
   const [keptIds, droppedIds] = await publishInTurns(app, clock, [kept, dropped], 8);
   await app.services.fanout?.idle();
   const inboxIds = async () =>
-    (await app.redis.zrevrangebyscore(app.keys.feed(dbId(reader)), '(+inf', 0)).map((member) => Buffer.from(`Blog:${Number(member)}`).toString('base64'));
+    (await app.redis.zrevrangebyscore(app.keys.feed(dbId(reader)), '(+inf', 0)).map((member) =>
+      Buffer.from(`Blog:${Number(member)}`).toString('base64'),
+    );
   await follow(app, reader, kept);
   // No waiting: the backfill is part of the follow. The inbox gets the newest BACKFILL blogs;
   // the older ones come from MySQL (the cold path), with no seam in the scroll.
@@ -170,7 +179,10 @@ describe('cost of a page', () => {
    * queue state error") when the server's output starts while it still waits for its own reply:
    * that measurement is thrown away and taken again (a warm page costs the same each time).
    */
-  async function measure(first: number, who: TestUser = viewer): Promise<{ sql: number; redis: number; edges: number }> {
+  async function measure(
+    first: number,
+    who: TestUser = viewer,
+  ): Promise<{ sql: number; redis: number; edges: number }> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         return await measureOnce(first, who);
@@ -226,8 +238,13 @@ describe('cost of a page', () => {
         "SELECT id, author_id FROM tb_fanout_task WHERE kind = 'deliver' AND author_id IN (?)",
         [authorIds],
       );
-      await quiet.db.query('UPDATE tb_fanout_task SET status = ? WHERE id IN (?)', ['done', tasks.map((task) => task.id)]);
-      await quiet.services.feed.deliveryFinished(tasks.map((task) => ({ taskId: Number(task.id), authorId: Number(task.author_id) })));
+      await quiet.db.query('UPDATE tb_fanout_task SET status = ? WHERE id IN (?)', [
+        'done',
+        tasks.map((task) => task.id),
+      ]);
+      await quiet.services.feed.deliveryFinished(
+        tasks.map((task) => ({ taskId: Number(task.id), authorId: Number(task.author_id) })),
+      );
     };
     await finish(authors.slice(0, 5).map(dbId));
     const strangers = [await measure(5, stranger), await measure(50, stranger)];

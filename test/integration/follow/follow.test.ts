@@ -1,6 +1,17 @@
 /** follow: idempotent, exact counts under concurrency, and the feed follows at once (inboxes: inbox.test.ts). */
 import { fromGlobalId } from '../../../src/kernel/global-id';
-import { errorCode, follow, ok, publish, publishInTurns, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
+import {
+  errorCode,
+  follow,
+  ok,
+  publish,
+  publishInTurns,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 import { TestClock } from '../../support/clock';
 
 const FOLLOW = `mutation($u: ID!, $f: Boolean!) {
@@ -30,7 +41,9 @@ it('is idempotent and keeps both counts', async () => {
   expect(ok(await set(false)).follow).toMatchObject({ followerCount: 0, isFollowedByViewer: false });
   expect(ok(await app.gql(VIEWER, {}, a.token)).viewer).toEqual({ followingCount: 0, followerCount: 0 });
   // follow defaults to true
-  const data = ok(await app.gql('mutation($u: ID!) { follow(userId: $u) { isFollowedByViewer } }', { u: b.id }, a.token));
+  const data = ok(
+    await app.gql('mutation($u: ID!) { follow(userId: $u) { isFollowedByViewer } }', { u: b.id }, a.token),
+  );
   expect(data.follow.isFollowedByViewer).toBe(true);
 });
 
@@ -45,9 +58,12 @@ it('keeps counts exact under concurrent follows, unfollows and mutual follows', 
     ...crowd.map((user) => app.gql(FOLLOW, { u: user.id, f: true }, star.token)),
   ]);
   for (const response of responses) ok(response);
-  const starRow = async () => (await app.query('SELECT follower_count f, following_count g FROM tb_user WHERE id = ?', [dbId(star)]))[0];
+  const starRow = async () =>
+    (await app.query('SELECT follower_count f, following_count g FROM tb_user WHERE id = ?', [dbId(star)]))[0];
   expect(await starRow()).toEqual({ f: 30, g: 30 });
-  await Promise.all(crowd.slice(0, 10).flatMap((user) => [0, 1].map(() => app.gql(FOLLOW, { u: star.id, f: false }, user.token))));
+  await Promise.all(
+    crowd.slice(0, 10).flatMap((user) => [0, 1].map(() => app.gql(FOLLOW, { u: star.id, f: false }, user.token))),
+  );
   expect(await starRow()).toEqual({ f: 20, g: 30 });
   const [{ n }] = await app.query('SELECT COUNT(*) n FROM tb_follow WHERE follow_user_id = ?', [dbId(star)]);
   expect(Number(n)).toBe(20);
@@ -86,9 +102,13 @@ describe('bad input', () => {
 
   it('rejects unknown, malformed and wrong-type ids', async () => {
     const me = await signUp(app, 'prober');
-    expect(errorCode(await app.gql(FOLLOW, { u: Buffer.from('User:99999').toString('base64'), f: true }, me.token))).toBe('NOT_FOUND');
+    expect(
+      errorCode(await app.gql(FOLLOW, { u: Buffer.from('User:99999').toString('base64'), f: true }, me.token)),
+    ).toBe('NOT_FOUND');
     expect(errorCode(await app.gql(FOLLOW, { u: '!!', f: true }, me.token))).toBe('BAD_USER_INPUT');
-    expect(errorCode(await app.gql(FOLLOW, { u: Buffer.from('Blog:1').toString('base64'), f: true }, me.token))).toBe('BAD_USER_INPUT');
+    expect(errorCode(await app.gql(FOLLOW, { u: Buffer.from('Blog:1').toString('base64'), f: true }, me.token))).toBe(
+      'BAD_USER_INPUT',
+    );
     expect(ok(await app.gql(VIEWER, {}, me.token)).viewer).toEqual({ followingCount: 0, followerCount: 0 });
   });
 
@@ -120,7 +140,9 @@ describe('limits on following', () => {
 
   const followingCount = async (user: TestUser) => ok(await limited.gql(VIEWER, {}, user.token)).viewer.followingCount;
   const rows = async (user: TestUser) => {
-    const [{ n }] = await limited.query('SELECT COUNT(*) n FROM tb_follow WHERE user_id = ?', [fromGlobalId(user.id).id]);
+    const [{ n }] = await limited.query('SELECT COUNT(*) n FROM tb_follow WHERE user_id = ?', [
+      fromGlobalId(user.id).id,
+    ]);
     return Number(n);
   };
 
@@ -134,7 +156,9 @@ describe('limits on following', () => {
     expect(refused.errors![0].message).toContain(`at most ${MAX_FOLLOWING}`);
     expect(await followingCount(fan)).toBe(MAX_FOLLOWING);
     expect(await rows(fan)).toBe(MAX_FOLLOWING);
-    const [{ f }] = await limited.query('SELECT follower_count f FROM tb_user WHERE id = ?', [fromGlobalId(stars[MAX_FOLLOWING].id).id]);
+    const [{ f }] = await limited.query('SELECT follower_count f FROM tb_user WHERE id = ?', [
+      fromGlobalId(stars[MAX_FOLLOWING].id).id,
+    ]);
     expect(Number(f)).toBe(0);
     // Following someone already followed changes nothing and is no new follow: still allowed.
     ok(await limited.gql(FOLLOW, { u: stars[0].id, f: true }, fan.token));
@@ -148,7 +172,9 @@ describe('limits on following', () => {
     const eager = await signUp(limited, 'eager');
     ok(await limited.gql(FOLLOW, { u: stars[0].id, f: true }, eager.token));
     // One place left, five follows at once: exactly one gets it.
-    const responses = await Promise.all(stars.slice(1, 6).map((star) => limited.gql(FOLLOW, { u: star.id, f: true }, eager.token)));
+    const responses = await Promise.all(
+      stars.slice(1, 6).map((star) => limited.gql(FOLLOW, { u: star.id, f: true }, eager.token)),
+    );
     const codes = responses.map((response) => (response.errors ? response.errors[0].extensions?.code : 'ok'));
     expect(codes.filter((code) => code === 'ok')).toHaveLength(MAX_FOLLOWING - 1);
     expect(codes.filter((code) => code !== 'ok')).toEqual(Array(6 - MAX_FOLLOWING).fill('FORBIDDEN'));
@@ -158,9 +184,12 @@ describe('limits on following', () => {
 
   it('limits follows and unfollows per user (RATE_LIMIT_FOLLOW_PER_USER), with the seconds to wait', async () => {
     const flipper = await signUp(limited, 'flipper');
-    for (let i = 0; i < FOLLOWS_PER_WINDOW; i += 1) ok(await limited.gql(FOLLOW, { u: stars[0].id, f: i % 2 === 0 }, flipper.token));
+    for (let i = 0; i < FOLLOWS_PER_WINDOW; i += 1)
+      ok(await limited.gql(FOLLOW, { u: stars[0].id, f: i % 2 === 0 }, flipper.token));
     const over = await limited.gql(FOLLOW, { u: stars[1].id, f: true }, flipper.token);
-    expect(over.errors?.map((error) => error.extensions)).toEqual([expect.objectContaining({ code: 'RATE_LIMITED', limit: 'followPerUser' })]);
+    expect(over.errors?.map((error) => error.extensions)).toEqual([
+      expect.objectContaining({ code: 'RATE_LIMITED', limit: 'followPerUser' }),
+    ]);
     expect(over.errors![0].extensions!.retryAfterSeconds).toBeGreaterThan(0);
     expect(errorCode(await limited.gql(FOLLOW, { u: stars[0].id, f: false }, flipper.token))).toBe('RATE_LIMITED');
     expect(await rows(flipper)).toBe(0);

@@ -12,7 +12,18 @@
  * Every feed read is compared with the truth (MySQL: live blogs of the unmuted followees).
  */
 import { fromGlobalId } from '../../../src/kernel/global-id';
-import { EMBEDDED, errorCode, follow, ok, publish, scrollFeed, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
+import {
+  EMBEDDED,
+  errorCode,
+  follow,
+  ok,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 import { FOLLOW_FEED_REMOVED, liveClient, LiveClient } from '../../support/live-client';
 import { waitFor } from '../../support/processes';
 
@@ -73,12 +84,19 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
   const user = (name: string) => signUp(app, `${name}${(n += 1)}`);
   beforeAll(async () => {
     // hybrid with BIG_V_FOLLOWERS=2: an author with two followers is pulled at read time.
-    app = await startTestApp(`mute_block_${model}`, { env: EMBEDDED ? {} : { FEED_MODEL: model, BIG_V_FOLLOWERS: '2' } });
+    app = await startTestApp(`mute_block_${model}`, {
+      env: EMBEDDED ? {} : { FEED_MODEL: model, BIG_V_FOLLOWERS: '2' },
+    });
   });
   afterAll(() => app.close());
 
   it("mute hides a followee's blogs from the feed without unfollowing; unmute brings them back; both idempotent", async () => {
-    const [reader, loud, quiet, fan] = [await user('reader'), await user('loud'), await user('quiet'), await user('fan')];
+    const [reader, loud, quiet, fan] = [
+      await user('reader'),
+      await user('loud'),
+      await user('quiet'),
+      await user('fan'),
+    ];
     await follow(app, reader, loud);
     await follow(app, reader, quiet);
     await follow(app, fan, loud); // loud has two followers: a big author in hybrid
@@ -92,7 +110,10 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     }
     expect(await feed(app, reader)).toEqual(quietBlogs);
     // Still followed: counts and lists keep the follow; the other follower's feed is untouched.
-    expect(ok(await app.gql(COUNTS, { id: reader.id }, reader.token)).user).toEqual({ followerCount: 0, followingCount: 2 });
+    expect(ok(await app.gql(COUNTS, { id: reader.id }, reader.token)).user).toEqual({
+      followerCount: 0,
+      followingCount: 2,
+    });
     expect(await list(app, 'followers', loud, reader)).toEqual([fan.nickName, reader.nickName]);
     expect(await feed(app, fan)).toEqual([...loudBlogs].reverse());
     // New blogs of a muted author stay out too.
@@ -114,7 +135,8 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     await follow(app, reader, kept);
     await publish(app, kept, 'oldest');
     await app.services.fanout?.idle();
-    const [{ cursor }] = ok(await app.gql('{ followFeed(first: 1) { edges { cursor } } }', {}, reader.token)).followFeed.edges;
+    const [{ cursor }] = ok(await app.gql('{ followFeed(first: 1) { edges { cursor } } }', {}, reader.token)).followFeed
+      .edges;
     await publish(app, muted, 'muted 1');
     const newer = await publish(app, kept, 'kept 1');
     await publish(app, muted, 'muted 2');
@@ -153,7 +175,10 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     clients.push(client);
     const buses = app.services.liveBuses;
     // Listening: on the reader's channel, and (pull, hybrid) on the unmuted followee's only.
-    await waitFor('the subscription to be live', async () => (await buses.readers.liveAmong([dbId(reader)])).length === 1);
+    await waitFor(
+      'the subscription to be live',
+      async () => (await buses.readers.liveAmong([dbId(reader)])).length === 1,
+    );
     if (model !== 'push') {
       await waitFor('the followee channel', async () => (await buses.authors.liveAmong([dbId(other)])).length === 1);
       expect(await buses.authors.liveAmong([dbId(muted)])).toEqual([]);
@@ -165,14 +190,20 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(client.edges.map((edge) => edge.node.id)).toEqual([shown]);
     ok(await app.gql(MUTE, { u: muted.id, m: false }, reader.token));
-    if (model !== 'push') await waitFor('the unmuted channel', async () => (await buses.authors.liveAmong([dbId(muted)])).length === 1);
+    if (model !== 'push')
+      await waitFor('the unmuted channel', async () => (await buses.authors.liveAmong([dbId(muted)])).length === 1);
     const back = await publish(app, muted, 'back');
     await client.received(2);
     expect(client.edges.map((edge) => edge.node.id)).toEqual([shown, back]);
   });
 
   it('followFeedRemoved tells of the blogs a mute takes out, and of those a block takes out on either side', async () => {
-    const [reader, muted, blocker, kept] = [await user('rmreader'), await user('rmmuted'), await user('rmblocker'), await user('rmkept')];
+    const [reader, muted, blocker, kept] = [
+      await user('rmreader'),
+      await user('rmmuted'),
+      await user('rmblocker'),
+      await user('rmkept'),
+    ];
     for (const author of [muted, blocker, kept]) await follow(app, reader, author);
     const mutedBlogs = [await publish(app, muted, 'm1'), await publish(app, muted, 'm2')];
     const blockerBlogs = [await publish(app, blocker, 'b1')];
@@ -181,7 +212,10 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     const client = liveClient(app.url, reader.token, FOLLOW_FEED_REMOVED);
     clients.push(client);
     const buses = app.services.liveBuses;
-    await waitFor('the subscription to be live', async () => (await buses.readers.liveAmong([dbId(reader)])).length === 1);
+    await waitFor(
+      'the subscription to be live',
+      async () => (await buses.readers.liveAmong([dbId(reader)])).length === 1,
+    );
     ok(await app.gql(MUTE, { u: muted.id, m: true }, reader.token));
     await waitFor('the mute', async () => client.removals.length >= 2);
     expect([...client.removals].sort()).toEqual([...mutedBlogs].sort());
@@ -208,9 +242,18 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
 
     for (let twice = 0; twice < 2; twice += 1) {
       const blocked = ok(await app.gql(BLOCK, { u: bob.id, b: true }, alice.token)).block;
-      expect(blocked).toEqual({ id: bob.id, nickName: bob.nickName, followerCount: 1, followingCount: 0, isFollowedByViewer: false });
+      expect(blocked).toEqual({
+        id: bob.id,
+        nickName: bob.nickName,
+        followerCount: 1,
+        followingCount: 0,
+        isFollowedByViewer: false,
+      });
     }
-    expect(ok(await app.gql(COUNTS, { id: alice.id }, alice.token)).user).toEqual({ followerCount: 0, followingCount: 0 });
+    expect(ok(await app.gql(COUNTS, { id: alice.id }, alice.token)).user).toEqual({
+      followerCount: 0,
+      followingCount: 0,
+    });
     expect(await feed(app, alice)).toEqual([]);
     expect(await feed(app, bob)).toEqual([]);
     expect(await feed(app, carol)).toEqual([bobBlog]);
@@ -223,12 +266,10 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
       expect(refused.errors?.[0].extensions).toMatchObject({ code: 'FORBIDDEN', field: 'userId', reason: 'blocked' });
     }
     expect(ok(await app.gql(COUNTS, { id: bob.id }, bob.token)).user).toEqual({ followerCount: 1, followingCount: 0 });
-    const [{ n: rows }] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE user_id IN (?, ?) AND follow_user_id IN (?, ?)', [
-      dbId(alice),
-      dbId(bob),
-      dbId(alice),
-      dbId(bob),
-    ]);
+    const [{ n: rows }] = await app.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM tb_follow WHERE user_id IN (?, ?) AND follow_user_id IN (?, ?)',
+      [dbId(alice), dbId(bob), dbId(alice), dbId(bob)],
+    );
     expect(Number(rows)).toBe(0);
     expect(await list(app, 'blocked', alice, alice)).toEqual([bob.nickName]);
     expect(await list(app, 'blocked', bob, bob)).toEqual([]);
@@ -238,7 +279,10 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     await follow(app, bob, alice);
     await follow(app, alice, bob);
     expect(await feed(app, alice)).toEqual([bobBlog]);
-    expect(ok(await app.gql(COUNTS, { id: alice.id }, alice.token)).user).toEqual({ followerCount: 1, followingCount: 1 });
+    expect(ok(await app.gql(COUNTS, { id: alice.id }, alice.token)).user).toEqual({
+      followerCount: 1,
+      followingCount: 1,
+    });
   });
 
   it('block hides each from the other in followers, following, likers and search, and no one else', async () => {
@@ -248,19 +292,31 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     await follow(app, carol, alice);
     await follow(app, carol, bob);
     const blog = await publish(app, carol, 'liked');
-    for (const liker of [alice, bob]) ok(await app.gql('mutation($b: ID!) { likeBlog(blogId: $b) { id } }', { b: blog }, liker.token));
+    for (const liker of [alice, bob])
+      ok(await app.gql('mutation($b: ID!) { likeBlog(blogId: $b) { id } }', { b: blog }, liker.token));
     ok(await app.gql(BLOCK, { u: alice.id, b: true }, bob.token));
     const likers = async (viewer: TestUser | null) =>
-      ok(await app.gql('query($b: ID!) { blog(id: $b) { likeCount likers { edges { node { nickName } } } } }', { b: blog }, viewer?.token)).blog;
+      ok(
+        await app.gql(
+          'query($b: ID!) { blog(id: $b) { likeCount likers { edges { node { nickName } } } } }',
+          { b: blog },
+          viewer?.token,
+        ),
+      ).blog;
     const search = async (viewer: TestUser | null) =>
-      ok(await app.gql('query { users(search: "hide") { edges { node { nickName } } } }', {}, viewer?.token)).users.edges.map((e: any) => e.node.nickName);
+      ok(
+        await app.gql('query { users(search: "hide") { edges { node { nickName } } } }', {}, viewer?.token),
+      ).users.edges.map((e: any) => e.node.nickName);
     for (const [viewer, other] of [
       [alice, bob],
       [bob, alice],
     ]) {
       expect(await list(app, 'followers', carol, viewer)).toEqual([viewer.nickName]);
       expect(await list(app, 'following', carol, viewer)).toEqual([viewer.nickName]);
-      expect(await likers(viewer)).toEqual({ likeCount: 2, likers: { edges: [{ node: { nickName: viewer.nickName } }] } });
+      expect(await likers(viewer)).toEqual({
+        likeCount: 2,
+        likers: { edges: [{ node: { nickName: viewer.nickName } }] },
+      });
       expect(await search(viewer)).not.toContain(other.nickName);
     }
     // Anyone else sees both.
@@ -270,7 +326,9 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
       expect(await search(viewer)).toEqual(expect.arrayContaining([alice.nickName, bob.nickName]));
     }
     // A profile stays readable by id.
-    expect(ok(await app.gql('query($id: ID!) { user(id: $id) { nickName } }', { id: bob.id }, alice.token)).user).toEqual({ nickName: bob.nickName });
+    expect(
+      ok(await app.gql('query($id: ID!) { user(id: $id) { nickName } }', { id: bob.id }, alice.token)).user,
+    ).toEqual({ nickName: bob.nickName });
   });
 
   it('keeps counts, follows and feeds exact under concurrent follows, mutes and blocks of the same users', async () => {
@@ -283,21 +341,34 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
       await publish(app, author, title);
     const ops = [];
     for (let i = 0; i < 6; i += 1) {
-      ops.push(app.gql(FOLLOW, { u: b.id }, a.token), app.gql(FOLLOW, { u: a.id }, b.token), app.gql(FOLLOW, { u: c.id }, a.token));
-      ops.push(app.gql(MUTE, { u: c.id, m: i % 2 === 0 }, a.token), app.gql(MUTE, { u: b.id, m: i % 3 === 0 }, a.token));
+      ops.push(
+        app.gql(FOLLOW, { u: b.id }, a.token),
+        app.gql(FOLLOW, { u: a.id }, b.token),
+        app.gql(FOLLOW, { u: c.id }, a.token),
+      );
+      ops.push(
+        app.gql(MUTE, { u: c.id, m: i % 2 === 0 }, a.token),
+        app.gql(MUTE, { u: b.id, m: i % 3 === 0 }, a.token),
+      );
       if (i === 3) ops.push(app.gql(BLOCK, { u: a.id, b: true }, b.token));
     }
     const answers = await Promise.all(ops);
     // Every answer is a success or the refusal of a follow across the block.
-    for (const answer of answers) if (answer.errors) expect(answer.errors[0].extensions).toMatchObject({ code: 'FORBIDDEN', reason: 'blocked' });
+    for (const answer of answers)
+      if (answer.errors) expect(answer.errors[0].extensions).toMatchObject({ code: 'FORBIDDEN', reason: 'blocked' });
     const ids = [a, b, c].map(dbId);
     const counts = await app.query<{ id: string; follower_count: number; following_count: number }>(
       'SELECT id, follower_count, following_count FROM tb_user WHERE id IN (?)',
       [ids],
     );
     for (const row of counts) {
-      const [followers] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE follow_user_id = ?', [row.id]);
-      const [following] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE user_id = ?', [row.id]);
+      const [followers] = await app.query<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM tb_follow WHERE follow_user_id = ?',
+        [row.id],
+      );
+      const [following] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE user_id = ?', [
+        row.id,
+      ]);
       expect({ id: row.id, followers: Number(row.follower_count), following: Number(row.following_count) }).toEqual({
         id: row.id,
         followers: Number(followers.n),
@@ -305,12 +376,10 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
       });
     }
     // The block stands: neither follows the other; the muted flags agree with the mutes.
-    const [between] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE user_id IN (?, ?) AND follow_user_id IN (?, ?)', [
-      ids[0],
-      ids[1],
-      ids[0],
-      ids[1],
-    ]);
+    const [between] = await app.query<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM tb_follow WHERE user_id IN (?, ?) AND follow_user_id IN (?, ?)',
+      [ids[0], ids[1], ids[0], ids[1]],
+    );
     expect(Number(between.n)).toBe(0);
     const [disagreeing] = await app.query<{ n: number }>(
       `SELECT COUNT(*) AS n FROM tb_follow f
@@ -340,7 +409,11 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
       expect(await list(app, 'blocked', viewer, reader)).toEqual([]);
     }
     const viewerQuery = ok(
-      await app.gql('{ viewer { muted(first: 2) { edges { node { nickName } } } blocked { edges { node { nickName } } } } }', {}, viewer.token),
+      await app.gql(
+        '{ viewer { muted(first: 2) { edges { node { nickName } } } blocked { edges { node { nickName } } } } }',
+        {},
+        viewer.token,
+      ),
     );
     expect(viewerQuery.viewer.muted.edges.map((e: any) => e.node.nickName)).toEqual(newestFirst.slice(0, 2));
     expect(viewerQuery.viewer.blocked.edges).toHaveLength(5);
@@ -354,15 +427,25 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     const [viewer, target] = [await user('bad'), await user('badtarget')];
     await follow(app, viewer, target);
     const rows = async () => {
-      const [mutes] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_user_mute WHERE user_id = ?', [dbId(viewer)]);
-      const [blocks] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_user_block WHERE user_id = ?', [dbId(viewer)]);
-      const [follows] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_follow WHERE user_id = ? AND muted = 0', [dbId(viewer)]);
+      const [mutes] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_user_mute WHERE user_id = ?', [
+        dbId(viewer),
+      ]);
+      const [blocks] = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_user_block WHERE user_id = ?', [
+        dbId(viewer),
+      ]);
+      const [follows] = await app.query<{ n: number }>(
+        'SELECT COUNT(*) AS n FROM tb_follow WHERE user_id = ? AND muted = 0',
+        [dbId(viewer)],
+      );
       return [Number(mutes.n), Number(blocks.n), Number(follows.n)];
     };
     const before = await rows();
     const unknown = Buffer.from('User:987654321').toString('base64');
     const blogId = await publish(app, target, 'a blog');
-    for (const mutation of ['mutation($u: ID!) { mute(userId: $u) { id } }', 'mutation($u: ID!) { block(userId: $u) { id } }']) {
+    for (const mutation of [
+      'mutation($u: ID!) { mute(userId: $u) { id } }',
+      'mutation($u: ID!) { block(userId: $u) { id } }',
+    ]) {
       const run = (u: string, token: string | null = viewer.token) => app.gql(mutation, { u }, token ?? undefined);
       expect((await run(viewer.id)).errors?.[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'userId' });
       expect((await run(unknown)).errors?.[0].extensions).toMatchObject({ code: 'NOT_FOUND', field: 'userId' });

@@ -23,7 +23,8 @@ afterAll(() => app.close());
 
 type List = 'followers' | 'following' | 'commonFollows' | 'likers';
 
-const CONNECTION = 'edges { cursor node { id nickName } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor }';
+const CONNECTION =
+  'edges { cursor node { id nickName } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor }';
 const LIST_QUERY: Record<List, string> = {
   followers: `query($id: ID!, $first: Int, $after: String) { owner: user(id: $id) { list: followers(first: $first, after: $after) { ${CONNECTION} } } }`,
   following: `query($id: ID!, $first: Int, $after: String) { owner: user(id: $id) { list: following(first: $first, after: $after) { ${CONNECTION} } } }`,
@@ -38,11 +39,21 @@ interface Connection {
 
 const dbId = (globalId: string): number => fromGlobalId(globalId).id;
 
-function listPage(list: List, ownerId: string, args: { first?: number | null; after?: string | null }, token?: string): Promise<GqlResponse> {
+function listPage(
+  list: List,
+  ownerId: string,
+  args: { first?: number | null; after?: string | null },
+  token?: string,
+): Promise<GqlResponse> {
   return app.gql(LIST_QUERY[list], { id: ownerId, ...args }, token);
 }
 
-async function page(list: List, ownerId: string, args: { first?: number | null; after?: string | null }, token?: string): Promise<Connection> {
+async function page(
+  list: List,
+  ownerId: string,
+  args: { first?: number | null; after?: string | null },
+  token?: string,
+): Promise<Connection> {
   return ok(await listPage(list, ownerId, args, token)).owner.list as Connection;
 }
 
@@ -79,16 +90,25 @@ async function truth(list: List, ownerId: string, viewerId?: string): Promise<st
   const owner = dbId(ownerId);
   switch (list) {
     case 'followers':
-      return sortRows(await app.query<Row>('SELECT user_id AS id, created_at FROM tb_follow WHERE follow_user_id = ?', [owner]), 'desc');
+      return sortRows(
+        await app.query<Row>('SELECT user_id AS id, created_at FROM tb_follow WHERE follow_user_id = ?', [owner]),
+        'desc',
+      );
     case 'following':
-      return sortRows(await app.query<Row>('SELECT follow_user_id AS id, created_at FROM tb_follow WHERE user_id = ?', [owner]), 'desc');
+      return sortRows(
+        await app.query<Row>('SELECT follow_user_id AS id, created_at FROM tb_follow WHERE user_id = ?', [owner]),
+        'desc',
+      );
     case 'commonFollows': {
       if (viewerId === undefined) return [];
       const viewerFollows = new Set(await truth('following', viewerId));
       return (await truth('following', ownerId)).filter((id) => viewerFollows.has(id));
     }
     case 'likers':
-      return sortRows(await app.query<Row>('SELECT user_id AS id, created_at FROM tb_blog_like WHERE blog_id = ?', [owner]), 'asc');
+      return sortRows(
+        await app.query<Row>('SELECT user_id AS id, created_at FROM tb_blog_like WHERE blog_id = ?', [owner]),
+        'asc',
+      );
   }
 }
 
@@ -136,7 +156,16 @@ describe('a star with ties', () => {
   });
 
   it('lists following the same way, and the users a viewer follows', async () => {
-    expect(nickNames(await page('following', star.id, { first: 20 }))).toEqual(['fan7', 'fan6', 'fan5', 'fan4', 'fan3', 'fan2', 'fan1', 'fan0']);
+    expect(nickNames(await page('following', star.id, { first: 20 }))).toEqual([
+      'fan7',
+      'fan6',
+      'fan5',
+      'fan4',
+      'fan3',
+      'fan2',
+      'fan1',
+      'fan0',
+    ]);
     expect(nickNames(await page('following', viewer.id, {}))).toEqual(['fan6', 'fan3', 'fan4', 'fan1', 'fan7', 'star']);
   });
 
@@ -156,9 +185,18 @@ describe('a star with ties', () => {
     expect(nickNames(common)).toEqual(['fan7', 'fan6', 'fan4', 'fan3', 'fan1']);
     expect(common.edges.map((edge) => edge.node.id)).toEqual(await truth('commonFollows', star.id, viewer.id));
     // From the star's side: the users both follow, in the viewer's order.
-    expect(nickNames(await page('commonFollows', viewer.id, {}, star.token))).toEqual(['fan6', 'fan3', 'fan4', 'fan1', 'fan7']);
+    expect(nickNames(await page('commonFollows', viewer.id, {}, star.token))).toEqual([
+      'fan6',
+      'fan3',
+      'fan4',
+      'fan1',
+      'fan7',
+    ]);
     const anonymous = await page('commonFollows', star.id, { first: 20 });
-    expect(anonymous).toEqual({ edges: [], pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null } });
+    expect(anonymous).toEqual({
+      edges: [],
+      pageInfo: { hasNextPage: false, hasPreviousPage: false, startCursor: null, endCursor: null },
+    });
   });
 
   it('a rejected token is UNAUTHENTICATED on commonFollows, as on every field that takes an optional viewer', async () => {
@@ -181,7 +219,10 @@ describe('a star with ties', () => {
 
   it('first: 0 returns no edge and says whether there is one', async () => {
     const empty = await page('followers', star.id, { first: 0 });
-    expect(empty).toEqual({ edges: [], pageInfo: { hasNextPage: true, hasPreviousPage: false, startCursor: null, endCursor: null } });
+    expect(empty).toEqual({
+      edges: [],
+      pageInfo: { hasNextPage: true, hasPreviousPage: false, startCursor: null, endCursor: null },
+    });
   });
 
   it('refuses first out of 0..100 and cursors it did not issue, naming the argument (BAD_USER_INPUT)', async () => {
@@ -200,7 +241,9 @@ describe('a star with ties', () => {
       for (const [args, field] of bad) {
         // commonFollows checks its arguments for an anonymous viewer too.
         const response = await listPage(list, list === 'likers' ? blogId : star.id, args);
-        expect(response.errors?.map((error) => error.extensions)).toEqual([expect.objectContaining({ code: 'BAD_USER_INPUT', field })]);
+        expect(response.errors?.map((error) => error.extensions)).toEqual([
+          expect.objectContaining({ code: 'BAD_USER_INPUT', field }),
+        ]);
         expect(response.errors?.[0].message).toMatch(field === 'first' ? /first must be between 0 and 100/ : /cursor/);
       }
     }
@@ -222,13 +265,21 @@ describe('a star with ties', () => {
     const nested = `{ user(id: "${star.id}") { followers(first: 100) { edges { node { following(first: 100) { edges { node { id } } } } } } } }`;
     const response = await app.gql(nested);
     expect(response.errors?.[0].extensions).toMatchObject({ code: 'GRAPHQL_VALIDATION_FAILED', limit: 'cost' });
-    ok(await app.gql(`{ blog(id: "${blogId}") { likers { edges { node { followers(first: 50) { edges { node { id } } } } } } } }`));
+    ok(
+      await app.gql(
+        `{ blog(id: "${blogId}") { likers { edges { node { followers(first: 50) { edges { node { id } } } } } } } }`,
+      ),
+    );
   });
 });
 
 describe('statements per request', () => {
   /** SQL statements run while answering one request. */
-  async function statements(query: string, variables: Record<string, unknown>, token?: string): Promise<{ count: number; data: any }> {
+  async function statements(
+    query: string,
+    variables: Record<string, unknown>,
+    token?: string,
+  ): Promise<{ count: number; data: any }> {
     await app.services.feed.idle();
     const before = app.sqlLog.statements;
     const data = ok(await app.gql(query, variables, token));
@@ -280,7 +331,9 @@ describe('statements per request', () => {
       const likers = await statements(NESTED_LIKERS, { id: blogId }, hub.token);
       expect(likers.data.blog.likers.edges).toHaveLength(n);
       // The hub and each target (the likers) both follow the target's fan.
-      const common = likers.data.blog.likers.edges.map((edge: any) => edge.node.commonFollows.edges.map((e: any) => e.node.nickName));
+      const common = likers.data.blog.likers.edges.map((edge: any) =>
+        edge.node.commonFollows.edges.map((e: any) => e.node.nickName),
+      );
       expect(common).toEqual(fans.map((fan) => [fan.nickName]));
       counts.push([follows.count, likers.count]);
     }
@@ -296,8 +349,14 @@ describe('statements per request', () => {
 describe('many pages at once', () => {
   it(`reads them in statements of ${MAX_PAGES_PER_STATEMENT} pages (SQLite's bound on a UNION), each page as if read alone`, async () => {
     const users = (await app.query<{ id: string }>('SELECT id FROM tb_user ORDER BY id')).map((row) => Number(row.id));
-    const rows = await app.query<{ user_id: string; follow_user_id: string; created_at: Date }>('SELECT user_id, follow_user_id, created_at FROM tb_follow');
-    const fetches = Array.from({ length: 2 * MAX_PAGES_PER_STATEMENT + 1 }, (_, i) => ({ of: users[i % users.length], after: null, limit: 1 + (i % 4) }));
+    const rows = await app.query<{ user_id: string; follow_user_id: string; created_at: Date }>(
+      'SELECT user_id, follow_user_id, created_at FROM tb_follow',
+    );
+    const fetches = Array.from({ length: 2 * MAX_PAGES_PER_STATEMENT + 1 }, (_, i) => ({
+      of: users[i % users.length],
+      after: null,
+      limit: 1 + (i % 4),
+    }));
     await app.services.feed.idle();
     const before = app.sqlLog.statements;
     const pages = await app.services.follows.followers(null, fetches);
@@ -330,10 +389,13 @@ describe('paging property', () => {
 
   const BASE = Date.parse('2026-06-01T00:00:00.000Z');
   /** Follow or like rows: distinct users of the pool, each at one of 3 milliseconds (many ties). */
-  const rowsArb = fc.uniqueArray(fc.record({ user: fc.integer({ min: 0, max: 9 }), ms: fc.integer({ min: 0, max: 2 }) }), {
-    selector: (row) => row.user,
-    maxLength: 10,
-  });
+  const rowsArb = fc.uniqueArray(
+    fc.record({ user: fc.integer({ min: 0, max: 9 }), ms: fc.integer({ min: 0, max: 2 }) }),
+    {
+      selector: (row) => row.user,
+      maxLength: 10,
+    },
+  );
 
   it('scrolls every list, for random follows and likes and page sizes, exactly as the rows sorted by hand', async () => {
     await fc.assert(
@@ -346,13 +408,18 @@ describe('paging property', () => {
           const hubId = dbId(hub.id);
           const at = (ms: number) => new Date(BASE + ms);
           const user = (i: number) => dbId(pool[i].id);
-          await app.db.query('DELETE FROM tb_follow WHERE user_id IN (?) OR follow_user_id = ?', [[hubId, dbId(viewer.id)], hubId]);
+          await app.db.query('DELETE FROM tb_follow WHERE user_id IN (?) OR follow_user_id = ?', [
+            [hubId, dbId(viewer.id)],
+            hubId,
+          ]);
           await app.db.query('DELETE FROM tb_blog_like WHERE blog_id = ?', [dbId(hubBlog)]);
           const insert = async (statement: string, values: unknown[][]) => {
             if (values.length > 0) await app.db.query(statement, [values]);
           };
           const followRows =
-            list === 'followers' ? rows.map((row) => [user(row.user), hubId, at(row.ms)]) : rows.map((row) => [hubId, user(row.user), at(row.ms)]);
+            list === 'followers'
+              ? rows.map((row) => [user(row.user), hubId, at(row.ms)])
+              : rows.map((row) => [hubId, user(row.user), at(row.ms)]);
           if (list === 'likers')
             await insert(
               'INSERT INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?',

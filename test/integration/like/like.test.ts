@@ -51,7 +51,9 @@ it('keeps the count exact when many users like and unlike at once', async () => 
   await Promise.all(users.flatMap((user) => [true, true].map((l) => app.gql(LIKE, { b: id, l }, user.token))));
   expect(await counts(id)).toEqual({ column: 40, rows: 40 });
   // Half unlike (twice each) while the other half like again, all at once.
-  const responses = await Promise.all(users.flatMap((user, i) => [0, 1].map(() => app.gql(LIKE, { b: id, l: i % 2 === 0 }, user.token))));
+  const responses = await Promise.all(
+    users.flatMap((user, i) => [0, 1].map(() => app.gql(LIKE, { b: id, l: i % 2 === 0 }, user.token))),
+  );
   for (const response of responses) ok(response);
   expect(await counts(id)).toEqual({ column: 20, rows: 20 });
   const data = ok(await app.gql(BLOG, { b: id }, users[0].token));

@@ -93,7 +93,10 @@ describe.each(EMBEDDED ? ['pull'] : ['pull', 'hybrid'])('live subscriptions, FEE
       'INSERT INTO tb_blog (user_id, title, content, images, created_at) VALUES ?',
       created.map((date, i) => [authorId, `b${i}`, 'live', '[]', date]),
     );
-    const rows = await app.query<{ id: string; created_at: Date | string }>('SELECT id, created_at FROM tb_blog WHERE user_id = ? ORDER BY id', [authorId]);
+    const rows = await app.query<{ id: string; created_at: Date | string }>(
+      'SELECT id, created_at FROM tb_blog WHERE user_id = ? ORDER BY id',
+      [authorId],
+    );
     return rows.map((row) => ({ id: Number(row.id), score: new Date(row.created_at).getTime(), authorId }));
   }
 
@@ -120,7 +123,9 @@ describe.each(EMBEDDED ? ['pull'] : ['pull', 'hybrid'])('live subscriptions, FEE
       const before = await heapAfterGc();
       await show(feed, blogs.slice(1100));
       const growth = (await heapAfterGc()) - before;
-      process.stdout.write(`live-bounds (${model}): heap growth over 2,000 events shown, ${FOLLOWEES} followees: ${(growth / MB).toFixed(2)} MB\n`);
+      process.stdout.write(
+        `live-bounds (${model}): heap growth over 2,000 events shown, ${FOLLOWEES} followees: ${(growth / MB).toFixed(2)} MB\n`,
+      );
       // A reaction left per silent followee per event would be about 2,000 x 299 x 96 B = 55 MB.
       expect(growth).toBeLessThan(4 * MB);
     } finally {
@@ -140,12 +145,27 @@ describe.each(EMBEDDED ? ['pull'] : ['pull', 'hybrid'])('live subscriptions, FEE
       await settle();
       const before = await heapAfterGc();
       for (let i = 0; i < 50; i += 1) {
-        ok(await app.gql('mutation($u: ID!) { follow(userId: $u, follow: true) { id } }', { u: toggled.id }, reader.token));
-        ok(await app.gql('mutation($u: ID!) { follow(userId: $u, follow: false) { id } }', { u: toggled.id }, reader.token));
+        ok(
+          await app.gql(
+            'mutation($u: ID!) { follow(userId: $u, follow: true) { id } }',
+            { u: toggled.id },
+            reader.token,
+          ),
+        );
+        ok(
+          await app.gql(
+            'mutation($u: ID!) { follow(userId: $u, follow: false) { id } }',
+            { u: toggled.id },
+            reader.token,
+          ),
+        );
       }
       // Every subscription has taken in the follow changes once it shows a blog published after them.
       await app.services.liveFeed.published(blog);
-      for (const next of waiting) expect((await withTimeout(next, 10_000, 'the blog published after the follow changes')).value?.id).toBe(blog.id);
+      for (const next of waiting)
+        expect((await withTimeout(next, 10_000, 'the blog published after the follow changes')).value?.id).toBe(
+          blog.id,
+        );
       await settle();
       const growth = (await heapAfterGc()) - before;
       process.stdout.write(
@@ -172,7 +192,11 @@ describe.each(EMBEDDED ? ['pull'] : ['pull', 'hybrid'])('live subscriptions, FEE
     await Promise.all([
       // Follows through the API: each relists this process's subscriptions, and tells every
       // subscription of the reader (here too) on the reader's channel.
-      ...newcomers.map((author) => app.gql('mutation($u: ID!) { follow(userId: $u, follow: true) { id } }', { u: author.id }, reader.token).then(ok)),
+      ...newcomers.map((author) =>
+        app
+          .gql('mutation($u: ID!) { follow(userId: $u, follow: true) { id } }', { u: author.id }, reader.token)
+          .then(ok),
+      ),
       // Relists of the same follow state at once: both find the same authors not yet listened to.
       app.services.liveFeed.followsChanged(readerId),
       app.services.liveFeed.followsChanged(readerId),

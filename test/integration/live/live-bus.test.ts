@@ -24,17 +24,28 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 let lastReader = 1000;
 const newReader = () => (lastReader += 1);
 
-const added = (blogId: number): LiveEvent => ({ kind: 'added', blogId, score: 1_700_000_000_000 + blogId, authorId: 7 });
+const added = (blogId: number): LiveEvent => ({
+  kind: 'added',
+  blogId,
+  score: 1_700_000_000_000 + blogId,
+  authorId: 7,
+});
 
 /** A client as the service makes it (deadline, breaker, auto-pipelining), on the suite's Redis or another server. */
-async function connectClient(warnings: string[], redisUrl = REDIS_URL, cluster = redisUrl === REDIS_URL ? CLUSTER_NODES : undefined): Promise<RedisClient> {
+async function connectClient(
+  warnings: string[],
+  redisUrl = REDIS_URL,
+  cluster = redisUrl === REDIS_URL ? CLUSTER_NODES : undefined,
+): Promise<RedisClient> {
   const redisClusterNodes = cluster
     ? cluster.split(',').map((address) => {
         const [host, port] = address.split(':');
         return { host, port: Number(port) };
       })
     : null;
-  const redis = createRedis({ redisUrl, redisClusterNodes, redisCommandTimeoutMs: 1000 }, (message) => warnings.push(message));
+  const redis = createRedis({ redisUrl, redisClusterNodes, redisCommandTimeoutMs: 1000 }, (message) =>
+    warnings.push(message),
+  );
   if (redis.status !== 'ready') await waitFor(`Redis at ${cluster ?? redisUrl}`, async () => redis.status === 'ready');
   return redis;
 }
@@ -61,7 +72,8 @@ async function channelSubscriptions(redis: RedisClient, readerId: number): Promi
   const channel = keys.liveChannel(readerId);
   if (!isCluster(redis)) return Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1]);
   let total = 0;
-  for (const node of redis.nodes('master')) total += Number(((await node.pubsub('SHARDNUMSUB', channel)) as [string, number])[1]);
+  for (const node of redis.nodes('master'))
+    total += Number(((await node.pubsub('SHARDNUMSUB', channel)) as [string, number])[1]);
   return total;
 }
 
@@ -225,20 +237,23 @@ describe.each(implementations)('%s', (_name, makeWorld) => {
   test(`a subscription that is not read keeps its newest ${LIVE_BUFFER_EVENTS} events, with one warning per overflow`, async () => {
     const reader = newReader();
     const subscription = await world.subscriber.connect(reader);
-    for (let blogId = 1; blogId <= LIVE_BUFFER_EVENTS + 5; blogId += 1) await world.publisher.publish([reader], added(blogId));
+    for (let blogId = 1; blogId <= LIVE_BUFFER_EVENTS + 5; blogId += 1)
+      await world.publisher.publish([reader], added(blogId));
     await eventually('five drops', () => subscription.dropped === 5);
     const overflowWarnings = () => world.warnings.filter((warning) => warning.includes(`reader ${reader} is not read`));
     expect(overflowWarnings()).toHaveLength(1);
 
     const read: number[] = [];
-    for (let i = 0; i < LIVE_BUFFER_EVENTS; i += 1) read.push(((await subscription.next()).value as Extract<LiveEvent, { kind: 'added' }>).blogId);
+    for (let i = 0; i < LIVE_BUFFER_EVENTS; i += 1)
+      read.push(((await subscription.next()).value as Extract<LiveEvent, { kind: 'added' }>).blogId);
     expect(read).toEqual(Array.from({ length: LIVE_BUFFER_EVENTS }, (_, i) => i + 6));
 
     // Caught up, then behind again: a new episode, a new warning.
     const pending = subscription.next();
     await world.publisher.publish([reader], added(1000));
     expect((await pending).value).toEqual(added(1000));
-    for (let blogId = 1; blogId <= LIVE_BUFFER_EVENTS + 1; blogId += 1) await world.publisher.publish([reader], added(2000 + blogId));
+    for (let blogId = 1; blogId <= LIVE_BUFFER_EVENTS + 1; blogId += 1)
+      await world.publisher.publish([reader], added(2000 + blogId));
     await eventually('one more drop', () => subscription.dropped === 6);
     expect(overflowWarnings()).toHaveLength(2);
     expect(((await subscription.next()).value as Extract<LiveEvent, { kind: 'added' }>).blogId).toBe(2002);
@@ -250,7 +265,10 @@ describe.each(implementations)('%s', (_name, makeWorld) => {
     const got: LiveEvent[] = [];
     let ended = 0;
     const sink = { push: (event: LiveEvent) => got.push(event), end: () => (ended += 1) };
-    const [onFirst, onSecond] = await Promise.all([world.subscriber.listen(first, sink), world.subscriber.listen(second, sink)]);
+    const [onFirst, onSecond] = await Promise.all([
+      world.subscriber.listen(first, sink),
+      world.subscriber.listen(second, sink),
+    ]);
     expect(world.subscriber.held().sort()).toEqual([first, second].sort());
     expect(await world.publisher.publish([first], added(1))).toBe(1);
     expect(await world.publisher.publish([second], added(2))).toBe(1);
@@ -291,7 +309,10 @@ describe('RedisLiveBus', () => {
   const warnings: string[] = [];
   const warn = (message: string) => warnings.push(message);
 
-  async function makeBus(options: RedisLiveBusOptions = {}, redisUrl?: string): Promise<{ bus: RedisLiveBus; redis: RedisClient }> {
+  async function makeBus(
+    options: RedisLiveBusOptions = {},
+    redisUrl?: string,
+  ): Promise<{ bus: RedisLiveBus; redis: RedisClient }> {
     const redis = await connectClient(warnings, redisUrl);
     const bus = new RedisLiveBus({ redis, keys, warn, ...options });
     clients.push(redis);
@@ -341,7 +362,10 @@ describe('RedisLiveBus', () => {
     const options = { ttlMs: 600, refreshMs: 150 };
     // A client that is gone fails nothing on a cluster (commands wait for it): the dying bus's
     // close at the end waits only this long for Redis.
-    const [{ bus: dying, redis: dyingRedis }, { bus: survivor }] = [await makeBus({ ...options, stepTimeoutMs: 2000 }), await makeBus(options)];
+    const [{ bus: dying, redis: dyingRedis }, { bus: survivor }] = [
+      await makeBus({ ...options, stepTimeoutMs: 2000 }),
+      await makeBus(options),
+    ];
     const [alone, shared] = [newReader(), newReader()];
     await dying.connect(alone);
     await dying.connect(shared);
@@ -404,7 +428,9 @@ describe('RedisLiveBus', () => {
     let cut = 0;
     for (const node of isCluster(admin) ? admin.nodes('master') : [admin]) {
       const list = (await node.client('LIST')) as string;
-      const subscribers = list.split('\n').filter((entry) => entry.includes(`live-${holder.processId}`) && /\bs?sub=[1-9]/.test(entry));
+      const subscribers = list
+        .split('\n')
+        .filter((entry) => entry.includes(`live-${holder.processId}`) && /\bs?sub=[1-9]/.test(entry));
       for (const line of subscribers) {
         const id = /\bid=(\d+)/.exec(line)![1];
         await node.client('KILL', 'ID', id);

@@ -9,7 +9,17 @@ import jwt from 'jsonwebtoken';
 import WebSocket from 'ws';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { withTimeout } from '../../../src/kernel/timeout';
-import { EMBEDDED, follow, ok, publish, signUp, startTestApp, TEST_JWT_SECRET, TestApp, TestUser } from '../../support/harness';
+import {
+  EMBEDDED,
+  follow,
+  ok,
+  publish,
+  signUp,
+  startTestApp,
+  TEST_JWT_SECRET,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 import { liveClient, LiveClient } from '../../support/live-client';
 import { freePort, startNodeProcess, waitFor, WorkerProcess } from '../../support/processes';
 
@@ -44,7 +54,11 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('followFeedAdded
   afterAll(() => app.close());
 
   it('delivers each new blog of a followed author once, with a cursor that continues the feed below it', async () => {
-    const [reader, author, other] = [await signUp(app, 'reader'), await signUp(app, 'author'), await signUp(app, 'other')];
+    const [reader, author, other] = [
+      await signUp(app, 'reader'),
+      await signUp(app, 'author'),
+      await signUp(app, 'other'),
+    ];
     await follow(app, reader, author);
     const older = await publish(app, author, 'older');
     await app.services.fanout?.idle(); // delivered before the subscription starts: not a live event
@@ -55,7 +69,13 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('followFeedAdded
     const [edge] = await client.received(1);
     expect(edge.node).toEqual({ id, title: 'fresh', author: { nickName: 'author' } });
     // The edge's cursor is a feed cursor: the page after it starts with the blog below.
-    const next = ok(await app.gql('query($a: String) { followFeed(first: 1, after: $a) { edges { node { id } } } }', { a: edge.cursor }, reader.token));
+    const next = ok(
+      await app.gql(
+        'query($a: String) { followFeed(first: 1, after: $a) { edges { node { id } } } }',
+        { a: edge.cursor },
+        reader.token,
+      ),
+    );
     expect(next.followFeed.edges.map((e: { node: { id: string } }) => e.node.id)).toEqual([older]);
     await app.services.fanout?.idle();
     await publish(app, author, 'second');
@@ -65,7 +85,11 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('followFeedAdded
   });
 
   it('stops at once when the viewer unfollows, and never sends a deleted blog', async () => {
-    const [reader, author, kept] = [await signUp(app, 'reader2'), await signUp(app, 'author2'), await signUp(app, 'kept2')];
+    const [reader, author, kept] = [
+      await signUp(app, 'reader2'),
+      await signUp(app, 'author2'),
+      await signUp(app, 'kept2'),
+    ];
     await follow(app, reader, author);
     await follow(app, reader, kept);
     const client = open(app.url, reader.token);
@@ -91,7 +115,9 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('followFeedAdded
       const client = open(app.url, reader.token);
       await live(app, reader, [star]);
       const id = await publish(app, star, 'from a big author');
-      const [row] = await app.query<{ pushed: number }>('SELECT pushed FROM tb_blog WHERE id = ?', [fromGlobalId(id).id]);
+      const [row] = await app.query<{ pushed: number }>('SELECT pushed FROM tb_blog WHERE id = ?', [
+        fromGlobalId(id).id,
+      ]);
       expect(Number(row.pushed)).toBe(0);
       const [edge] = await client.received(1);
       expect(edge.node.id).toBe(id);
@@ -108,10 +134,16 @@ describe('refusals', () => {
 
   it('closes an anonymous socket, and one with a forged token, with 4401 UNAUTHENTICATED', async () => {
     const anonymous = open(app.url, null);
-    const forged = open(app.url, jwt.sign({}, 'not-our-secret-at-all', { algorithm: 'HS256', subject: '1', expiresIn: 60 }));
+    const forged = open(
+      app.url,
+      jwt.sign({}, 'not-our-secret-at-all', { algorithm: 'HS256', subject: '1', expiresIn: 60 }),
+    );
     await waitFor('both sockets to close', async () => anonymous.closed() !== null && forged.closed() !== null);
     expect(anonymous.closed()).toEqual({ code: 4401, reason: expect.stringMatching(/^UNAUTHENTICATED: /) });
-    expect(forged.closed()).toEqual({ code: 4401, reason: 'UNAUTHENTICATED: the token is invalid (bad signature or format)' });
+    expect(forged.closed()).toEqual({
+      code: 4401,
+      reason: 'UNAUTHENTICATED: the token is invalid (bad signature or format)',
+    });
   });
 
   it('closes a socket that sends a malformed message (4400), and the server keeps serving the others', async () => {
@@ -153,7 +185,9 @@ describe('refusals', () => {
     expect(third).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'RATE_LIMITED' }) })]);
     const deep = `subscription { followFeedAdded { node { author { blogs { edges { node { author { blogs { edges { node { author { nickName } } } } } } } } } } } }`;
     expect(await client.subscribeAgain(deep).errors).toEqual([
-      expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED', limit: 'depth' }) }),
+      expect.objectContaining({
+        extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED', limit: 'depth' }),
+      }),
     ]);
     expect(await client.subscribeAgain('subscription { nothingHere }').errors).toEqual([
       expect.objectContaining({ extensions: expect.objectContaining({ code: 'GRAPHQL_VALIDATION_FAILED' }) }),
@@ -183,7 +217,11 @@ describe('limits of a WebSocket', () => {
     waitFor('the socket to be acknowledged or closed', async () => client.acknowledged() || client.closed() !== null);
 
   it('closes a socket over MAX_WEBSOCKETS_PER_USER, then one over MAX_WEBSOCKETS, with 4430 RATE_LIMITED, and serves the others', async () => {
-    const [ann, bob, cat] = [await signUp(app, 'sockets-ann'), await signUp(app, 'sockets-bob'), await signUp(app, 'sockets-cat')];
+    const [ann, bob, cat] = [
+      await signUp(app, 'sockets-ann'),
+      await signUp(app, 'sockets-bob'),
+      await signUp(app, 'sockets-cat'),
+    ];
     const annFirst = open(app.url, ann.token, null);
     const annSecond = open(app.url, ann.token, null);
     await Promise.all([settled(annFirst), settled(annSecond)]);
@@ -200,7 +238,10 @@ describe('limits of a WebSocket', () => {
     expect(bobs.acknowledged()).toBe(true);
     const cats = open(app.url, cat.token, null);
     await settled(cats);
-    expect(cats.closed()).toEqual({ code: 4430, reason: 'RATE_LIMITED: this process holds its most WebSockets (MAX_WEBSOCKETS: 3); retry shortly' });
+    expect(cats.closed()).toEqual({
+      code: 4430,
+      reason: 'RATE_LIMITED: this process holds its most WebSockets (MAX_WEBSOCKETS: 3); retry shortly',
+    });
     expect(await metric(app, 'graphql_ws_refusals_total{limit="maxWebSocketsPerUser"}')).toBe(1);
     expect(await metric(app, 'graphql_ws_refusals_total{limit="maxWebSockets"}')).toBe(1);
 
@@ -219,13 +260,18 @@ describe('limits of a WebSocket', () => {
     await live(app, user);
     const second = client.subscribeAgain(); // two
     const refusal = expect.objectContaining({
-      message: 'at most 2 operations may run at once on one WebSocket (MAX_OPERATIONS_PER_WEBSOCKET); wait for one to finish',
+      message:
+        'at most 2 operations may run at once on one WebSocket (MAX_OPERATIONS_PER_WEBSOCKET); wait for one to finish',
       extensions: expect.objectContaining({ code: 'RATE_LIMITED', limit: 'maxOperationsPerWebSocket' }),
     });
     expect((await client.run('{ viewer { nickName } }')).errors).toEqual([refusal]);
-    expect((await client.run('mutation($u: ID!) { follow(userId: $u) { id } }', { u: author.id })).errors).toEqual([refusal]);
+    expect((await client.run('mutation($u: ID!) { follow(userId: $u) { id } }', { u: author.id })).errors).toEqual([
+      refusal,
+    ]);
     expect(await client.subscribeAgain().errors).toEqual([refusal]);
-    const followed = ok(await app.gql('query($u: ID!) { user(id: $u) { isFollowedByViewer } }', { u: author.id }, user.token));
+    const followed = ok(
+      await app.gql('query($u: ID!) { user(id: $u) { isFollowedByViewer } }', { u: author.id }, user.token),
+    );
     expect(followed.user.isFollowedByViewer).toBe(false); // the refused mutation did not run
 
     // One finishes: the next operation runs.
@@ -243,7 +289,9 @@ describe('limits of a WebSocket', () => {
 describe('mutations over a WebSocket', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp('live_ws_rate_limits', { env: { RATE_LIMITS: 'on', RATE_LIMIT_PUBLISH_PER_USER: '2/3600' } });
+    app = await startTestApp('live_ws_rate_limits', {
+      env: { RATE_LIMITS: 'on', RATE_LIMIT_PUBLISH_PER_USER: '2/3600' },
+    });
   });
   afterAll(() => app.close());
 
@@ -256,7 +304,11 @@ describe('mutations over a WebSocket', () => {
     const refused = await client.run(publishing, { t: 'three' });
     expect(refused.errors).toEqual([
       expect.objectContaining({
-        extensions: expect.objectContaining({ code: 'RATE_LIMITED', limit: 'publishPerUser', retryAfterSeconds: expect.any(Number) }),
+        extensions: expect.objectContaining({
+          code: 'RATE_LIMITED',
+          limit: 'publishPerUser',
+          retryAfterSeconds: expect.any(Number),
+        }),
       }),
     ]);
     const count = await app.query<{ n: number }>('SELECT COUNT(*) AS n FROM tb_blog WHERE user_id = ?', [dbId(author)]);
@@ -267,7 +319,9 @@ describe('mutations over a WebSocket', () => {
 describe('a client that stops reading', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp('live_slow_reader', { env: { WEBSOCKET_MAX_BUFFERED_BYTES: '65536', MAX_OPERATIONS_PER_WEBSOCKET: '1000' } });
+    app = await startTestApp('live_slow_reader', {
+      env: { WEBSOCKET_MAX_BUFFERED_BYTES: '65536', MAX_OPERATIONS_PER_WEBSOCKET: '1000' },
+    });
   });
   afterAll(() => app.close());
 
@@ -283,7 +337,8 @@ describe('a client that stops reading', () => {
     // The client stops reading; its requests still go out. Each answer is about 100 kB.
     (socket as unknown as { _socket: { pause(): void } })._socket.pause();
     const query = getIntrospectionQuery();
-    for (let id = 0; id < 300; id += 1) socket.send(JSON.stringify({ id: String(id), type: 'subscribe', payload: { query } }));
+    for (let id = 0; id < 300; id += 1)
+      socket.send(JSON.stringify({ id: String(id), type: 'subscribe', payload: { query } }));
     await waitFor(
       'the server to give up on the socket',
       async () => (await metric(app, 'graphql_ws_refusals_total{limit="webSocketMaxBufferedBytes"}')) === 1,
@@ -299,7 +354,9 @@ describe('a client that stops reading', () => {
     });
     expect(answers).toBeLessThan(300);
     const other = await signUp(app, 'unaffected');
-    expect(ok(await app.gql('{ viewer { nickName } }', {}, other.token))).toEqual({ viewer: { nickName: 'unaffected' } });
+    expect(ok(await app.gql('{ viewer { nickName } }', {}, other.token))).toEqual({
+      viewer: { nickName: 'unaffected' },
+    });
   });
 });
 
@@ -313,7 +370,12 @@ if (!EMBEDDED)
     beforeAll(async () => {
       app = await startTestApp(`live_processes_${model}`, { env: { FEED_MODEL: model, BIG_V_FOLLOWERS: '1' } });
       const port = await freePort();
-      other = startNodeProcess('server.js', { ...app.env, PORT: String(port), NODE_ENV: 'production', FANOUT_WORKERS: '0' });
+      other = startNodeProcess('server.js', {
+        ...app.env,
+        PORT: String(port),
+        NODE_ENV: 'production',
+        FANOUT_WORKERS: '0',
+      });
       otherUrl = `http://127.0.0.1:${port}/graphql`;
       await waitFor('the second API process', async () => other.output().includes('listening'), 30_000);
     });

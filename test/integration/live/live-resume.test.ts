@@ -8,13 +8,24 @@
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { MAX_RESUME_BLOGS } from '../../../src/feed/feed.live';
 import { TestClock } from '../../support/clock';
-import { EMBEDDED, FEED_PAGE, follow, ok, publish, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
+import {
+  EMBEDDED,
+  FEED_PAGE,
+  follow,
+  ok,
+  publish,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 import { FOLLOW_FEED_REMOVED, liveClient, LiveClient } from '../../support/live-client';
 import { waitFor } from '../../support/processes';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
 
-const RESUME = 'subscription($after: String) { followFeedAdded(after: $after) { cursor node { id title author { nickName } } } }';
+const RESUME =
+  'subscription($after: String) { followFeedAdded(after: $after) { cursor node { id title author { nickName } } } }';
 
 const clients: LiveClient[] = [];
 const open = (url: string, token: string, query: string, variables?: Record<string, unknown>) => {
@@ -30,7 +41,10 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
   let app: TestApp;
   const clock = new TestClock(Date.now());
   beforeAll(async () => {
-    app = await startTestApp(`resume_${model}`, { now: clock.now, env: EMBEDDED ? {} : { FEED_MODEL: model, BIG_V_FOLLOWERS: '2' } });
+    app = await startTestApp(`resume_${model}`, {
+      now: clock.now,
+      env: EMBEDDED ? {} : { FEED_MODEL: model, BIG_V_FOLLOWERS: '2' },
+    });
   });
   afterAll(() => app.close());
 
@@ -45,7 +59,11 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
   }
 
   it('replays every blog newer than after, oldest first, then goes live: each exactly once across the switch', async () => {
-    const [reader, author, star] = [await signUp(app, 'reader'), await signUp(app, 'author'), await signUp(app, 'star')];
+    const [reader, author, star] = [
+      await signUp(app, 'reader'),
+      await signUp(app, 'author'),
+      await signUp(app, 'star'),
+    ];
     await follow(app, reader, author);
     await follow(app, reader, star);
     // A second follower makes star a big author in hybrid (nobody fans its blogs out).
@@ -82,12 +100,23 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     await new Promise((resolve) => setTimeout(resolve, 300));
     const titles = client.edges.map((edge) => edge.node.title);
     expect(new Set(titles).size).toBe(titles.length);
-    expect([...titles].sort()).toEqual(['live', 'missed 1', 'missed 2', 'missed 3', 'racing 1', 'racing 2', 'racing 3', 'racing 4']);
+    expect([...titles].sort()).toEqual([
+      'live',
+      'missed 1',
+      'missed 2',
+      'missed 3',
+      'racing 1',
+      'racing 2',
+      'racing 3',
+      'racing 4',
+    ]);
     // The replay comes first, oldest first: a client that prepends each edge ends with its feed in order.
     expect(titles.slice(0, 3)).toEqual(['missed 1', 'missed 2', 'missed 3']);
     expect(titles[titles.length - 1]).toBe('live');
     const prepended = [...client.edges].reverse().map((edge) => edge.node.id);
-    const top = ok(await app.gql(FEED_PAGE, { first: 8 }, reader.token)).followFeed.edges.map((edge: any) => edge.node.id);
+    const top = ok(await app.gql(FEED_PAGE, { first: 8 }, reader.token)).followFeed.edges.map(
+      (edge: any) => edge.node.id,
+    );
     expect(new Set(prepended)).toEqual(new Set(top));
     expect(prepended.slice(-3)).toEqual(top.slice(-3));
     // Each edge's cursor places its blog in the feed.
@@ -114,7 +143,11 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
     }
     const far = open(app.url, reader.token, RESUME, { after: held.pageInfo.startCursor });
     await waitFor('the error', async () => far.errors.length > 0);
-    expect(far.errors[0].extensions).toMatchObject({ code: 'RESUME_GAP_TOO_LARGE', field: 'after', max: MAX_RESUME_BLOGS });
+    expect(far.errors[0].extensions).toMatchObject({
+      code: 'RESUME_GAP_TOO_LARGE',
+      field: 'after',
+      max: MAX_RESUME_BLOGS,
+    });
     expect(far.edges).toEqual([]);
     const bad = open(app.url, reader.token, RESUME, { after: 'not a cursor!' });
     await waitFor('the error', async () => bad.errors.length > 0);
@@ -122,7 +155,11 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('FEED_MODEL=%s',
   });
 
   it('followFeedRemoved tells of a deleted blog and of the blogs of an unfollowed author, once each', async () => {
-    const [reader, author, other] = [await signUp(app, 'rm-reader'), await signUp(app, 'rm-author'), await signUp(app, 'rm-other')];
+    const [reader, author, other] = [
+      await signUp(app, 'rm-reader'),
+      await signUp(app, 'rm-author'),
+      await signUp(app, 'rm-other'),
+    ];
     await follow(app, reader, author);
     await follow(app, reader, other);
     const kept = await publish(app, author, 'kept');

@@ -32,11 +32,16 @@ function embeddedEnv(): Record<string, string> {
 
 async function startServer(): Promise<WorkerProcess> {
   const started = startNodeProcess('server.js', embeddedEnv());
-  await waitFor('the embedded server to listen', async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.ok === true, 30_000);
+  await waitFor(
+    'the embedded server to listen',
+    async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => null))?.ok === true,
+    30_000,
+  );
   return started;
 }
 
-const gql = (query: string, variables?: Record<string, unknown>, token?: string) => postGraphQL(`http://127.0.0.1:${port}/graphql`, query, variables, token);
+const gql = (query: string, variables?: Record<string, unknown>, token?: string) =>
+  postGraphQL(`http://127.0.0.1:${port}/graphql`, query, variables, token);
 
 const SIGN_UP = 'mutation($n: String!) { signUp(nickName: $n, password: "password-123") { token user { id } } }';
 const LOGIN = 'mutation($n: String!, $p: String!) { login(nickName: $n, password: $p) { token } }';
@@ -68,10 +73,18 @@ it('serves sign-up, follow, publish, like and a scrolled feed from the file', as
   const published: string[] = [];
   for (let i = 0; i < 5; i += 1) {
     published.unshift(
-      ok(await gql('mutation($t: String!) { publishBlog(input: { title: $t, content: "c" }) { id } }', { t: `post ${i}` }, author.token)).publishBlog.id,
+      ok(
+        await gql(
+          'mutation($t: String!) { publishBlog(input: { title: $t, content: "c" }) { id } }',
+          { t: `post ${i}` },
+          author.token,
+        ),
+      ).publishBlog.id,
     );
   }
-  const liked = ok(await gql('mutation($b: ID!) { likeBlog(blogId: $b) { likeCount isLiked } }', { b: published[0] }, reader.token)).likeBlog;
+  const liked = ok(
+    await gql('mutation($b: ID!) { likeBlog(blogId: $b) { likeCount isLiked } }', { b: published[0] }, reader.token),
+  ).likeBlog;
   expect(liked).toEqual({ likeCount: 1, isLiked: true });
   const seen: string[] = [];
   let after: string | null = null;
@@ -87,7 +100,8 @@ it('serves sign-up, follow, publish, like and a scrolled feed from the file', as
 });
 
 it('counts rate limits in its own memory', async () => {
-  for (let i = 0; i < 3; i += 1) expect(errorCode(await gql(LOGIN, { n: 'author', p: 'wrong-password' }))).toBe('UNAUTHENTICATED');
+  for (let i = 0; i < 3; i += 1)
+    expect(errorCode(await gql(LOGIN, { n: 'author', p: 'wrong-password' }))).toBe('UNAUTHENTICATED');
   const limited = await gql(LOGIN, { n: 'author', p: 'wrong-password' });
   expect(errorCode(limited)).toBe('RATE_LIMITED');
   expect(limited.errors![0].extensions?.retryAfterSeconds).toBeGreaterThan(0);
@@ -109,7 +123,9 @@ it('refuses FEED_MODEL=push without Redis, a worker, an unusable file and a take
   expect(second.output()).toContain(`cannot listen on 127.0.0.1:${port} (PORT, HOST): it is in use`);
   const push = startNodeProcess('server.js', { ...embeddedEnv(), PORT: '0', FEED_MODEL: 'push' });
   expect(await push.exited).toBe(1);
-  expect(push.output()).toContain('FEED_MODEL=push keeps inboxes in Redis, but no REDIS_URL or REDIS_CLUSTER_NODES is set');
+  expect(push.output()).toContain(
+    'FEED_MODEL=push keeps inboxes in Redis, but no REDIS_URL or REDIS_CLUSTER_NODES is set',
+  );
   const worker = startNodeProcess('worker.js', embeddedEnv());
   expect(await worker.exited).toBe(1);
   expect(worker.output()).toContain('a fan-out worker needs Redis and MySQL');

@@ -1,6 +1,18 @@
 /** GET /metrics and the request id: what an operator scrapes and greps. */
 import { createConnection } from 'mysql2/promise';
-import { dropInbox, FEED_PAGE, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp, testDatabase } from '../../support/harness';
+import {
+  dropInbox,
+  FEED_PAGE,
+  follow,
+  MYSQL_URL,
+  ok,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  testDatabase,
+} from '../../support/harness';
 import { buildFeedSchema } from '../../../src/graphql/schema';
 import { liveClient } from '../../support/live-client';
 import { waitFor } from '../../support/processes';
@@ -31,7 +43,11 @@ it('counts requests by operation, fan-out, inbox writes and where feed pages cam
   const response = await scrape();
   expect(response.headers.get('content-type')).toContain('text/plain');
   // A fan-out's lag is observed a moment after its task is marked done: wait for the last one.
-  await waitFor('every fan-out lag observed', async () => metric(await (await scrape()).text(), 'fanout_lag_seconds_count') === 12, 5000);
+  await waitFor(
+    'every fan-out lag observed',
+    async () => metric(await (await scrape()).text(), 'fanout_lag_seconds_count') === 12,
+    5000,
+  );
   const text = await (await scrape()).text();
   // Labelled by root field, not by the client's operation names.
   expect(metric(text, 'graphql_request_duration_seconds_count{operation="publishBlog"}')).toBe(12);
@@ -54,13 +70,20 @@ it("keeps the operation label to the schema's root fields, introspection and oth
   expect((await app.gql('{ noSuchField }')).status).toBe(400);
   expect((await app.gql('{ viewer { id ')).status).toBe(400);
   const text = await (await fetch(app.url.replace('/graphql', '/metrics'))).text();
-  const labels = new Set([...text.matchAll(/graphql_request_duration_seconds_count\{operation="([^"]*)"\}/g)].map((match) => match[1]));
+  const labels = new Set(
+    [...text.matchAll(/graphql_request_duration_seconds_count\{operation="([^"]*)"\}/g)].map((match) => match[1]),
+  );
   expect(labels.has('viewer')).toBe(true);
   expect(labels.has('introspection')).toBe(true);
   expect(labels.has('other')).toBe(true);
   const schema = buildFeedSchema();
-  const rootFields = [...Object.keys(schema.getQueryType()!.getFields()), ...Object.keys(schema.getMutationType()!.getFields())];
-  expect([...labels].filter((label) => !rootFields.includes(label) && label !== 'introspection' && label !== 'other')).toEqual([]);
+  const rootFields = [
+    ...Object.keys(schema.getQueryType()!.getFields()),
+    ...Object.keys(schema.getMutationType()!.getFields()),
+  ];
+  expect(
+    [...labels].filter((label) => !rootFields.includes(label) && label !== 'introspection' && label !== 'other'),
+  ).toEqual([]);
   expect(metric(text, 'graphql_request_duration_seconds_count{operation="viewer"}')).toBeGreaterThanOrEqual(300);
 });
 
@@ -86,7 +109,11 @@ it('counts errors by code, open sockets and subscriptions, inbox rebuilds in fli
   expect(metric(after, 'graphql_ws_sockets_open')).toBe(0);
   const live = liveClient(app.url, reader.token);
   try {
-    await waitFor('one open subscription', async () => metric(await scrape(), 'graphql_subscriptions_open') === 1, 10_000);
+    await waitFor(
+      'one open subscription',
+      async () => metric(await scrape(), 'graphql_subscriptions_open') === 1,
+      10_000,
+    );
     expect(metric(await scrape(), 'graphql_ws_sockets_open')).toBe(1);
   } finally {
     await live.dispose();
@@ -108,7 +135,11 @@ it('counts errors by code, open sockets and subscriptions, inbox rebuilds in fli
   let page: Promise<unknown> | undefined;
   try {
     page = app.gql(FEED_PAGE, { first: 5 }, reader.token);
-    await waitFor('a rebuild in flight', async () => metric(await scrape(), 'feed_inbox_rebuilds_in_flight') === 1, 10_000);
+    await waitFor(
+      'a rebuild in flight',
+      async () => metric(await scrape(), 'feed_inbox_rebuilds_in_flight') === 1,
+      10_000,
+    );
   } finally {
     await lock.query('UNLOCK TABLES');
     await lock.end();
@@ -127,7 +158,8 @@ describe('METRICS_TOKEN', () => {
   afterAll(() => guarded.close());
 
   it('serves /metrics only to a bearer of the token', async () => {
-    const scrape = (authorization?: string) => fetch(guarded.url.replace('/graphql', '/metrics'), { headers: authorization ? { authorization } : {} });
+    const scrape = (authorization?: string) =>
+      fetch(guarded.url.replace('/graphql', '/metrics'), { headers: authorization ? { authorization } : {} });
     expect((await scrape()).status).toBe(401);
     expect((await scrape(`Bearer ${TOKEN.slice(0, -1)}`)).status).toBe(401);
     expect((await scrape(`Bearer ${TOKEN}x`)).status).toBe(401);
@@ -151,6 +183,10 @@ it("echoes the caller's request id, or makes one", async () => {
     body: JSON.stringify({ query: '{ viewer { id } }' }),
   });
   expect(given.headers.get('x-request-id')).toBe('trace-123');
-  const made = await fetch(app.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ viewer { id } }' }) });
+  const made = await fetch(app.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: '{ viewer { id } }' }),
+  });
   expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
 });

@@ -3,7 +3,19 @@
  * MySQL unreachable (behind a TCP proxy that the test cuts).
  */
 import { fromGlobalId } from '../../../src/kernel/global-id';
-import { errorCode, FEED_PAGE, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp, testDatabase } from '../../support/harness';
+import {
+  errorCode,
+  FEED_PAGE,
+  follow,
+  MYSQL_URL,
+  ok,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  testDatabase,
+} from '../../support/harness';
 import { freePort, PrivateRedis, TcpProxy } from '../../support/processes';
 
 describe('Redis down', () => {
@@ -14,7 +26,9 @@ describe('Redis down', () => {
   beforeAll(async () => {
     redis = new PrivateRedis(await freePort(), true);
     await redis.start();
-    app = await startTestApp('redis_down', { env: { REDIS_URL: redis.url, RATE_LIMITS: 'on', FEED_MODEL: 'hybrid', METRICS_TOKEN } });
+    app = await startTestApp('redis_down', {
+      env: { REDIS_URL: redis.url, RATE_LIMITS: 'on', FEED_MODEL: 'hybrid', METRICS_TOKEN },
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -29,7 +43,9 @@ describe('Redis down', () => {
     await app.services.fanout?.idle();
     await redis.stop();
     // Degraded, still ready: MySQL answers, and every request is served without Redis.
-    const degraded = await fetch(app.url.replace('/graphql', '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const degraded = await fetch(app.url.replace('/graphql', '/readyz'), {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    });
     expect(degraded.status).toBe(200);
     expect(await degraded.json()).toMatchObject({ status: 'ready', mysql: 'ok', redis: 'degraded' });
     // A load balancer sees only that the instance is ready.
@@ -41,7 +57,9 @@ describe('Redis down', () => {
     await redis.start();
     await app.services.fanout?.idle(60_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const ready = await fetch(app.url.replace('/graphql', '/readyz'), { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const ready = await fetch(app.url.replace('/graphql', '/readyz'), {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    });
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'ready', mysql: 'ok', redis: 'ok' });
     expect(await scrollFeed(app, reader, 1)).toEqual([during, before]);
@@ -57,7 +75,9 @@ describe('MySQL unreachable while serving', () => {
     await proxy.start();
     const behindProxy = new URL(MYSQL_URL);
     behindProxy.port = String(proxy.port);
-    app = await startTestApp('mysql_down', { env: { DATABASE_URL: `${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('mysql_down')}` } });
+    app = await startTestApp('mysql_down', {
+      env: { DATABASE_URL: `${behindProxy.toString().replace(/\/$/, '')}/${testDatabase('mysql_down')}` },
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -70,7 +90,9 @@ describe('MySQL unreachable while serving', () => {
     const failed = await app.gql(FEED_PAGE, { first: 5 }, reader.token);
     expect(errorCode(failed)).toBe('SERVICE_UNAVAILABLE');
     expect(JSON.stringify(failed)).not.toContain('stacktrace');
-    expect(errorCode(await app.gql('mutation { login(nickName: "reader", password: "password-123") { token } }'))).toBe('SERVICE_UNAVAILABLE');
+    expect(errorCode(await app.gql('mutation { login(nickName: "reader", password: "password-123") { token } }'))).toBe(
+      'SERVICE_UNAVAILABLE',
+    );
     const notReady = await fetch(app.url.replace('/graphql', '/readyz'));
     expect(notReady.status).toBe(503);
     expect(await notReady.json()).toEqual({ status: 'not ready' });

@@ -31,7 +31,8 @@ it('tells an anonymous caller only whether the instance is ready', async () => {
     const answer = await get(authorization);
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ status: 'ready' });
-    for (const leak of ['root', '127.0.0.1', 'Access denied', WRONG_PASSWORD, 'mysql']) expect(answer.text).not.toContain(leak);
+    for (const leak of ['root', '127.0.0.1', 'Access denied', WRONG_PASSWORD, 'mysql'])
+      expect(answer.text).not.toContain(leak);
   }
 });
 

@@ -9,7 +9,16 @@ beforeAll(async () => {
 afterAll(() => app.close());
 
 it('seeds demo data with a feed to scroll, prints the login, and refuses to run twice', async () => {
-  const seed = startNodeProcess('../scripts/seed.js', app.env, ['--users', '30', '--follows', '5', '--blogs', '4', '--likes', '50']);
+  const seed = startNodeProcess('../scripts/seed.js', app.env, [
+    '--users',
+    '30',
+    '--follows',
+    '5',
+    '--blogs',
+    '4',
+    '--likes',
+    '50',
+  ]);
   expect(await seed.exited).toBe(0);
   expect(seed.output()).toContain('Sign in as demo1 ... demo30');
   const login = ok(await app.gql('mutation { login(nickName: "demo1", password: "demo-password") { token } }'));

@@ -5,7 +5,15 @@
  */
 import { createConnection } from 'mysql2/promise';
 import { Redis } from 'ioredis';
-import { deleteKeys, dropDatabase, MYSQL_URL, REDIS_URL, TEST_JWT_SECRET, testDatabase, testKeyPrefix } from '../../support/harness';
+import {
+  deleteKeys,
+  dropDatabase,
+  MYSQL_URL,
+  REDIS_URL,
+  TEST_JWT_SECRET,
+  testDatabase,
+  testKeyPrefix,
+} from '../../support/harness';
 import { freePort, startNodeProcess, waitFor, WorkerProcess } from '../../support/processes';
 
 const DATABASE = testDatabase('server_process');
@@ -53,7 +61,11 @@ it('created and migrated its database, and serves GraphQL', async () => {
   } finally {
     await connection.end();
   }
-  const response = await post(JSON.stringify({ query: 'mutation Join { signUp(nickName: "proc", password: "password-1") { user { nickName } } }' }));
+  const response = await post(
+    JSON.stringify({
+      query: 'mutation Join { signUp(nickName: "proc", password: "password-1") { user { nickName } } }',
+    }),
+  );
   expect(await response.json()).toEqual({ data: { signUp: { user: { nickName: 'proc' } } } });
   // One structured log line per request, with its id, operation and duration.
   const requestId = response.headers.get('x-request-id');
@@ -72,7 +84,9 @@ it('created and migrated its database, and serves GraphQL', async () => {
 
 it('answers introspection under NODE_ENV=production (GraphiQL and codegen need it)', async () => {
   const response = await post(JSON.stringify({ query: '{ __schema { queryType { name } mutationType { name } } }' }));
-  expect(await response.json()).toEqual({ data: { __schema: { queryType: { name: 'Query' }, mutationType: { name: 'Mutation' } } } });
+  expect(await response.json()).toEqual({
+    data: { __schema: { queryType: { name: 'Query' }, mutationType: { name: 'Mutation' } } },
+  });
 });
 
 it('answers a body that is not JSON with a JSON error', async () => {
@@ -100,7 +114,10 @@ it('refuses to start with a bad setting, naming the variable', async () => {
 
 it('refuses to start without a reachable MySQL, naming DATABASE_URL', async () => {
   const nowhere = await freePort();
-  const orphan = startNodeProcess('server.js', { DATABASE_URL: `mysql://root:secret@127.0.0.1:${nowhere}/feed`, PORT: '0' });
+  const orphan = startNodeProcess('server.js', {
+    DATABASE_URL: `mysql://root:secret@127.0.0.1:${nowhere}/feed`,
+    PORT: '0',
+  });
   expect(await orphan.exited).toBe(1);
   expect(orphan.output()).toContain('cannot open the database of DATABASE_URL');
   expect(orphan.output()).not.toContain('secret'); // the password is redacted

@@ -6,8 +6,23 @@
  */
 import http from 'node:http';
 import { Redis } from 'ioredis';
-import { deleteKeys, dropDatabase, MYSQL_URL, REDIS_URL, TEST_JWT_SECRET, testDatabase, testKeyPrefix } from '../../support/harness';
-import { freePort, PrivateRedis, startNodeProcess, startWorkerProcess, waitFor, WorkerProcess } from '../../support/processes';
+import {
+  deleteKeys,
+  dropDatabase,
+  MYSQL_URL,
+  REDIS_URL,
+  TEST_JWT_SECRET,
+  testDatabase,
+  testKeyPrefix,
+} from '../../support/harness';
+import {
+  freePort,
+  PrivateRedis,
+  startNodeProcess,
+  startWorkerProcess,
+  waitFor,
+  WorkerProcess,
+} from '../../support/processes';
 
 /** Time for a process to notice its deadline and exit, on a machine shared by the suite. */
 const EXIT_MARGIN_MS = 5000;
@@ -17,7 +32,10 @@ afterAll(async () => {
   for (const child of started) await child.kill('SIGKILL');
 });
 
-async function serverEnv(name: string, env: Record<string, string>): Promise<{ env: Record<string, string>; port: number }> {
+async function serverEnv(
+  name: string,
+  env: Record<string, string>,
+): Promise<{ env: Record<string, string>; port: number }> {
   await dropDatabase(testDatabase(name));
   const redis = new Redis(env.REDIS_URL ?? REDIS_URL);
   await deleteKeys(redis, `${testKeyPrefix(name)}*`);
@@ -41,7 +59,10 @@ async function serverEnv(name: string, env: Record<string, string>): Promise<{ e
   };
 }
 
-async function startServer(name: string, env: Record<string, string>): Promise<{ server: WorkerProcess; port: number; env: Record<string, string> }> {
+async function startServer(
+  name: string,
+  env: Record<string, string>,
+): Promise<{ server: WorkerProcess; port: number; env: Record<string, string> }> {
   const setup = await serverEnv(name, env);
   const server = startNodeProcess('server.js', setup.env);
   started.push(server);
@@ -75,7 +96,11 @@ function post(agent: http.Agent, port: number, query: string, token?: string): P
 async function signUps(agent: http.Agent, port: number, prefix: string, count: number): Promise<string[]> {
   const tokens: string[] = [];
   for (let i = 0; i < count; i += 1) {
-    const answer = await post(agent, port, `mutation { signUp(nickName: "${prefix}${i}", password: "password-123") { token } }`);
+    const answer = await post(
+      agent,
+      port,
+      `mutation { signUp(nickName: "${prefix}${i}", password: "password-123") { token } }`,
+    );
     tokens.push(answer.data.signUp.token);
   }
   return tokens;
@@ -140,7 +165,8 @@ describe('with its Redis hung (SIGSTOP)', () => {
     const [author, reader] = await signUps(agent, port, 'hung', 2);
     const authorId = (await post(agent, port, '{ viewer { id } }', author)).data.viewer.id;
     await post(agent, port, `mutation { follow(userId: "${authorId}") { id } }`, reader);
-    for (let i = 0; i < 5; i += 1) await post(agent, port, `mutation { publishBlog(input: { title: "before ${i}", content: "c" }) { id } }`, author);
+    for (let i = 0; i < 5; i += 1)
+      await post(agent, port, `mutation { publishBlog(input: { title: "before ${i}", content: "c" }) { id } }`, author);
 
     redis.pause();
     // A publish while Redis hangs: recorded in MySQL, its fan-out job waiting on Redis.
@@ -170,7 +196,10 @@ describe('with its Redis just restarted', () => {
     // BullMQ's close waits for an 'end' that a reconnecting blocking connection never emits;
     // the workers' stop bounds that wait once no job runs (WORKER_CLOSE_AFTER_JOBS_MS).
     const timeoutMs = 30_000;
-    const { env } = await serverEnv('shutdown_redis_restarted', { REDIS_URL: redis.url, SHUTDOWN_TIMEOUT_MS: String(timeoutMs) });
+    const { env } = await serverEnv('shutdown_redis_restarted', {
+      REDIS_URL: redis.url,
+      SHUTDOWN_TIMEOUT_MS: String(timeoutMs),
+    });
     const worker = startWorkerProcess(env);
     started.push(worker);
     await waitFor('the worker to start', async () => worker.output().includes('fan-out worker running'), 30_000);

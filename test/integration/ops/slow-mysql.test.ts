@@ -5,7 +5,18 @@
 import { Connection, createConnection } from 'mysql2/promise';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { withTimeout } from '../../../src/kernel/timeout';
-import { errorCode, follow, MYSQL_URL, ok, publish, scrollFeed, signUp, startTestApp, TestApp, testDatabase } from '../../support/harness';
+import {
+  errorCode,
+  follow,
+  MYSQL_URL,
+  ok,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TestApp,
+  testDatabase,
+} from '../../support/harness';
 
 describe('MySQL too slow', () => {
   let app: TestApp;
@@ -38,7 +49,10 @@ describe('MySQL too slow', () => {
     const [{ n }] = await app.query('SELECT COUNT(*) AS n FROM tb_blog_like');
     expect(Number(n)).toBe(0);
     // The pool's connections came back: the same like now succeeds.
-    expect(ok(await app.gql('mutation($b: ID!) { likeBlog(blogId: $b) { likeCount } }', { b: blog }, fan.token)).likeBlog.likeCount).toBe(1);
+    expect(
+      ok(await app.gql('mutation($b: ID!) { likeBlog(blogId: $b) { likeCount } }', { b: blog }, fan.token)).likeBlog
+        .likeCount,
+    ).toBe(1);
   });
 });
 describe('in-process fan-out workers and the API pool', () => {
@@ -46,7 +60,9 @@ describe('in-process fan-out workers and the API pool', () => {
   let locker: Connection;
   beforeAll(async () => {
     // No statement limit here: a stuck worker statement would hold its connection for ever.
-    app = await startTestApp('worker_pool', { env: { DATABASE_STATEMENT_TIMEOUT_MS: '0', DATABASE_POOL_SIZE: '2', FANOUT_CONCURRENCY: '8' } });
+    app = await startTestApp('worker_pool', {
+      env: { DATABASE_STATEMENT_TIMEOUT_MS: '0', DATABASE_POOL_SIZE: '2', FANOUT_CONCURRENCY: '8' },
+    });
     locker = await createConnection({ uri: `${MYSQL_URL}/${testDatabase('worker_pool')}` });
   });
   afterAll(async () => {
@@ -70,9 +86,21 @@ describe('in-process fan-out workers and the API pool', () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       // The API still has its connections: pages and likes answer (with a shared pool they
       // would wait for the workers' connections until UNLOCK).
-      const page = ok(await withTimeout(app.gql('query { followFeed(first: 10) { edges { node { id } } } }', {}, reader.token), 5000, 'a feed page'));
+      const page = ok(
+        await withTimeout(
+          app.gql('query { followFeed(first: 10) { edges { node { id } } } }', {}, reader.token),
+          5000,
+          'a feed page',
+        ),
+      );
       expect(page.followFeed.edges.length).toBeGreaterThanOrEqual(1);
-      ok(await withTimeout(app.gql('mutation($b: ID!) { likeBlog(blogId: $b) { likeCount } }', { b: before }, reader.token), 5000, 'a like'));
+      ok(
+        await withTimeout(
+          app.gql('mutation($b: ID!) { likeBlog(blogId: $b) { likeCount } }', { b: before }, reader.token),
+          5000,
+          'a like',
+        ),
+      );
       const [{ stuck }] = await app.query("SELECT COUNT(*) AS stuck FROM tb_fanout_task WHERE status <> 'done'");
       expect(Number(stuck)).toBeGreaterThan(0);
     } finally {

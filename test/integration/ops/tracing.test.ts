@@ -31,12 +31,20 @@ let readers: TestUser[];
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
 /** POSTs an operation to the traced server with a traceparent of the caller's own; returns its trace and span ids. */
-async function tracedPost(query: string, variables: Record<string, unknown>, token: string): Promise<{ traceId: string; callerSpanId: string; body: any }> {
+async function tracedPost(
+  query: string,
+  variables: Record<string, unknown>,
+  token: string,
+): Promise<{ traceId: string; callerSpanId: string; body: any }> {
   const traceId = hex(16);
   const callerSpanId = hex(8);
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, traceparent: `00-${traceId}-${callerSpanId}-01` },
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${token}`,
+      traceparent: `00-${traceId}-${callerSpanId}-01`,
+    },
     body: JSON.stringify({ query, variables }),
   });
   return { traceId, callerSpanId, body: await response.json() };
@@ -53,7 +61,8 @@ function statementOf(span: ReceivedSpan): string {
 
 /** Whether `span` lies under `ancestor` by parent links among the received spans. */
 function under(span: ReceivedSpan, ancestor: ReceivedSpan, byId: Map<string, ReceivedSpan>): boolean {
-  for (let parent = byId.get(span.parentSpanId); parent; parent = byId.get(parent.parentSpanId)) if (parent.spanId === ancestor.spanId) return true;
+  for (let parent = byId.get(span.parentSpanId); parent; parent = byId.get(parent.parentSpanId))
+    if (parent.spanId === ancestor.spanId) return true;
   return false;
 }
 
@@ -71,10 +80,20 @@ beforeAll(async () => {
   const traced = { ...app.env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '100' };
   const port = await freePort();
   url = `http://127.0.0.1:${port}/graphql`;
-  server = startNodeProcess('server.js', { ...traced, PORT: String(port), NODE_ENV: 'production', FANOUT_WORKERS: '0' });
+  server = startNodeProcess('server.js', {
+    ...traced,
+    PORT: String(port),
+    NODE_ENV: 'production',
+    FANOUT_WORKERS: '0',
+  });
   // One job at a time: ioredis pipelines the commands of one tick together, and a command sent
   // in another chunk's pipeline would be traced under that chunk.
-  worker = startWorkerProcess({ ...traced, NODE_ENV: 'production', FANOUT_CHUNK_SIZE: String(CHUNK_SIZE), FANOUT_CONCURRENCY: '1' });
+  worker = startWorkerProcess({
+    ...traced,
+    NODE_ENV: 'production',
+    FANOUT_CHUNK_SIZE: String(CHUNK_SIZE),
+    FANOUT_CONCURRENCY: '1',
+  });
   await waitFor('the traced server', async () => server.output().includes('follow-feed listening'), 30_000);
   await waitFor('the traced worker', async () => worker.output().includes('probes and metrics on'), 30_000);
 }, 60_000);
@@ -108,11 +127,16 @@ test('one trace follows a publish into every chunk that delivers it, and a feed 
   expect(request).toMatchObject({ parentSpanId: publish.callerSpanId });
   const inRequest = (span: ReceivedSpan) => under(span, request!, byId);
   // GraphQL's phases (the execution span is named after the operation's type); no span per resolver.
-  expect(api.filter(inRequest).map((span) => span.name)).toEqual(expect.arrayContaining(['graphql.parse', 'graphql.validate', 'mutation']));
+  expect(api.filter(inRequest).map((span) => span.name)).toEqual(
+    expect.arrayContaining(['graphql.parse', 'graphql.validate', 'mutation']),
+  );
   expect(api.filter((span) => span.name.startsWith('graphql.resolve'))).toEqual([]);
   const statements = api.filter((span) => systemOf(span) === 'mysql');
   expect(statements.filter(inRequest).map(statementOf)).toEqual(
-    expect.arrayContaining([expect.stringMatching(/^INSERT INTO tb_blog/), expect.stringMatching(/^\s*INSERT INTO tb_fanout_task/)]),
+    expect.arrayContaining([
+      expect.stringMatching(/^INSERT INTO tb_blog/),
+      expect.stringMatching(/^\s*INSERT INTO tb_fanout_task/),
+    ]),
   );
   expect(api.some((span) => systemOf(span) === 'redis' && inRequest(span))).toBe(true);
 
@@ -125,7 +149,9 @@ test('one trace follows a publish into every chunk that delivers it, and a feed 
   expect(dispatch.attributes).toMatchObject({ 'fanout.kind': 'deliver' });
   const chunks = workerSpans.filter((span) => span.name === 'fanout chunk');
   expect(chunks.map((chunk) => chunk.attributes['fanout.chunk']).sort()).toEqual([1, 2, 3]);
-  expect(chunks.map((chunk) => chunk.attributes['fanout.readers']).reduce((sum, n) => Number(sum) + Number(n), 0)).toBe(READERS);
+  expect(chunks.map((chunk) => chunk.attributes['fanout.readers']).reduce((sum, n) => Number(sum) + Number(n), 0)).toBe(
+    READERS,
+  );
   for (const chunk of chunks) {
     expect(chunk.parentSpanId).toBe(dispatch.spanId);
     const inside = workerSpans.filter((span) => under(span, chunk, byId));
@@ -145,5 +171,9 @@ test('one trace follows a publish into every chunk that delivers it, and a feed 
   // Statements as written, with placeholders: no value reaches a span.
   expect(JSON.stringify(receiver.spans)).not.toContain(TITLE);
   // Probes and scrapes make no traces.
-  expect(receiver.spans.some((span) => /readyz|healthz|metrics/.test(String(span.attributes['url.path'] ?? span.attributes['http.target'] ?? '')))).toBe(false);
+  expect(
+    receiver.spans.some((span) =>
+      /readyz|healthz|metrics/.test(String(span.attributes['url.path'] ?? span.attributes['http.target'] ?? '')),
+    ),
+  ).toBe(false);
 });

@@ -22,17 +22,29 @@ function metric(text: string, name: string): number {
   return Number(line.split(' ').pop());
 }
 
-const get = (path: string, authorization?: string) => fetch(`${base}${path}`, { headers: authorization ? { authorization } : {} });
+const get = (path: string, authorization?: string) =>
+  fetch(`${base}${path}`, { headers: authorization ? { authorization } : {} });
 const scrape = async () => (await get('/metrics', `Bearer ${TOKEN}`)).text();
 
 beforeAll(async () => {
   redis = new PrivateRedis(await freePort());
   await redis.start();
   // API only: the fan-out runs in the worker process.
-  app = await startTestApp('worker_probes', { env: { REDIS_URL: redis.url, FANOUT_WORKERS: '0', FEED_MODEL: 'push', METRICS_TOKEN: TOKEN } });
+  app = await startTestApp('worker_probes', {
+    env: { REDIS_URL: redis.url, FANOUT_WORKERS: '0', FEED_MODEL: 'push', METRICS_TOKEN: TOKEN },
+  });
   // One follower per chunk, one job a second: chunks wait in their lane long enough to be seen.
-  worker = startWorkerProcess({ ...app.env, FANOUT_CHUNK_SIZE: '1', FANOUT_JOBS_PER_SECOND: '2', REDIS_COMMAND_TIMEOUT_MS: '200' });
-  await waitFor('the worker to serve its probes', async () => /probes and metrics on (http:\/\/[\d.]+:\d+)/.test(worker.output()), 30_000);
+  worker = startWorkerProcess({
+    ...app.env,
+    FANOUT_CHUNK_SIZE: '1',
+    FANOUT_JOBS_PER_SECOND: '2',
+    REDIS_COMMAND_TIMEOUT_MS: '200',
+  });
+  await waitFor(
+    'the worker to serve its probes',
+    async () => /probes and metrics on (http:\/\/[\d.]+:\d+)/.test(worker.output()),
+    30_000,
+  );
   base = /probes and metrics on (http:\/\/[\d.]+:\d+)/.exec(worker.output())![1];
 }, 60_000);
 
@@ -63,9 +75,15 @@ test('/metrics: chunks waiting in their lane, then the inbox writes and the lag 
   for (let i = 0; i < FOLLOWERS; i += 1) await follow(app, await signUp(app, `reader${i}`), author);
   await publish(app, author, 'to six readers, one chunk each');
   // Dispatch goes first, then the six chunks at two a second: some wait in the chunk lane.
-  await waitFor('chunks waiting in their lane', async () => metric(await scrape(), 'fanout_queue_waiting_jobs{lane="chunk"}') > 0, 20_000);
+  await waitFor(
+    'chunks waiting in their lane',
+    async () => metric(await scrape(), 'fanout_queue_waiting_jobs{lane="chunk"}') > 0,
+    20_000,
+  );
   const waiting = await scrape();
-  expect(metric(waiting, 'fanout_queue_jobs{state="prioritized"}')).toBe(metric(waiting, 'fanout_queue_waiting_jobs{lane="chunk"}'));
+  expect(metric(waiting, 'fanout_queue_jobs{state="prioritized"}')).toBe(
+    metric(waiting, 'fanout_queue_waiting_jobs{lane="chunk"}'),
+  );
   expect(metric(waiting, 'fanout_queue_waiting_jobs{lane="dispatch"}')).toBe(0);
 
   await waitFor('the fan-out to finish', async () => metric(await scrape(), 'fanout_lag_seconds_count') === 1, 20_000);
@@ -87,7 +105,11 @@ test('a Redis that stops answering makes the worker not ready and opens its brea
     const detailed = (await (await get('/readyz', `Bearer ${TOKEN}`)).json()) as Record<string, string>;
     expect(detailed).toMatchObject({ status: 'not ready', workers: 'running', mysql: 'ok' });
     expect(detailed.redis).not.toBe('ok');
-    await waitFor('the breaker open', async () => metric(await scrape(), 'redis_breaker_state{state="closed"}') === 0, 20_000);
+    await waitFor(
+      'the breaker open',
+      async () => metric(await scrape(), 'redis_breaker_state{state="closed"}') === 0,
+      20_000,
+    );
   } finally {
     redis.resume();
   }

@@ -8,7 +8,16 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { follow, publish, scrollFeed, signUp, startTestApp, TEST_JWT_SECRET, TestApp, testDatabase } from '../../support/harness';
+import {
+  follow,
+  publish,
+  scrollFeed,
+  signUp,
+  startTestApp,
+  TEST_JWT_SECRET,
+  TestApp,
+  testDatabase,
+} from '../../support/harness';
 import { OtlpReceiver, startOtlpReceiver } from '../../support/otlp-receiver';
 import { freePort, startNodeProcess, waitFor } from '../../support/processes';
 
@@ -17,14 +26,26 @@ const PRELOAD = join(__dirname, '..', '..', 'support', 'report-loaded-modules.cj
 /** Loaded files that belong to the API layer or its libraries. */
 function apiModules(loaded: string[]): string[] {
   return loaded.filter(
-    (file) => /node_modules\/(@apollo\/server|express|cors|graphql-ws|ws)\//.test(file) || /dist\/src\/graphql\//.test(file) || /\.resolver\.js$/.test(file),
+    (file) =>
+      /node_modules\/(@apollo\/server|express|cors|graphql-ws|ws)\//.test(file) ||
+      /dist\/src\/graphql\//.test(file) ||
+      /\.resolver\.js$/.test(file),
   );
 }
 
 /** Runs `script` until `ready` appears in its output, stops it with SIGTERM, and returns the files it had loaded. */
-async function loadedBy(script: string, env: Record<string, string>, ready: string, whileRunning: () => Promise<void> = async () => {}): Promise<string[]> {
+async function loadedBy(
+  script: string,
+  env: Record<string, string>,
+  ready: string,
+  whileRunning: () => Promise<void> = async () => {},
+): Promise<string[]> {
   const report = join(tmpdir(), `feed-loaded-${process.pid}-${script}.json`);
-  const child = startNodeProcess(script, { ...env, NODE_OPTIONS: `--require ${PRELOAD}`, REPORT_LOADED_MODULES: report });
+  const child = startNodeProcess(script, {
+    ...env,
+    NODE_OPTIONS: `--require ${PRELOAD}`,
+    REPORT_LOADED_MODULES: report,
+  });
   try {
     await waitFor(`${script} to start`, async () => child.output().includes(ready), 30_000);
     await whileRunning();
@@ -57,13 +78,19 @@ describe('the worker process', () => {
   it('while the API server does load them (the check sees them when they are there)', async () => {
     const env = { ...app.env, PORT: String(await freePort()), NODE_ENV: 'production' };
     const loaded = await loadedBy('server.js', env, 'follow-feed listening');
-    expect(apiModules(loaded)).toEqual(expect.arrayContaining([expect.stringMatching(/@apollo\/server/), expect.stringMatching(/\.resolver\.js$/)]));
+    expect(apiModules(loaded)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/@apollo\/server/), expect.stringMatching(/\.resolver\.js$/)]),
+    );
   });
 });
 
 /** The packages (node_modules/<name> or node_modules/@scope/<name>, outermost) that loaded files belong to. */
 function packagesOf(loaded: string[]): Set<string> {
-  return new Set(loaded.map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1]).filter((name): name is string => name !== undefined));
+  return new Set(
+    loaded
+      .map((file) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file)?.[1])
+      .filter((name): name is string => name !== undefined),
+  );
 }
 
 describe('production dependencies', () => {
@@ -79,20 +106,36 @@ describe('production dependencies', () => {
   });
 
   it('are each loaded by the service: on MySQL and Redis with tracing on, and in the embedded mode (npm ls --omit=dev holds nothing else)', async () => {
-    const traced = { ...app.env, PORT: String(await freePort()), NODE_ENV: 'production', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint };
+    const traced = {
+      ...app.env,
+      PORT: String(await freePort()),
+      NODE_ENV: 'production',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    };
     const embeddedFile = join(tmpdir(), `${testDatabase('dependencies')}.sqlite`);
     rmSync(embeddedFile, { force: true });
-    const embedded = { PORT: String(await freePort()), HOST: '127.0.0.1', EMBEDDED_DB_FILE: embeddedFile, JWT_SECRET: TEST_JWT_SECRET };
+    const embedded = {
+      PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      EMBEDDED_DB_FILE: embeddedFile,
+      JWT_SECRET: TEST_JWT_SECRET,
+    };
     const loaded = new Set([
       ...packagesOf(await loadedBy('server.js', traced, 'follow-feed listening')),
       ...packagesOf(await loadedBy('server.js', embedded, 'follow-feed listening')),
     ]);
     rmSync(embeddedFile, { force: true });
     const production = Object.keys(
-      (JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies,
+      (
+        JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
+          dependencies: Record<string, string>;
+        }
+      ).dependencies,
     );
     expect(production.filter((name) => !loaded.has(name))).toEqual([]);
     // The GraphiQL page's libraries are bundled at build time, never loaded.
-    expect([...loaded].filter((name) => /^(graphiql|react|react-dom|monaco-editor|monaco-graphql)$/.test(name))).toEqual([]);
+    expect(
+      [...loaded].filter((name) => /^(graphiql|react|react-dom|monaco-editor|monaco-graphql)$/.test(name)),
+    ).toEqual([]);
   });
 });

@@ -3,7 +3,8 @@
  */
 import { errorCode, ok, signUp, startTestApp, TestApp } from '../../support/harness';
 
-const SIGN_UP = 'mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }';
+const SIGN_UP =
+  'mutation($n: String!, $p: String!) { signUp(nickName: $n, password: $p) { token user { id nickName } } }';
 
 describe('nickName limits after normalisation', () => {
   let app: TestApp;
@@ -22,13 +23,19 @@ describe('nickName limits after normalisation', () => {
     const [{ n }] = await app.query('SELECT COUNT(*) AS n FROM tb_user');
     expect(Number(n)).toBe(0);
     // Login with it is the ordinary wrong-credentials answer, not a server error.
-    const login = await app.gql('mutation($n: String!) { login(nickName: $n, password: "password-123") { token } }', { n: nickName });
+    const login = await app.gql('mutation($n: String!) { login(nickName: $n, password: "password-123") { token } }', {
+      n: nickName,
+    });
     expect(errorCode(login)).toBe('UNAUTHENTICATED');
   });
 
   it('accept one whose key is exactly at the limit', async () => {
     // 7 x 18 + 2 = 128 characters after NFKC.
     const user = await signUp(app, `${'\uFDFA'.repeat(7)}ab`);
-    ok(await app.gql('mutation($n: String!) { login(nickName: $n, password: "password-123") { token } }', { n: user.nickName }));
+    ok(
+      await app.gql('mutation($n: String!) { login(nickName: $n, password: "password-123") { token } }', {
+        n: user.nickName,
+      }),
+    );
   });
 });

@@ -82,7 +82,8 @@ async function scroll(search: string, first: number): Promise<string[]> {
 it('finds the users whose nickName starts with the text, the exact match first, then shorter ones, in pages', async () => {
   expect(expected('al').slice(0, 3)).toEqual(['Al', 'ALI', 'alé']);
   for (const search of ['al', 'AL', 'ali', 'fi', 'b', 'al_', 'al%', 'al!', 'alx', 'á', 'al\u{FFFF}', 'al ']) {
-    for (const first of [1, 2, 5]) expect({ search, first, names: await scroll(search, first) }).toEqual({ search, first, names: expected(search) });
+    for (const first of [1, 2, 5])
+      expect({ search, first, names: await scroll(search, first) }).toEqual({ search, first, names: expected(search) });
   }
 });
 
@@ -108,8 +109,14 @@ it('refuses bad input with BAD_USER_INPUT naming the argument', async () => {
     expect(response.data).toBeNull();
     return { field: response.errors![0].extensions!.field, message: response.errors![0].message };
   };
-  expect(await refused({ search: '' })).toEqual({ field: 'search', message: 'search must be 1..32 characters (got 0)' });
-  expect(await refused({ search: 'a'.repeat(33) })).toEqual({ field: 'search', message: 'search must be 1..32 characters (got 33)' });
+  expect(await refused({ search: '' })).toEqual({
+    field: 'search',
+    message: 'search must be 1..32 characters (got 0)',
+  });
+  expect(await refused({ search: 'a'.repeat(33) })).toEqual({
+    field: 'search',
+    message: 'search must be 1..32 characters (got 33)',
+  });
   expect((await refused({ first: 101 })).field).toBe('first');
   expect((await refused({ first: -1 })).field).toBe('first');
 
@@ -118,22 +125,43 @@ it('refuses bad input with BAD_USER_INPUT naming the argument', async () => {
   const author = await signUp(app, 'cursor-author');
   ok(await app.gql('mutation($id: ID!) { followUser(userId: $id) { user { id } } }', { id: author.id }, reader.token));
   ok(await app.gql('mutation { publishBlogEdge(input: {title: "t", content: "c"}) { cursor } }', {}, author.token));
-  const feedCursor = ok(await app.gql('{ followFeed(first: 1) { pageInfo { endCursor } } }', {}, reader.token)).followFeed.pageInfo.endCursor;
-  const followersCursor = ok(await app.gql('query($id: ID!) { user(id: $id) { followers(first: 1) { pageInfo { endCursor } } } }', { id: author.id })).user
-    .followers.pageInfo.endCursor;
+  const feedCursor = ok(await app.gql('{ followFeed(first: 1) { pageInfo { endCursor } } }', {}, reader.token))
+    .followFeed.pageInfo.endCursor;
+  const followersCursor = ok(
+    await app.gql('query($id: ID!) { user(id: $id) { followers(first: 1) { pageInfo { endCursor } } } }', {
+      id: author.id,
+    }),
+  ).user.followers.pageInfo.endCursor;
   const bobCursor = ok(await app.gql(SEARCH, { search: 'bob', first: 1 })).users.pageInfo.endCursor;
-  expect(await refused({ after: feedCursor })).toEqual({ field: 'after', message: expect.stringMatching(/is not a cursor of users\(search:\)/) });
+  expect(await refused({ after: feedCursor })).toEqual({
+    field: 'after',
+    message: expect.stringMatching(/is not a cursor of users\(search:\)/),
+  });
   expect((await refused({ after: followersCursor })).field).toBe('after');
-  expect(await refused({ after: bobCursor })).toEqual({ field: 'after', message: expect.stringMatching(/belongs to another search/) });
+  expect(await refused({ after: bobCursor })).toEqual({
+    field: 'after',
+    message: expect.stringMatching(/belongs to another search/),
+  });
   expect((await refused({ after: 'bm90IGEgY3Vyc29y' })).field).toBe('after');
 
   // And the other way round: a search cursor is no feed or followers cursor.
   const alCursor = ok(await app.gql(SEARCH, { search: 'al', first: 1 })).users.pageInfo.endCursor;
-  const feed = await app.gql('query($after: String) { followFeed(first: 1, after: $after) { edges { cursor } } }', { after: alCursor }, reader.token);
-  expect(feed.errors?.map((error) => error.extensions)).toEqual([expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'after' })]);
-  const followers = await app.gql('query($id: ID!, $after: String) { user(id: $id) { followers(after: $after) { edges { cursor } } } }', {
-    id: author.id,
-    after: alCursor,
-  });
-  expect(followers.errors?.map((error) => error.extensions)).toEqual([expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'after' })]);
+  const feed = await app.gql(
+    'query($after: String) { followFeed(first: 1, after: $after) { edges { cursor } } }',
+    { after: alCursor },
+    reader.token,
+  );
+  expect(feed.errors?.map((error) => error.extensions)).toEqual([
+    expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'after' }),
+  ]);
+  const followers = await app.gql(
+    'query($id: ID!, $after: String) { user(id: $id) { followers(after: $after) { edges { cursor } } } }',
+    {
+      id: author.id,
+      after: alCursor,
+    },
+  );
+  expect(followers.errors?.map((error) => error.extensions)).toEqual([
+    expect.objectContaining({ code: 'BAD_USER_INPUT', field: 'after' }),
+  ]);
 });

@@ -8,9 +8,26 @@
  */
 import 'reflect-metadata';
 import fc from 'fast-check';
-import { DocumentNode, FragmentDefinitionNode, getIntrospectionQuery, Kind, OperationDefinitionNode, parse, SelectionSetNode, validate, visit } from 'graphql';
+import {
+  DocumentNode,
+  FragmentDefinitionNode,
+  getIntrospectionQuery,
+  Kind,
+  OperationDefinitionNode,
+  parse,
+  SelectionSetNode,
+  validate,
+  visit,
+} from 'graphql';
 import { fieldExtensionsEstimator, getComplexity, simpleEstimator } from 'graphql-query-complexity';
-import { brokenLimit, largeFieldEstimator, measureOperation, QUERY_LIMITS, QueryLimits, QueryMeasure } from '../../../src/graphql/limits';
+import {
+  brokenLimit,
+  largeFieldEstimator,
+  measureOperation,
+  QUERY_LIMITS,
+  QueryLimits,
+  QueryMeasure,
+} from '../../../src/graphql/limits';
 import { buildFeedSchema } from '../../../src/graphql/schema';
 
 const schema = buildFeedSchema();
@@ -19,7 +36,12 @@ const schema = buildFeedSchema();
 
 /** A selection inside a User selection set; `spread` may name only fragments after the one it is in (a DAG). */
 type Sel =
-  | { kind: 'leaf'; field: 'id' | 'nickName' | 'followerCount' | '__typename'; alias: boolean; skip: 'none' | 'skip' | 'include' }
+  | {
+      kind: 'leaf';
+      field: 'id' | 'nickName' | 'followerCount' | '__typename';
+      alias: boolean;
+      skip: 'none' | 'skip' | 'include';
+    }
   | { kind: 'spread'; target: number; include: boolean }
   | { kind: 'blogs'; first: 0 | 2 | 5; inner: Sel[] }
   | { kind: 'onNode' }
@@ -37,11 +59,23 @@ function selectionsArb(from: number, count: number, depth: number): fc.Arbitrary
     fc.constant({ kind: 'onNode' as const }),
   ];
   if (from + 1 < count) {
-    options.push(fc.record({ kind: fc.constant('spread' as const), target: fc.integer({ min: from + 1, max: count - 1 }), include: fc.boolean() }));
+    options.push(
+      fc.record({
+        kind: fc.constant('spread' as const),
+        target: fc.integer({ min: from + 1, max: count - 1 }),
+        include: fc.boolean(),
+      }),
+    );
   }
   if (depth > 0) {
     const inner = selectionsArb(from, count, depth - 1);
-    options.push(fc.record({ kind: fc.constant('blogs' as const), first: fc.constantFrom(0 as const, 2 as const, 5 as const), inner }));
+    options.push(
+      fc.record({
+        kind: fc.constant('blogs' as const),
+        first: fc.constantFrom(0 as const, 2 as const, 5 as const),
+        inner,
+      }),
+    );
     options.push(fc.record({ kind: fc.constant('onUser' as const), inner }));
   }
   return fc.array(fc.oneof(...options), { minLength: 1, maxLength: 5 });
@@ -52,7 +86,8 @@ function printSelections(selections: Sel[]): string {
     .map((sel) => {
       switch (sel.kind) {
         case 'leaf': {
-          const directive = sel.skip === 'skip' ? ' @skip(if: $flag)' : sel.skip === 'include' ? ' @include(if: $flag)' : '';
+          const directive =
+            sel.skip === 'skip' ? ' @skip(if: $flag)' : sel.skip === 'include' ? ' @include(if: $flag)' : '';
           // One alias per field name, so that merged selections never conflict.
           return `${sel.alias ? `${sel.field.replace(/^__/, 'tn')}Alias: ` : ''}${sel.field}${directive}`;
         }
@@ -94,24 +129,32 @@ const documentArb = (maxFragments: number, depth: number): fc.Arbitrary<Generate
   );
 
 function operationOf(document: DocumentNode): OperationDefinitionNode {
-  return document.definitions.find((definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION)!;
+  return document.definitions.find(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION,
+  )!;
 }
 
 // ---- brute force -------------------------------------------------------------------------
 
 /** Depth and aliases by walking every path, each spread expanded where it stands (the checker's former walk). */
-function bruteStructure(set: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>): { depth: number; aliases: number } {
+function bruteStructure(
+  set: SelectionSetNode,
+  fragments: Record<string, FragmentDefinitionNode>,
+): { depth: number; aliases: number } {
   let depth = 0;
   let aliases = 0;
   for (const selection of set.selections) {
     if (selection.kind === Kind.FIELD) {
       // Introspection fields add no depth, but their aliases count like any other.
       if (selection.alias) aliases += 1;
-      const inner = selection.selectionSet ? bruteStructure(selection.selectionSet, fragments) : { depth: 0, aliases: 0 };
+      const inner = selection.selectionSet
+        ? bruteStructure(selection.selectionSet, fragments)
+        : { depth: 0, aliases: 0 };
       if (!selection.name.value.startsWith('__')) depth = Math.max(depth, 1 + inner.depth);
       aliases += inner.aliases;
     } else {
-      const target = selection.kind === Kind.FRAGMENT_SPREAD ? fragments[selection.name.value].selectionSet : selection.selectionSet;
+      const target =
+        selection.kind === Kind.FRAGMENT_SPREAD ? fragments[selection.name.value].selectionSet : selection.selectionSet;
       const inner = bruteStructure(target, fragments);
       depth = Math.max(depth, inner.depth);
       aliases += inner.aliases;
@@ -124,7 +167,13 @@ const ESTIMATORS = [fieldExtensionsEstimator(), largeFieldEstimator, simpleEstim
 
 /** graphql-query-complexity, which expands every spread: the cost, and whether it visits at least `nodes` selections. */
 function libraryCost(document: DocumentNode, variables: Record<string, unknown>): number {
-  return getComplexity({ schema, query: document, variables, estimators: ESTIMATORS, maxQueryNodes: Number.MAX_SAFE_INTEGER });
+  return getComplexity({
+    schema,
+    query: document,
+    variables,
+    estimators: ESTIMATORS,
+    maxQueryNodes: Number.MAX_SAFE_INTEGER,
+  });
 }
 function libraryVisitsAtLeast(document: DocumentNode, variables: Record<string, unknown>, nodes: number): boolean {
   try {
@@ -136,7 +185,11 @@ function libraryVisitsAtLeast(document: DocumentNode, variables: Record<string, 
   }
 }
 
-function bruteMeasure(document: DocumentNode, variables: Record<string, unknown>, nodes: number): Omit<QueryMeasure, 'visits'> {
+function bruteMeasure(
+  document: DocumentNode,
+  variables: Record<string, unknown>,
+  nodes: number,
+): Omit<QueryMeasure, 'visits'> {
   const fragments: Record<string, FragmentDefinitionNode> = {};
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments[definition.name.value] = definition;
@@ -198,22 +251,26 @@ describe('query limit measure', () => {
 
   it('visits no more selections than a large fragment-heavy document holds, and refuses it', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 20, max: 400 }), fc.array(fc.integer({ min: 2, max: 3 }), { minLength: 400, maxLength: 400 }), (levels, repeats) => {
-        // Fragment i spreads fragment i + 1 twice, and now and then fragment i + 2 too.
-        const fragments = Array.from({ length: levels }, (_, i) => {
-          const skipping = repeats[i] === 3 ? ` ...F${Math.min(levels, i + 2)}` : '';
-          return `fragment F${i} on User { id ...F${i + 1} ...F${i + 1}${skipping} }`;
-        });
-        fragments.push(`fragment F${levels} on User { nickName blogs(first: 2) { edges { node { title } } } }`);
-        // Valid by construction (graphql-js's own validation may stop early on such documents: it budgets its work).
-        const document = parse(`query Q { viewer { ...F0 } }\n${fragments.join('\n')}`);
-        const measured = measureOperation(schema, document, operationOf(document), {});
-        expect(measured.visits).toBeLessThanOrEqual(selectionsIn(document));
-        // At least 2^20 paths: far over the node cap, and counted without overflowing.
-        expect(measured.nodes).toBeGreaterThan(2 ** 20);
-        expect(Number.isSafeInteger(measured.nodes)).toBe(true);
-        expect(brokenLimit(measured)).toEqual({ limit: 'nodes', actual: measured.nodes });
-      }),
+      fc.property(
+        fc.integer({ min: 20, max: 400 }),
+        fc.array(fc.integer({ min: 2, max: 3 }), { minLength: 400, maxLength: 400 }),
+        (levels, repeats) => {
+          // Fragment i spreads fragment i + 1 twice, and now and then fragment i + 2 too.
+          const fragments = Array.from({ length: levels }, (_, i) => {
+            const skipping = repeats[i] === 3 ? ` ...F${Math.min(levels, i + 2)}` : '';
+            return `fragment F${i} on User { id ...F${i + 1} ...F${i + 1}${skipping} }`;
+          });
+          fragments.push(`fragment F${levels} on User { nickName blogs(first: 2) { edges { node { title } } } }`);
+          // Valid by construction (graphql-js's own validation may stop early on such documents: it budgets its work).
+          const document = parse(`query Q { viewer { ...F0 } }\n${fragments.join('\n')}`);
+          const measured = measureOperation(schema, document, operationOf(document), {});
+          expect(measured.visits).toBeLessThanOrEqual(selectionsIn(document));
+          // At least 2^20 paths: far over the node cap, and counted without overflowing.
+          expect(measured.nodes).toBeGreaterThan(2 ** 20);
+          expect(Number.isSafeInteger(measured.nodes)).toBe(true);
+          expect(brokenLimit(measured)).toEqual({ limit: 'nodes', actual: measured.nodes });
+        },
+      ),
       { numRuns: 50 },
     );
   });
@@ -241,10 +298,16 @@ describe('connection cost', () => {
   it("prices a page at the field's own default size, also when first is an explicit null", () => {
     // blog 1 + likers (1 + 5 x (edges 1 + node 1 + id 1)).
     expect(costOf('{ blog(id: "QmxvZzox") { likers { edges { node { id } } } } }')).toBe(1 + 1 + 5 * 3);
-    expect(costOf('query($n: Int) { blog(id: "QmxvZzox") { likers(first: $n) { edges { node { id } } } } }', { n: null })).toBe(1 + 1 + 5 * 3);
+    expect(
+      costOf('query($n: Int) { blog(id: "QmxvZzox") { likers(first: $n) { edges { node { id } } } } }', { n: null }),
+    ).toBe(1 + 1 + 5 * 3);
     expect(costOf('{ user(id: "VXNlcjox") { followers { edges { node { id } } } } }')).toBe(1 + 1 + 10 * 3);
-    expect(costOf('{ user(id: "VXNlcjox") { following(first: null) { edges { node { id } } } } }')).toBe(1 + 1 + 10 * 3);
-    expect(costOf('{ user(id: "VXNlcjox") { commonFollows(first: 100) { edges { node { id } } } } }')).toBe(1 + 1 + 100 * 3);
+    expect(costOf('{ user(id: "VXNlcjox") { following(first: null) { edges { node { id } } } } }')).toBe(
+      1 + 1 + 10 * 3,
+    );
+    expect(costOf('{ user(id: "VXNlcjox") { commonFollows(first: 100) { edges { node { id } } } } }')).toBe(
+      1 + 1 + 100 * 3,
+    );
   });
 });
 

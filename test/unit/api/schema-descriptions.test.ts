@@ -31,8 +31,11 @@ function descriptions(schema: GraphQLSchema): Array<[string, string | null | und
         for (const arg of field.args) found.push([`${type.name}.${field.name}(${arg.name})`, arg.description]);
       }
     }
-    if (isInputObjectType(type)) for (const field of Object.values(type.getFields())) found.push([`${type.name}.${field.name}`, field.description]);
-    if (isEnumType(type)) for (const value of type.getValues()) found.push([`${type.name}.${value.name}`, value.description]);
+    if (isInputObjectType(type))
+      for (const field of Object.values(type.getFields()))
+        found.push([`${type.name}.${field.name}`, field.description]);
+    if (isEnumType(type))
+      for (const value of type.getValues()) found.push([`${type.name}.${value.name}`, value.description]);
   }
   return found;
 }
@@ -42,7 +45,8 @@ function descriptions(schema: GraphQLSchema): Array<[string, string | null | und
  * with an underscore: RATE_LIMIT_..., MAX_...), file names, and notes about the project's history.
  * Error codes (BAD_USER_INPUT) are part of the API and allowed.
  */
-const ERROR_CODES = /\b(UNAUTHENTICATED|FORBIDDEN|NOT_FOUND|BAD_USER_INPUT|RATE_LIMITED|SERVICE_UNAVAILABLE|RESUME_GAP_TOO_LARGE)\b/g;
+const ERROR_CODES =
+  /\b(UNAUTHENTICATED|FORBIDDEN|NOT_FOUND|BAD_USER_INPUT|RATE_LIMITED|SERVICE_UNAVAILABLE|RESUME_GAP_TOO_LARGE)\b/g;
 const FORBIDDEN: Array<[string, RegExp]> = [
   ['an environment variable', /\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/],
   ['a file name', /\b[\w-]+\.(ts|js|mjs|json|graphql|lua|md|sql)\b/],
@@ -61,7 +65,9 @@ describe('the schema as documentation', () => {
 
   it('says nothing a client developer cannot use', () => {
     const offending = descriptions(schema).flatMap(([place, description]) =>
-      FORBIDDEN.filter(([, pattern]) => pattern.test((description ?? '').replace(ERROR_CODES, ''))).map(([what]) => `${place}: ${what} in "${description}"`),
+      FORBIDDEN.filter(([, pattern]) => pattern.test((description ?? '').replace(ERROR_CODES, ''))).map(
+        ([what]) => `${place}: ${what} in "${description}"`,
+      ),
     );
     expect(offending).toEqual([]);
   });
@@ -72,7 +78,9 @@ describe('the schema as documentation', () => {
   });
 
   it('lists arguments in the order of the clients contract', () => {
-    const contract = buildSchema(readFileSync(join(__dirname, '..', '..', '..', 'schema', 'contract-client.graphql'), 'utf8'));
+    const contract = buildSchema(
+      readFileSync(join(__dirname, '..', '..', '..', 'schema', 'contract-client.graphql'), 'utf8'),
+    );
     const misordered: string[] = [];
     for (const type of Object.values(contract.getTypeMap())) {
       if (isIntrospectionType(type) || !(isObjectType(type) || isInterfaceType(type))) continue;
@@ -82,9 +90,12 @@ describe('the schema as documentation', () => {
         const servedField = served.getFields()[field.name];
         if (!servedField) continue;
         // The contract's arguments that the server has (others may be added in parallel), in the server's order.
-        const expected = field.args.map((arg) => arg.name).filter((name) => servedField.args.some((arg) => arg.name === name));
+        const expected = field.args
+          .map((arg) => arg.name)
+          .filter((name) => servedField.args.some((arg) => arg.name === name));
         const actual = servedField.args.map((arg) => arg.name).filter((name) => expected.includes(name));
-        if (actual.join() !== expected.join()) misordered.push(`${type.name}.${field.name}(${actual.join(', ')}), contract (${expected.join(', ')})`);
+        if (actual.join() !== expected.join())
+          misordered.push(`${type.name}.${field.name}(${actual.join(', ')}), contract (${expected.join(', ')})`);
       }
     }
     expect(misordered).toEqual([]);

@@ -33,7 +33,10 @@ describe('JWT_SECRET', () => {
   });
 
   it('refuses a secret shorter than 32 bytes outside tests, counting UTF-8 bytes', () => {
-    refused({ NODE_ENV: 'production', JWT_SECRET: GOOD_SECRET.slice(0, 31) }, 'JWT_SECRET must be at least 32 bytes (got 31)');
+    refused(
+      { NODE_ENV: 'production', JWT_SECRET: GOOD_SECRET.slice(0, 31) },
+      'JWT_SECRET must be at least 32 bytes (got 31)',
+    );
     refused({ JWT_SECRET: 'Zq8#kP2!vL9@wR4$' }, 'JWT_SECRET must be at least 32 bytes (got 16)');
     // Eleven three-byte characters: 33 bytes, accepted.
     expect(loadConfig({ NODE_ENV: 'production', JWT_SECRET: '鍵'.repeat(11) }).jwtSecret).toBe('鍵'.repeat(11));
@@ -42,7 +45,9 @@ describe('JWT_SECRET', () => {
 
   it('accepts anything but an empty secret under NODE_ENV=test', () => {
     expect(loadConfig({ NODE_ENV: 'test', JWT_SECRET: 'secret' }).jwtSecret).toBe('secret');
-    expect(loadConfig({ NODE_ENV: 'test', JWT_SECRET: 'test-secret-for-integration-tests' }).jwtSecret).toBe('test-secret-for-integration-tests');
+    expect(loadConfig({ NODE_ENV: 'test', JWT_SECRET: 'test-secret-for-integration-tests' }).jwtSecret).toBe(
+      'test-secret-for-integration-tests',
+    );
   });
 
   it('is required in production; elsewhere, without it, the process keeps a generated one in JWT_SECRET_FILE', () => {
@@ -73,7 +78,9 @@ describe('the generated secret file', () => {
     const short = join(dir, 'short');
     writeFileSync(short, 'too-short\n', { mode: 0o600 });
     expect(() => readOrCreateSecretFile(short)).toThrow(ConfigError);
-    expect(() => readOrCreateSecretFile(short)).toThrow(`JWT_SECRET_FILE (${short}) must hold at least 32 bytes (got 9)`);
+    expect(() => readOrCreateSecretFile(short)).toThrow(
+      `JWT_SECRET_FILE (${short}) must hold at least 32 bytes (got 9)`,
+    );
     const placeholder = join(dir, 'placeholder');
     writeFileSync(placeholder, 'change-me-to-a-long-random-secret\n', { mode: 0o600 });
     expect(() => readOrCreateSecretFile(placeholder)).toThrow('placeholder');

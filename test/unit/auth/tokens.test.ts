@@ -44,7 +44,10 @@ it('gives every token an id of its own and the token version, and asks on every 
   const viewer = await tokens.check(`Bearer ${first}`);
   expect(viewer).toMatchObject({ kind: 'viewer', userId: 42, tokenVersion: 3, sessionId: claims.jti });
   sessions.ended.set(claims.jti!, 'logout');
-  expect(await tokens.check(`Bearer ${first}`)).toEqual({ kind: 'rejected', reason: 'this session has ended (logged out); log in again' });
+  expect(await tokens.check(`Bearer ${first}`)).toEqual({
+    kind: 'rejected',
+    reason: 'this session has ended (logged out); log in again',
+  });
   expect((await tokens.check(`Bearer ${second}`)).kind).toBe('viewer');
   expect(sessions.asked).toHaveLength(3);
 });
@@ -59,6 +62,9 @@ it('reads a token without an id or version (issued before they existed) as versi
   // Claims of the wrong shape are not this API's.
   for (const claims of [{ tv: -1 }, { tv: 'one' }, { jti: 'with space' }, { jti: 'x'.repeat(65) }]) {
     const odd = jwt.sign(claims, 'a-secret-for-the-unit-test', { algorithm: 'HS256', subject: '9', expiresIn: 60 });
-    expect(await tokens.check(`Bearer ${odd}`)).toEqual({ kind: 'rejected', reason: 'the token is not one this API issued' });
+    expect(await tokens.check(`Bearer ${odd}`)).toEqual({
+      kind: 'rejected',
+      reason: 'the token is not one this API issued',
+    });
   }
 });

@@ -1,7 +1,16 @@
 /** bench:mixed's pure parts (bench/mixed.model.ts) against brute-force models (property tests). */
 import fc from 'fast-check';
 import { percentile } from '../../../bench/bench.support';
-import { dueBetween, OPERATIONS, parseShares, partsCapacity, pickOperation, seededRandom, summarize, zipfSampler } from '../../../bench/mixed.model';
+import {
+  dueBetween,
+  OPERATIONS,
+  parseShares,
+  partsCapacity,
+  pickOperation,
+  seededRandom,
+  summarize,
+  zipfSampler,
+} from '../../../bench/mixed.model';
 
 /** Brute force: the first rank whose cumulative weight passes u * total, by a linear scan. */
 function zipfByScan(n: number, s: number, u: number): number {
@@ -78,7 +87,10 @@ it('picks each operation for the slice of [0, 1) its share covers', () => {
 it('predicts the mix as the requests of its parts served one after another', () => {
   fc.assert(
     fc.property(
-      fc.array(fc.tuple(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 5000 })), { minLength: 1, maxLength: OPERATIONS.length }),
+      fc.array(fc.tuple(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: 5000 })), {
+        minLength: 1,
+        maxLength: OPERATIONS.length,
+      }),
       (parts) => {
         const shares = Object.fromEntries(parts.map(([count], i) => [OPERATIONS[i], count]));
         const rates = Object.fromEntries(parts.map(([, perSecond], i) => [OPERATIONS[i], perSecond]));
@@ -95,7 +107,9 @@ it('predicts the mix as the requests of its parts served one after another', () 
     { numRuns: 200 },
   );
   // The issue's example: 60% pages at 1,578/s, 30% profiles at 1,654/s, 10% publishes at 453/s.
-  expect(Math.round(partsCapacity({ first: 60, profile: 30, publish: 10 }, { first: 1578, profile: 1654, publish: 453 }))).toBe(1278);
+  expect(
+    Math.round(partsCapacity({ first: 60, profile: 30, publish: 10 }, { first: 1578, profile: 1654, publish: 453 })),
+  ).toBe(1278);
 });
 
 it('sends the open-loop requests due by now and before the end, from the next one on', () => {
@@ -123,16 +137,31 @@ it('sends the open-loop requests due by now and before the end, from the next on
 
 it('summarizes latencies with the percentiles of bench.support', () => {
   fc.assert(
-    fc.property(fc.array(fc.double({ min: 0, max: 5000, noNaN: true }), { minLength: 1, maxLength: 400 }), (samples) => {
-      const summary = summarize(samples);
-      expect(summary).toEqual({ count: samples.length, p50: percentile(samples, 50), p99: percentile(samples, 99), max: Math.max(...samples) });
-    }),
+    fc.property(
+      fc.array(fc.double({ min: 0, max: 5000, noNaN: true }), { minLength: 1, maxLength: 400 }),
+      (samples) => {
+        const summary = summarize(samples);
+        expect(summary).toEqual({
+          count: samples.length,
+          p50: percentile(samples, 50),
+          p99: percentile(samples, 99),
+          max: Math.max(...samples),
+        });
+      },
+    ),
     { numRuns: 300 },
   );
 });
 
 it('parses MIXED_SHARES and refuses unknown names and bad numbers', () => {
-  expect(parseShares('first=60, profile=30,publish=10')).toEqual({ first: 60, deeper: 0, profile: 30, publish: 10, like: 0, follow: 0 });
+  expect(parseShares('first=60, profile=30,publish=10')).toEqual({
+    first: 60,
+    deeper: 0,
+    profile: 30,
+    publish: 10,
+    like: 0,
+    follow: 0,
+  });
   expect(() => parseShares('first=60,pages=40')).toThrow(/unknown operation "pages"/);
   expect(() => parseShares('first=-1')).toThrow(/first must be a number >= 0/);
   expect(() => parseShares('first=0')).toThrow(/at least one share/);

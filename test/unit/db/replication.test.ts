@@ -5,7 +5,14 @@
  * replica pass (test/integration/db/replica-*.test.ts); MySQL 8.4's answers here are as its manual
  * documents them.
  */
-import { covers, familyOf, parseGtidSet, readReplicationThreads, readServerVariables, replicaStatusStatement } from '../../../src/db/replication';
+import {
+  covers,
+  familyOf,
+  parseGtidSet,
+  readReplicationThreads,
+  readServerVariables,
+  replicaStatusStatement,
+} from '../../../src/db/replication';
 
 describe('the statement each server is given', () => {
   it.each([
@@ -57,7 +64,13 @@ describe('replication threads', () => {
       Last_IO_Error: '',
       Last_SQL_Error: '',
     };
-    expect(readReplicationThreads(row)).toEqual({ running: true, io: 'Yes', sql: 'Yes', errors: '', secondsBehindMs: 3000 });
+    expect(readReplicationThreads(row)).toEqual({
+      running: true,
+      io: 'Yes',
+      sql: 'Yes',
+      errors: '',
+      secondsBehindMs: 3000,
+    });
   });
 
   it("reads MariaDB's (the old names), a stopped thread and its error", () => {
@@ -68,11 +81,23 @@ describe('replication threads', () => {
       Last_IO_Error: '',
       Last_SQL_Error: "Error 'Duplicate entry' on query",
     };
-    expect(readReplicationThreads(row)).toEqual({ running: false, io: 'Yes', sql: 'No', errors: "Error 'Duplicate entry' on query", secondsBehindMs: null });
+    expect(readReplicationThreads(row)).toEqual({
+      running: false,
+      io: 'Yes',
+      sql: 'No',
+      errors: "Error 'Duplicate entry' on query",
+      secondsBehindMs: null,
+    });
   });
 
   it('a connecting receiver is not running', () => {
-    expect(readReplicationThreads({ Replica_IO_Running: 'Connecting', Replica_SQL_Running: 'Yes', Seconds_Behind_Source: null }).running).toBe(false);
+    expect(
+      readReplicationThreads({
+        Replica_IO_Running: 'Connecting',
+        Replica_SQL_Running: 'Yes',
+        Seconds_Behind_Source: null,
+      }).running,
+    ).toBe(false);
   });
 });
 

@@ -7,7 +7,11 @@ import fc from 'fast-check';
 import { dateFromSqliteText, rowFromSqlite, sqliteDateText, toSqlite } from '../../../src/db/sqlite';
 
 // Dates from year 1000 to 9999, the range DATETIME holds, to the millisecond.
-const date = fc.date({ min: new Date('1000-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true });
+const date = fc.date({
+  min: new Date('1000-01-01T00:00:00.000Z'),
+  max: new Date('9999-12-31T23:59:59.999Z'),
+  noInvalidDate: true,
+});
 
 it('stores a Date as text that reads back as the same instant', () => {
   fc.assert(
@@ -30,7 +34,11 @@ it('stores Dates as text that sorts in time order (so ORDER BY and <= work on it
 
 /** One parameter: a scalar, a list (for IN), or rows (for VALUES). */
 const scalar = fc.oneof(fc.integer(), fc.string({ maxLength: 5 }), fc.boolean(), fc.constant(null), date);
-const param = fc.oneof(scalar, fc.array(scalar, { maxLength: 5 }), fc.array(fc.array(scalar, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 3 }));
+const param = fc.oneof(
+  scalar,
+  fc.array(scalar, { maxLength: 5 }),
+  fc.array(fc.array(scalar, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 3 }),
+);
 
 /** The model: what each parameter binds, flattened in order. */
 function bindsOf(value: unknown): unknown[] {
@@ -57,8 +65,18 @@ it('names the statement when placeholders and parameters do not match', () => {
 });
 
 it('turns *_at text columns back into Dates and leaves the others alone', () => {
-  const row = rowFromSqlite<Record<string, unknown>>({ id: 7, created_at: '2026-11-30 12:00:00.125', deleted_at: null, title: '2026-11-30 12:00:00.125' });
-  expect(row).toEqual({ id: 7, created_at: new Date('2026-11-30T12:00:00.125Z'), deleted_at: null, title: '2026-11-30 12:00:00.125' });
+  const row = rowFromSqlite<Record<string, unknown>>({
+    id: 7,
+    created_at: '2026-11-30 12:00:00.125',
+    deleted_at: null,
+    title: '2026-11-30 12:00:00.125',
+  });
+  expect(row).toEqual({
+    id: 7,
+    created_at: new Date('2026-11-30T12:00:00.125Z'),
+    deleted_at: null,
+    title: '2026-11-30 12:00:00.125',
+  });
 });
 
 describe('on a real SQLite', () => {
@@ -80,6 +98,8 @@ describe('on a real SQLite', () => {
     expect(run('INSERT IGNORE INTO t (a, b, at) VALUES (?, ?, ?)', [2, 10, t0]).changes).toBe(0);
     expect(all('SELECT a FROM t WHERE a IN (?) ORDER BY a', [[1, 3, 9]])).toEqual([{ a: 1 }, { a: 3 }]);
     expect(all('SELECT a FROM t WHERE a IN (?)', [[]])).toEqual([]);
-    expect(all('SELECT a FROM t WHERE at <= ? ORDER BY at DESC LIMIT ?, ?', [new Date(t0.getTime() + 2), 0, 10])).toEqual([{ a: 2 }, { a: 1 }]);
+    expect(
+      all('SELECT a FROM t WHERE at <= ? ORDER BY at DESC LIMIT ?, ?', [new Date(t0.getTime() + 2), 0, 10]),
+    ).toEqual([{ a: 2 }, { a: 1 }]);
   });
 });

@@ -48,11 +48,15 @@ test('docs/testing.md names test files, and each of them exists', () => {
 
 test.each(documents)('every relative link of %s points to a file or folder that exists', (document) => {
   const path = join(ROOT, document);
-  const broken = relativeLinks(readFileSync(path, 'utf8')).filter((target) => !existsSync(resolve(dirname(path), decodeURIComponent(target))));
+  const broken = relativeLinks(readFileSync(path, 'utf8')).filter(
+    (target) => !existsSync(resolve(dirname(path), decodeURIComponent(target))),
+  );
   expect(broken).toEqual([]);
 });
 
 test('the link check sees links, and would see a broken one', () => {
-  expect(relativeLinks('[a](docs/api.md#errors) [b](https://example.com) [c](#here) `[d](nowhere.md)`')).toEqual(['docs/api.md']);
+  expect(relativeLinks('[a](docs/api.md#errors) [b](https://example.com) [c](#here) `[d](nowhere.md)`')).toEqual([
+    'docs/api.md',
+  ]);
   expect(existsSync(resolve(ROOT, 'docs/no-such-page.md'))).toBe(false);
 });

@@ -2,7 +2,8 @@
 import { PRIORITY_LIMIT } from 'bullmq';
 import { chunkJob, chunkPriority, dispatchJob } from '../../../src/fanout/fanout.queue';
 
-const chunk = (seq: number) => chunkJob({ taskId: 7, seq, kind: 'deliver', blogId: 1, authorId: 2, score: 3, followerIds: [4] });
+const chunk = (seq: number) =>
+  chunkJob({ taskId: 7, seq, kind: 'deliver', blogId: 1, authorId: 2, score: 3, followerIds: [4] });
 
 it('dispatch jobs carry no priority: BullMQ serves them before every prioritized chunk', () => {
   expect(dispatchJob(7).opts.priority).toBeUndefined();

@@ -152,7 +152,9 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
   /** The reader's feed: live blogs of followees, canonical order; on the replica unless `fresh`. */
   feed(reader: number, fresh = true): FeedCandidate[] {
     return [...this.blogs.values()]
-      .filter((blog) => !blog.deleted && this.following(reader, blog.author) && (fresh || !this.unreplicated.has(blog.id)))
+      .filter(
+        (blog) => !blog.deleted && this.following(reader, blog.author) && (fresh || !this.unreplicated.has(blog.id)),
+      )
       .map(({ id, score, pushed }) => ({ id, score, pushed }))
       .sort(compareCanonical);
   }
@@ -185,7 +187,13 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
     for (const change of tx.changes) this.changes.set(change.id, { ...change, createdAt: this.clock() });
   }
 
-  async feedPage(readerId: number, from: FeedPosition, limit: number, minScore: number | null = null, fresh = false): Promise<ScoredId[]> {
+  async feedPage(
+    readerId: number,
+    from: FeedPosition,
+    limit: number,
+    minScore: number | null = null,
+    fresh = false,
+  ): Promise<ScoredId[]> {
     return after(
       this.feed(readerId, fresh).map(({ id, score }) => ({ id, score })),
       from,
@@ -228,9 +236,20 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
     };
   }
 
-  async pulledBlogs(authorIds: readonly number[], from: FeedPosition, limit: number, fresh = true): Promise<ScoredId[]> {
+  async pulledBlogs(
+    authorIds: readonly number[],
+    from: FeedPosition,
+    limit: number,
+    fresh = true,
+  ): Promise<ScoredId[]> {
     const blogs = [...this.blogs.values()]
-      .filter((blog) => authorIds.includes(blog.author) && !blog.pushed && !blog.deleted && (fresh || !this.unreplicated.has(blog.id)))
+      .filter(
+        (blog) =>
+          authorIds.includes(blog.author) &&
+          !blog.pushed &&
+          !blog.deleted &&
+          (fresh || !this.unreplicated.has(blog.id)),
+      )
       .map(({ id, score }) => ({ id, score }))
       .sort(compareCanonical);
     // Each author's branch stops after `limit` (FeedStore's UNION ALL); the caller merges.
@@ -272,7 +291,11 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
   }
 
   async followStates(authorId: number, readerIds: readonly number[]) {
-    return readerIds.map((readerId) => ({ readerId, follows: this.following(readerId, authorId), version: this.versions.get(readerId) ?? 0 }));
+    return readerIds.map((readerId) => ({
+      readerId,
+      follows: this.following(readerId, authorId),
+      version: this.versions.get(readerId) ?? 0,
+    }));
   }
 
   async recordFollowChange(sql: unknown, change: Omit<FollowChangeRow, 'id'>): Promise<number> {
@@ -358,10 +381,23 @@ class Process {
     readonly model: FeedModel,
   ) {
     const { s } = world;
-    const truth = this.scheduled(world.truth, 'mysql', ['following', 'followsRow', 'followersOf', 'feed', 'lock', 'nextVersion', 'commit']);
-    const inbox = this.scheduled(world.inbox, 'redis', ['sorted', 'expire', 'lose', 'evict', 'snapshot', 'restore'], () => {
-      if (world.redisDown) throw new RedisDown('Redis does not answer');
-    });
+    const truth = this.scheduled(world.truth, 'mysql', [
+      'following',
+      'followsRow',
+      'followersOf',
+      'feed',
+      'lock',
+      'nextVersion',
+      'commit',
+    ]);
+    const inbox = this.scheduled(
+      world.inbox,
+      'redis',
+      ['sorted', 'expire', 'lose', 'evict', 'snapshot', 'restore'],
+      () => {
+        if (world.redisDown) throw new RedisDown('Redis does not answer');
+      },
+    );
     // As RedisInbox: unavailable while Redis is down; told when it answers again (the breaker closes).
     Object.assign(inbox, {
       available: () => !world.redisDown,
@@ -408,7 +444,12 @@ class Process {
   }
 
   /** Every method of `target` becomes a step of this process (`reachable` throws when the store cannot be reached). */
-  private scheduled<T extends object>(target: T, label: string, synchronous: string[], reachable: () => void = () => {}): T {
+  private scheduled<T extends object>(
+    target: T,
+    label: string,
+    synchronous: string[],
+    reachable: () => void = () => {},
+  ): T {
     const overrides = new Map<PropertyKey, unknown>();
     return new Proxy(target, {
       set: (_object, property, value) => {
@@ -511,7 +552,10 @@ class World {
       const key = `${reader}:${author}`;
       if (this.truth.followsRow(reader, author) === yes) return null;
       if (yes && this.truth.blocks.has(key)) throw new Refused('blocked');
-      return { inFeed: yes && !this.truth.mutes.has(key), writes: () => (yes ? this.truth.follows.add(key) : this.truth.follows.delete(key)) };
+      return {
+        inFeed: yes && !this.truth.mutes.has(key),
+        writes: () => (yes ? this.truth.follows.add(key) : this.truth.follows.delete(key)),
+      };
     });
   }
 
@@ -625,7 +669,15 @@ class World {
     if (becameBig || !pushed) this.truth.pulled.add(author);
     if (taskId !== null) {
       const watermarked = tx.unwatermarked !== taskId;
-      this.truth.tasks.set(taskId, { kind: 'deliver', blogId, authorId: author, score, done: false, watermarked, runner: process.id });
+      this.truth.tasks.set(taskId, {
+        kind: 'deliver',
+        blogId,
+        authorId: author,
+        score,
+        done: false,
+        watermarked,
+        runner: process.id,
+      });
     }
     this.time += 1;
     this.committedAt.set(blogId, this.time);
@@ -677,7 +729,8 @@ class World {
     task.done = true;
     task.runner = null;
     // Not leaving the watermark now (Redis does not answer) is the relay's to mend.
-    if (task.kind === 'deliver') await process.feed.deliveryFinished([{ taskId, authorId: task.authorId }]).catch(stopped);
+    if (task.kind === 'deliver')
+      await process.feed.deliveryFinished([{ taskId, authorId: task.authorId }]).catch(stopped);
   }
 
   async deleteBlog(process: Process, pick: number): Promise<void> {
@@ -708,7 +761,9 @@ class World {
     // Each step on its own, as fanout.relay.ts runs them.
     await process.feed.maintainWatermark().catch(stopped);
     await process.feed.relayFollowChanges().catch(stopped);
-    const stranded = [...this.truth.tasks].filter(([, task]) => !task.done && !this.processes.some((p) => p.alive && p.id === task.runner));
+    const stranded = [...this.truth.tasks].filter(
+      ([, task]) => !task.done && !this.processes.some((p) => p.alive && p.id === task.runner),
+    );
     await Promise.all(stranded.map(([taskId]) => this.fanOut(process, taskId)));
   }
 
@@ -773,7 +828,8 @@ class World {
     this.ms += TICK_MS;
     this.ticks += 1;
     // The replica never lags more than MAX_LAG_TICKS: past that, it is caught up (or unused).
-    for (const [id, at] of this.truth.unreplicated) if (this.ticks - at > MAX_LAG_TICKS) this.truth.unreplicated.delete(id);
+    for (const [id, at] of this.truth.unreplicated)
+      if (this.ticks - at > MAX_LAG_TICKS) this.truth.unreplicated.delete(id);
   }
 
   clockStep(): void {
@@ -865,13 +921,21 @@ class World {
   /** Pages down with first/after from `after` (the top without it) to the end; the edges' cursors shown. */
   async scroll(process: Process, reader: number, first: number, after?: string): Promise<string[]> {
     await process.step('scroll');
-    const scroll: Scroll = { reader, process: `p${process.id} (${process.model})`, startedAt: ++this.time, endedAt: 0, pages: [] };
+    const scroll: Scroll = {
+      reader,
+      process: `p${process.id} (${process.model})`,
+      startedAt: ++this.time,
+      endedAt: 0,
+      pages: [],
+    };
     let from: FeedPosition = after === undefined ? START : decode(after);
     if (after !== undefined) scroll.olderThan = { score: from.maxScore!, id: from.afterId! };
     const cursors: string[] = [];
     for (let i = 0; i < 60; i += 1) {
       const startedAt = ++this.time;
-      const connection = await blogConnection(await process.feed.page(reader, { from, first }), this.lookups(reader), { followedAuthorsOnly: true });
+      const connection = await blogConnection(await process.feed.page(reader, { from, first }), this.lookups(reader), {
+        followedAuthorsOnly: true,
+      });
       const ids = connection.edges.map((edge) => edge.node.dbId);
       cursors.push(...connection.edges.map((edge) => edge.cursor));
       scroll.pages.push({ ids, startedAt, endedAt: ++this.time });
@@ -938,10 +1002,45 @@ const readerArb = fc.constantFrom(...READERS);
 const authorArb = fc.constantFrom(...AUTHORS);
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('follow' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('mute' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('block' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }) },
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('publish' as const), on: onArb, author: authorArb, count: fc.integer({ min: 1, max: 3 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('follow' as const),
+      on: onArb,
+      reader: readerArb,
+      author: authorArb,
+      yes: fc.boolean(),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('mute' as const),
+      on: onArb,
+      reader: readerArb,
+      author: authorArb,
+      yes: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('block' as const),
+      on: onArb,
+      reader: readerArb,
+      author: authorArb,
+      yes: fc.boolean(),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('publish' as const),
+      on: onArb,
+      author: authorArb,
+      count: fc.integer({ min: 1, max: 3 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('delete' as const), on: onArb, pick: fc.nat(50) }) },
   {
     weight: 4,
@@ -957,11 +1056,21 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: fc.constant({ op: 'tick' as const }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('relay' as const), on: onArb }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('check' as const), on: onArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('restart' as const), on: onArb, model: fc.constantFrom(...MODELS) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('restart' as const), on: onArb, model: fc.constantFrom(...MODELS) }),
+  },
   { weight: 1, arbitrary: fc.constant({ op: 'clockStep' as const }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('redisClock' as const), forward: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), reader: readerArb }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('evict' as const), reader: readerArb, key: fc.constantFrom('entries' as const, 'followees' as const) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('evict' as const),
+      reader: readerArb,
+      key: fc.constantFrom('entries' as const, 'followees' as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ op: 'lose' as const }) },
   { weight: 2, arbitrary: fc.constant({ op: 'save' as const }) },
   { weight: 2, arbitrary: fc.constant({ op: 'restore' as const }) },
@@ -972,9 +1081,20 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 /** A few follows and blogs before the interleaved part, so that scrolls have something to show. */
 const setupArb = fc.array(
   fc.oneof(
-    fc.record({ op: fc.constant('follow' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.constant(true) }),
+    fc.record({
+      op: fc.constant('follow' as const),
+      on: onArb,
+      reader: readerArb,
+      author: authorArb,
+      yes: fc.constant(true),
+    }),
     fc.record({ op: fc.constant('mute' as const), on: onArb, reader: readerArb, author: authorArb, yes: fc.boolean() }),
-    fc.record({ op: fc.constant('publish' as const), on: onArb, author: authorArb, count: fc.integer({ min: 1, max: 3 }) }),
+    fc.record({
+      op: fc.constant('publish' as const),
+      on: onArb,
+      author: authorArb,
+      count: fc.integer({ min: 1, max: 3 }),
+    }),
     fc.constant({ op: 'tick' as const }),
   ),
   { maxLength: 12 },
@@ -1038,8 +1158,10 @@ function checkScroll(world: World, scroll: Scroll): void {
     expect({ where, canonical: compareCanonical(entries[i - 1], entries[i]) < 0 }).toEqual({ where, canonical: true });
   }
   const within = (item: ScoredId) =>
-    (!scroll.newerThan || compareCanonical(item, scroll.newerThan) < 0) && (!scroll.olderThan || compareCanonical(item, scroll.olderThan) > 0);
-  for (const entry of entries) expect({ where, id: entry.id, within: within(entry) }).toEqual({ where, id: entry.id, within: true });
+    (!scroll.newerThan || compareCanonical(item, scroll.newerThan) < 0) &&
+    (!scroll.olderThan || compareCanonical(item, scroll.olderThan) > 0);
+  for (const entry of entries)
+    expect({ where, id: entry.id, within: within(entry) }).toEqual({ where, id: entry.id, within: true });
   for (const page of scroll.pages) {
     for (const id of page.ids) {
       const blog = world.truth.blogs.get(id)!;
@@ -1054,7 +1176,12 @@ function checkScroll(world: World, scroll: Scroll): void {
       world.committedAt.get(blog.id)! < scroll.startedAt &&
       (world.deletedAt.get(blog.id) ?? Infinity) > scroll.endedAt &&
       world.followedThroughout(scroll.reader, blog.author, scroll.startedAt, scroll.endedAt);
-    if (promised) expect({ where, missing: blog.id, shown: shown.includes(blog.id) }).toEqual({ where, missing: blog.id, shown: true });
+    if (promised)
+      expect({ where, missing: blog.id, shown: shown.includes(blog.id) }).toEqual({
+        where,
+        missing: blog.id,
+        shown: true,
+      });
   }
 }
 
@@ -1066,14 +1193,28 @@ async function checkAtRest(world: World, s: fc.Scheduler): Promise<void> {
         const count = world.scrolls.length;
         const cursors = await s.waitFor(world.scroll(process, reader, first));
         const shown = world.scrolls[count].pages.flatMap((page) => page.ids);
-        expect({ process: process.model, reader, first, shown }).toEqual({ process: process.model, reader, first, shown: truth });
+        expect({ process: process.model, reader, first, shown }).toEqual({
+          process: process.model,
+          reader,
+          first,
+          shown: truth,
+        });
         if (cursors.length === 0) continue;
         // Up from the oldest blog: every newer one, in the same order; and the count agrees.
         await s.waitFor(world.scrollUp(process, reader, first, cursors[cursors.length - 1]));
         const up = world.scrolls[count + 1].pages.flatMap((page) => page.ids);
-        expect({ process: process.model, reader, first, up }).toEqual({ process: process.model, reader, first, up: truth.slice(0, -1) });
+        expect({ process: process.model, reader, first, up }).toEqual({
+          process: process.model,
+          reader,
+          first,
+          up: truth.slice(0, -1),
+        });
         const counted = await s.waitFor(process.feed.newCount(reader, cursors[cursors.length - 1], 2));
-        expect({ process: process.model, reader, counted }).toEqual({ process: process.model, reader, counted: Math.min(2, truth.length - 1) });
+        expect({ process: process.model, reader, counted }).toEqual({
+          process: process.model,
+          reader,
+          counted: Math.min(2, truth.length - 1),
+        });
       }
     }
   }
@@ -1082,7 +1223,8 @@ async function checkAtRest(world: World, s: fc.Scheduler): Promise<void> {
   for (const reader of READERS) {
     const state = world.inbox.states.get(reader);
     // Only an inbox that a page would trust is held to the truth.
-    if (!state || state.floor === null || state.epoch !== epoch || state.building !== null || state.marks.size > 0) continue;
+    if (!state || state.floor === null || state.epoch !== epoch || state.building !== null || state.marks.size > 0)
+      continue;
     if (!state.entriesIntact || !state.followeesIntact) continue;
     const floor = state.floor;
     const held = world.inbox.sorted(reader).map((item) => item.id);
@@ -1096,7 +1238,13 @@ async function checkAtRest(world: World, s: fc.Scheduler): Promise<void> {
   }
 }
 
-async function runScenario(models: [FeedModel, FeedModel], s: fc.Scheduler, setup: Op[], ops: Op[], bug: Bug | null = null): Promise<void> {
+async function runScenario(
+  models: [FeedModel, FeedModel],
+  s: fc.Scheduler,
+  setup: Op[],
+  ops: Op[],
+  bug: Bug | null = null,
+): Promise<void> {
   const world = new World(s, models, bug);
   await s.waitFor(world.start());
   for (const op of setup) await s.waitFor(run(world, op));
@@ -1158,9 +1306,14 @@ describe('the checks themselves', () => {
     async () => {
       const failure = await fc
         .assert(
-          fc.asyncProperty(fc.scheduler(), setupArb, fc.array(opArb, { minLength: 1, maxLength: 16, size: 'max' }), async (s, setup, ops) => {
-            await runScenario(['push', 'push'], s, setup, ops, 'mute outside the follow-change path');
-          }),
+          fc.asyncProperty(
+            fc.scheduler(),
+            setupArb,
+            fc.array(opArb, { minLength: 1, maxLength: 16, size: 'max' }),
+            async (s, setup, ops) => {
+              await runScenario(['push', 'push'], s, setup, ops, 'mute outside the follow-change path');
+            },
+          ),
           { numRuns: 2000, endOnFailure: true },
         )
         .then(

@@ -1,13 +1,24 @@
 /** The merge of feed sources against a brute-force model (property tests). */
 import fc from 'fast-check';
 import { FeedPosition, ScoredId, START } from '../../../src/kernel/pagination/cursor';
-import { atOrAbove, certainMerge, certainToTheEnd, keysetAfter, mergeCanonical, SourceReading, sourceRead } from '../../../src/feed/merge';
+import {
+  atOrAbove,
+  certainMerge,
+  certainToTheEnd,
+  keysetAfter,
+  mergeCanonical,
+  SourceReading,
+  sourceRead,
+} from '../../../src/feed/merge';
 
 // A blog has one score wherever it appears, so sources are drawn from one pool of blogs.
-const pool = fc.uniqueArray(fc.record({ id: fc.integer({ min: 1, max: 500 }), score: fc.integer({ min: 0, max: 15 }) }), {
-  selector: (item) => item.id,
-  maxLength: 80,
-});
+const pool = fc.uniqueArray(
+  fc.record({ id: fc.integer({ min: 1, max: 500 }), score: fc.integer({ min: 0, max: 15 }) }),
+  {
+    selector: (item) => item.id,
+    maxLength: 80,
+  },
+);
 
 function bruteForce(lists: ScoredId[][]): ScoredId[] {
   const byId = new Map<number, ScoredId>();
@@ -19,7 +30,9 @@ it('is the sorted union of its sources, each blog once', () => {
   fc.assert(
     fc.property(pool, fc.array(fc.array(fc.nat()), { minLength: 1, maxLength: 4 }), (blogs, picks) => {
       // Each source: some blogs of the pool, in canonical order (as every source answers).
-      const sources = picks.map((indexes) => bruteForce([indexes.filter((i) => i < blogs.length).map((i) => blogs[i])]));
+      const sources = picks.map((indexes) =>
+        bruteForce([indexes.filter((i) => i < blogs.length).map((i) => blogs[i])]),
+      );
       expect(mergeCanonical(sources)).toEqual(bruteForce(sources));
     }),
     { numRuns: 300 },
@@ -61,14 +74,20 @@ const world = fc
     floor: fc.integer({ min: 0, max: 13 }),
     watermark: fc.option(fc.integer({ min: 0, max: 13 }), { nil: null }),
     limit: fc.integer({ min: 1, max: 8 }),
-    position: fc.record({ score: fc.integer({ min: 0, max: 13 }), offset: fc.integer({ min: 0, max: 4 }), id: fc.integer({ min: 1, max: 301 }) }),
+    position: fc.record({
+      score: fc.integer({ min: 0, max: 13 }),
+      offset: fc.integer({ min: 0, max: 4 }),
+      id: fc.integer({ min: 1, max: 301 }),
+    }),
     keyset: fc.boolean(),
     start: fc.boolean(),
   })
   .map((w) => ({
     ...w,
     // Below the watermark every fan-out is done: those blogs are delivered.
-    blogs: w.blogs.map((blog) => (w.watermark === null || blog.score < w.watermark ? { ...blog, delivered: true } : blog)),
+    blogs: w.blogs.map((blog) =>
+      w.watermark === null || blog.score < w.watermark ? { ...blog, delivered: true } : blog,
+    ),
   }));
 
 function after(items: readonly ScoredId[], from: FeedPosition): ScoredId[] {
@@ -87,7 +106,9 @@ const plain = (items: readonly ScoredId[]) => items.map(({ id, score }) => ({ id
 it('certainMerge of the inbox, the pulled blogs and the span above the watermark is a prefix of the truth after P', () => {
   fc.assert(
     fc.property(world, (w) => {
-      const from: FeedPosition = w.start ? START : { maxScore: w.position.score, offset: w.position.offset, afterId: w.keyset ? w.position.id : null };
+      const from: FeedPosition = w.start
+        ? START
+        : { maxScore: w.position.score, offset: w.position.offset, afterId: w.keyset ? w.position.id : null };
       const truth = plain(after(w.blogs, from));
       const read = sourceRead(from, w.limit);
       const inbox = w.blogs.filter((blog) => blog.kind === 'pushed' && blog.delivered && blog.score >= w.floor);

@@ -17,29 +17,45 @@ describe('configuration', () => {
   });
 
   it('reads TRUSTED_PROXIES as IPv4 and IPv6 addresses and CIDR ranges, naming a bad entry', () => {
-    expect(loadConfig({ TRUSTED_PROXIES: ' 10.0.0.1, 10.1.0.0/16,fd00::/8 ,::1' }).trustedProxies).toEqual(['10.0.0.1', '10.1.0.0/16', 'fd00::/8', '::1']);
+    expect(loadConfig({ TRUSTED_PROXIES: ' 10.0.0.1, 10.1.0.0/16,fd00::/8 ,::1' }).trustedProxies).toEqual([
+      '10.0.0.1',
+      '10.1.0.0/16',
+      'fd00::/8',
+      '::1',
+    ]);
     refused({ TRUSTED_PROXIES: '10.0.0.1,10.0.0.0/33' }, 'TRUSTED_PROXIES has a bad entry "10.0.0.0/33"');
     refused({ TRUSTED_PROXIES: '1.2.3' }, 'TRUSTED_PROXIES has a bad entry "1.2.3"');
-    refused({ TRUSTED_PROXIES: 'proxy.example' }, 'TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges');
+    refused(
+      { TRUSTED_PROXIES: 'proxy.example' },
+      'TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges',
+    );
     refused({ TRUSTED_PROXIES: 'fd00::/129' }, 'TRUSTED_PROXIES has a bad entry "fd00::/129"');
   });
 
   it('reads PERSISTED_DOCUMENTS (off by default) and wants a manifest exactly when it is allow or only', () => {
     expect(loadConfig({}).persistedDocuments).toEqual({ mode: 'off', manifestFile: null });
-    expect(loadConfig({ PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: 'm.json' }).persistedDocuments).toEqual({
+    expect(
+      loadConfig({ PERSISTED_DOCUMENTS: 'only', PERSISTED_DOCUMENTS_MANIFEST: 'm.json' }).persistedDocuments,
+    ).toEqual({
       mode: 'only',
       manifestFile: 'm.json',
     });
     refused({ PERSISTED_DOCUMENTS: 'on' }, 'PERSISTED_DOCUMENTS must be off, allow or only (got "on")');
     refused({ PERSISTED_DOCUMENTS: 'allow' }, 'PERSISTED_DOCUMENTS=allow needs PERSISTED_DOCUMENTS_MANIFEST');
-    refused({ PERSISTED_DOCUMENTS_MANIFEST: 'm.json' }, 'PERSISTED_DOCUMENTS_MANIFEST is set (got "m.json") but PERSISTED_DOCUMENTS is off');
+    refused(
+      { PERSISTED_DOCUMENTS_MANIFEST: 'm.json' },
+      'PERSISTED_DOCUMENTS_MANIFEST is set (got "m.json") but PERSISTED_DOCUMENTS is off',
+    );
   });
 
   it('reads LOG_LEVEL (info by default, any case), naming a level pino does not know', () => {
     expect(loadConfig({}).logLevel).toBe('info');
     expect(loadConfig({ LOG_LEVEL: 'WARN' }).logLevel).toBe('warn');
     expect(loadConfig({ LOG_LEVEL: 'silent' }).logLevel).toBe('silent');
-    refused({ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent (got "verbose")');
+    refused(
+      { LOG_LEVEL: 'verbose' },
+      'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent (got "verbose")',
+    );
   });
 
   it('reads INTROSPECTION, METRICS_TOKEN and SHUTDOWN_TIMEOUT_MS', () => {
@@ -107,7 +123,9 @@ describe('configuration of timeouts, pools, retries and retention', () => {
 
 describe('configuration of the feed', () => {
   it('refuses braces in REDIS_KEY_PREFIX, which would put every key into one cluster slot', () => {
-    expect(() => loadConfig({ REDIS_KEY_PREFIX: 'app{1}:' })).toThrow('REDIS_KEY_PREFIX must not contain { or } (got "app{1}:")');
+    expect(() => loadConfig({ REDIS_KEY_PREFIX: 'app{1}:' })).toThrow(
+      'REDIS_KEY_PREFIX must not contain { or } (got "app{1}:")',
+    );
     expect(loadConfig({ REDIS_KEY_PREFIX: 'app:' }).redisKeyPrefix).toBe('app:');
   });
 
@@ -126,12 +144,18 @@ describe('configuration of read replicas', () => {
   });
 
   it('reads DATABASE_REPLICA_URLS as comma-separated mysql:// URLs and REPLICA_MAX_LAG_MS, naming a bad value', () => {
-    expect(loadConfig({ ...base, DATABASE_REPLICA_URLS: ' mysql://r1:3306/feed, mysql://u:p@r2:3307/feed ,' }).databaseReplicaUrls).toEqual([
-      'mysql://r1:3306/feed',
-      'mysql://u:p@r2:3307/feed',
-    ]);
-    refused({ ...base, DATABASE_REPLICA_URLS: 'redis://r1:6379' }, 'DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "redis://r1:6379")');
-    refused({ ...base, DATABASE_REPLICA_URLS: 'not a url' }, 'DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "not a url")');
+    expect(
+      loadConfig({ ...base, DATABASE_REPLICA_URLS: ' mysql://r1:3306/feed, mysql://u:p@r2:3307/feed ,' })
+        .databaseReplicaUrls,
+    ).toEqual(['mysql://r1:3306/feed', 'mysql://u:p@r2:3307/feed']);
+    refused(
+      { ...base, DATABASE_REPLICA_URLS: 'redis://r1:6379' },
+      'DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "redis://r1:6379")',
+    );
+    refused(
+      { ...base, DATABASE_REPLICA_URLS: 'not a url' },
+      'DATABASE_REPLICA_URLS must be comma-separated mysql:// URLs (got "not a url")',
+    );
     expect(loadConfig({ ...base, REPLICA_MAX_LAG_MS: '250' }).replicaMaxLagMs).toBe(250);
     refused({ ...base, REPLICA_MAX_LAG_MS: '1s' }, 'REPLICA_MAX_LAG_MS must be a whole number (got "1s")');
     refused({ ...base, REPLICA_MAX_LAG_MS: '50' }, 'REPLICA_MAX_LAG_MS must be between 100 and 3600000 (got 50)');
@@ -160,7 +184,11 @@ describe('configuration of accounts, sessions and follows', () => {
 
   it.each([
     ['MAX_FOLLOWING', '0', 'MAX_FOLLOWING must be between 1 and 1000000 (got 0)'],
-    ['RATE_LIMIT_FOLLOW_PER_USER', '200', 'RATE_LIMIT_FOLLOW_PER_USER must be <points>/<seconds>, e.g. 10/900 (got "200")'],
+    [
+      'RATE_LIMIT_FOLLOW_PER_USER',
+      '200',
+      'RATE_LIMIT_FOLLOW_PER_USER must be <points>/<seconds>, e.g. 10/900 (got "200")',
+    ],
     ['RATE_LIMIT_LOGIN_PER_NICKNAME_IP', 'ten', 'RATE_LIMIT_LOGIN_PER_NICKNAME_IP must be <points>/<seconds>'],
     ['SESSION_RECHECK_SECONDS', '0', 'SESSION_RECHECK_SECONDS must be between 1 and 3600 (got 0)'],
     ['PASSWORD_HASH_COST', '100000', 'PASSWORD_HASH_COST must be a power of two (got 100000)'],
@@ -221,7 +249,10 @@ describe('configuration of the HTTP bounds', () => {
       { HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' },
       'HTTP_HEADERS_TIMEOUT_MS (20000) must not be above HTTP_REQUEST_TIMEOUT_MS (10000)',
     );
-    refused({ RATE_LIMIT_ANONYMOUS_PER_IP: '20' }, 'RATE_LIMIT_ANONYMOUS_PER_IP must be <points>/<seconds>, e.g. 10/900 (got "20")');
+    refused(
+      { RATE_LIMIT_ANONYMOUS_PER_IP: '20' },
+      'RATE_LIMIT_ANONYMOUS_PER_IP must be <points>/<seconds>, e.g. 10/900 (got "20")',
+    );
   });
 });
 
@@ -232,8 +263,13 @@ describe('configuration of operations (migrations, the worker port, tracing)', (
     expect(loadConfig({}).operations.migrateOnStart).toBe(true);
     expect(loadConfig({ DATABASE_URL: 'mysql://root@db:3306/feed' }).operations.migrateOnStart).toBe(true);
     expect(loadConfig(production).operations.migrateOnStart).toBe(true);
-    expect(loadConfig({ ...production, DATABASE_URL: 'mysql://app@db:3306/feed' }).operations.migrateOnStart).toBe(false);
-    expect(loadConfig({ ...production, DATABASE_URL: 'mysql://app@db:3306/feed', MIGRATE_ON_START: 'on' }).operations.migrateOnStart).toBe(true);
+    expect(loadConfig({ ...production, DATABASE_URL: 'mysql://app@db:3306/feed' }).operations.migrateOnStart).toBe(
+      false,
+    );
+    expect(
+      loadConfig({ ...production, DATABASE_URL: 'mysql://app@db:3306/feed', MIGRATE_ON_START: 'on' }).operations
+        .migrateOnStart,
+    ).toBe(true);
     expect(loadConfig({ MIGRATE_ON_START: 'off' }).operations.migrateOnStart).toBe(false);
     refused({ MIGRATE_ON_START: 'yes' }, 'MIGRATE_ON_START must be on or off (got "yes")');
   });
@@ -246,12 +282,20 @@ describe('configuration of operations (migrations, the worker port, tracing)', (
 
   it('traces nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is an http(s) URL', () => {
     expect(loadConfig({}).operations).toMatchObject({ otlpEndpoint: null, serviceName: null });
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_SERVICE_NAME: 'feed-eu' }).operations).toMatchObject({
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_SERVICE_NAME: 'feed-eu' }).operations,
+    ).toMatchObject({
       otlpEndpoint: 'http://collector:4318',
       serviceName: 'feed-eu',
     });
-    refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT must start with http:// or https:// (got "collector:4318")');
-    refused({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://' }, 'OTEL_EXPORTER_OTLP_ENDPOINT is not a valid URL (got "http://")');
+    refused(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+      'OTEL_EXPORTER_OTLP_ENDPOINT must start with http:// or https:// (got "collector:4318")',
+    );
+    refused(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://' },
+      'OTEL_EXPORTER_OTLP_ENDPOINT is not a valid URL (got "http://")',
+    );
   });
 
   it('npm run migrate needs no JWT_SECRET, even in production', () => {

@@ -92,7 +92,9 @@ describe('encodeCursor / decodeCursor', () => {
       fc.property(positionArb, (position) => {
         const cursor = encodeCursor(position);
         expect(cursor).toMatch(/^[A-Za-z0-9_-]+=*$/);
-        expect(Buffer.from(cursor, 'base64url').toString('utf8')).toBe(`${position.maxScore}:${position.offset}:${position.afterId}`);
+        expect(Buffer.from(cursor, 'base64url').toString('utf8')).toBe(
+          `${position.maxScore}:${position.offset}:${position.afterId}`,
+        );
       }),
       { numRuns: 100 },
     );
@@ -197,15 +199,24 @@ describe('decodeCursor rejects what this API did not return', () => {
   it('rejects offsets above MAX_CURSOR_OFFSET, a small bound', () => {
     expect(MAX_CURSOR_OFFSET).toBeLessThanOrEqual(1000);
     fc.assert(
-      fc.property(scoreArb, fc.integer({ min: MAX_CURSOR_OFFSET + 1, max: 999_999_999 }), idArb, (score, offset, id) => {
-        const error = decodeError(b64url(`${score}:${offset}:${id}`));
-        expect(error.message).toContain(String(offset));
-      }),
+      fc.property(
+        scoreArb,
+        fc.integer({ min: MAX_CURSOR_OFFSET + 1, max: 999_999_999 }),
+        idArb,
+        (score, offset, id) => {
+          const error = decodeError(b64url(`${score}:${offset}:${id}`));
+          expect(error.message).toContain(String(offset));
+        },
+      ),
       { numRuns: NUM_RUNS },
     );
     expectRejected(b64url(`1000:${MAX_CURSOR_OFFSET + 1}:5`));
     expectRejected(b64url('1000:100000:5'));
-    expect(decodeCursor(b64url(`1000:${MAX_CURSOR_OFFSET}:5`))).toEqual({ maxScore: 1000, offset: MAX_CURSOR_OFFSET, afterId: 5 });
+    expect(decodeCursor(b64url(`1000:${MAX_CURSOR_OFFSET}:5`))).toEqual({
+      maxScore: 1000,
+      offset: MAX_CURSOR_OFFSET,
+      afterId: 5,
+    });
   });
 
   it('rejects offsets with too many digits', () => {
@@ -237,7 +248,11 @@ describe('decodeCursor rejects what this API did not return', () => {
     );
     expectRejected(b64url(`${BigInt(MAX_CURSOR_SCORE) + 1n}:0:1`));
     expectRejected(b64url('9999999999999999:0:1'));
-    expect(decodeCursor(b64url(`${MAX_CURSOR_SCORE}:0:1`))).toEqual({ maxScore: MAX_CURSOR_SCORE, offset: 0, afterId: 1 });
+    expect(decodeCursor(b64url(`${MAX_CURSOR_SCORE}:0:1`))).toEqual({
+      maxScore: MAX_CURSOR_SCORE,
+      offset: 0,
+      afterId: 1,
+    });
   });
 
   it('rejects very long strings, even when they start like a valid cursor', () => {
@@ -256,7 +271,24 @@ describe('decodeCursor rejects what this API did not return', () => {
   });
 
   it('rejects a valid cursor with a non-base64url character inserted', () => {
-    const foreign = fc.constantFrom('+', '/', '.', ' ', '!', '%', '"', '\n', '\t', '\u0000', 'é', '€', '😀', ':', '*', '=');
+    const foreign = fc.constantFrom(
+      '+',
+      '/',
+      '.',
+      ' ',
+      '!',
+      '%',
+      '"',
+      '\n',
+      '\t',
+      '\u0000',
+      'é',
+      '€',
+      '😀',
+      ':',
+      '*',
+      '=',
+    );
     fc.assert(
       fc.property(positionArb, foreign, fc.nat(), (position, char, at) => {
         const valid = encodeCursor(position);
@@ -302,7 +334,9 @@ describe('positionAfter', () => {
 // Hand-checked scrolls. The source is a brute-force model written here, independent of cursor.ts.
 
 function canonical(list: readonly ScoredId[]): ScoredId[] {
-  return [...list].sort((a, b) => (a.score !== b.score ? (a.score > b.score ? -1 : 1) : a.id > b.id ? -1 : a.id < b.id ? 1 : 0));
+  return [...list].sort((a, b) =>
+    a.score !== b.score ? (a.score > b.score ? -1 : 1) : a.id > b.id ? -1 : a.id < b.id ? 1 : 0,
+  );
 }
 
 function modelFetch(list: readonly ScoredId[], position: FeedPosition, limit: number): ScoredId[] {
@@ -395,7 +429,11 @@ describe('seed examples', () => {
   });
 
   it('regression: a tie group of 7 between other items, in pages of 2', () => {
-    const list: ScoredId[] = [{ id: 100, score: 2000 }, ...[11, 12, 13, 14, 15, 16, 17].map((id) => ({ id, score: 1000 })), { id: 1, score: 500 }];
+    const list: ScoredId[] = [
+      { id: 100, score: 2000 },
+      ...[11, 12, 13, 14, 15, 16, 17].map((id) => ({ id, score: 1000 })),
+      { id: 1, score: 500 },
+    ];
     const pages = scroll(list, 2);
     expect(pages.flatMap((p) => p.ids)).toEqual([100, 17, 16, 15, 14, 13, 12, 11, 1]);
     expect(pages.map((p) => p.ids)).toEqual([[100, 17], [16, 15], [14, 13], [12, 11], [1]]);

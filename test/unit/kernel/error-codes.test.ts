@@ -31,5 +31,6 @@ test('every code of the vocabulary has a row of its own in the API guide', () =>
   // A row may repeat a code with an extra extension (GRAPHQL_VALIDATION_FAILED + extensions.limit),
   // but each code needs at least one row that names it alone.
   const lines = readFileSync(API_GUIDE, 'utf8').split('\n');
-  for (const code of ERROR_CODES) expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\| \`${code}\` \\|`)));
+  for (const code of ERROR_CODES)
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^\\| \`${code}\` \\|`)));
 });

@@ -8,7 +8,15 @@
  * scroll that loses, repeats or reorders items.
  */
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, encodeKeysetCursor, FeedPosition, InvalidCursorError, ScoredId, START } from '../../../src/kernel/pagination/cursor';
+import {
+  decodeCursor,
+  encodeCursor,
+  encodeKeysetCursor,
+  FeedPosition,
+  InvalidCursorError,
+  ScoredId,
+  START,
+} from '../../../src/kernel/pagination/cursor';
 import {
   DEFAULT_LIKERS_PAGE_SIZE,
   DEFAULT_PAGE_SIZE,
@@ -89,10 +97,12 @@ const pageSizesArb = fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, m
  * between two, with an offset hint anywhere in its tie group (a hint the list's changes made wrong).
  */
 function validPositionArb(list: readonly ScoredId[]): fc.Arbitrary<FeedPosition> {
-  return fc.tuple(fc.integer({ min: 0, max: MAX_SCORE + 2 }), fc.integer({ min: 1, max: MAX_ID + 2 })).chain(([maxScore, afterId]) => {
-    const tieGroup = list.filter((item) => item.score === maxScore).length;
-    return fc.integer({ min: 0, max: tieGroup }).map((offset) => ({ maxScore, offset, afterId }));
-  });
+  return fc
+    .tuple(fc.integer({ min: 0, max: MAX_SCORE + 2 }), fc.integer({ min: 1, max: MAX_ID + 2 }))
+    .chain(([maxScore, afterId]) => {
+      const tieGroup = list.filter((item) => item.score === maxScore).length;
+      return fc.integer({ min: 0, max: tieGroup }).map((offset) => ({ maxScore, offset, afterId }));
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,7 +207,8 @@ describe('scrolling a feed from the top', () => {
           checkSteps(steps);
           expect(steps[0].from).toEqual(position);
           const expected = canonical(list).filter(
-            (item) => item.score < position.maxScore! || (item.score === position.maxScore && item.id < position.afterId!),
+            (item) =>
+              item.score < position.maxScore! || (item.score === position.maxScore && item.id < position.afterId!),
           );
           expect(ids(steps.flatMap((step) => step.items))).toEqual(ids(expected));
         },
@@ -411,10 +422,14 @@ describe('first = 0', () => {
 describe('keyset pages (lists of users)', () => {
   it('default first to the given size, also for an explicit null, within the same 0..100', () => {
     expect(keysetPageRequest(undefined, null)).toEqual({ after: null, first: DEFAULT_PAGE_SIZE });
-    expect(keysetPageRequest(null, undefined, DEFAULT_LIKERS_PAGE_SIZE)).toEqual({ after: null, first: DEFAULT_LIKERS_PAGE_SIZE });
+    expect(keysetPageRequest(null, undefined, DEFAULT_LIKERS_PAGE_SIZE)).toEqual({
+      after: null,
+      first: DEFAULT_LIKERS_PAGE_SIZE,
+    });
     expect(keysetPageRequest(0, null, DEFAULT_LIKERS_PAGE_SIZE).first).toBe(0);
     expect(keysetPageRequest(MAX_PAGE_SIZE, null).first).toBe(MAX_PAGE_SIZE);
-    for (const first of [-1, MAX_PAGE_SIZE + 1, 1.5]) expect(() => keysetPageRequest(first, null)).toThrow(InvalidPageSizeError);
+    for (const first of [-1, MAX_PAGE_SIZE + 1, 1.5])
+      expect(() => keysetPageRequest(first, null)).toThrow(InvalidPageSizeError);
     expect(() => keysetPageRequest(1, 'nope')).toThrow(InvalidCursorError);
   });
 
@@ -454,7 +469,11 @@ function scrollUpAll(
   for (let i = 0; i < 2 * list.length + 5; i += 1) {
     const request = feedPageRequest({ last: sizes[i % sizes.length], before });
     if (request.direction !== 'backward') throw new Error('not a page up');
-    const fetched = modelNewer(list, { score: request.before.maxScore, id: request.before.afterId }, newerFetchSize(request));
+    const fetched = modelNewer(
+      list,
+      { score: request.before.maxScore, id: request.before.afterId },
+      newerFetchSize(request),
+    );
     const page = sliceNewerPage(request, fetched);
     pages.push(page.items);
     pageInfos.push({ hasPreviousPage: page.hasPreviousPage ?? false });
@@ -503,13 +522,20 @@ describe('pages up (last/before) against the brute-force model', () => {
         (list, sizes, pick, pick2) => {
           const all = canonical(list);
           const start = all[pick % all.length];
-          const { pages } = scrollUpAll(list, sizes, encodeCursor({ maxScore: start.score, offset: 1, afterId: start.id }));
+          const { pages } = scrollUpAll(
+            list,
+            sizes,
+            encodeCursor({ maxScore: start.score, offset: 1, afterId: start.id }),
+          );
           const up = pages.reverse().flat();
           expect(ids(up)).toEqual(ids(all.slice(0, all.indexOf(start))));
           if (up.length === 0) return;
           // Down again from an edge of a page up: the items below it, by the forward driver.
           const turn = up[pick2 % up.length];
-          const positions = sliceNewerPage({ before: { maxScore: start.score, offset: 1, afterId: start.id }, last: up.length }, [...up].reverse()).cursors;
+          const positions = sliceNewerPage(
+            { before: { maxScore: start.score, offset: 1, afterId: start.id }, last: up.length },
+            [...up].reverse(),
+          ).cursors;
           const turnCursor = encodeCursor(positions[up.indexOf(turn)]);
           const { steps } = scrollAll(list, sizes, turnCursor);
           expect(ids(steps.flatMap((step) => step.items))).toEqual(ids(all.slice(all.indexOf(turn) + 1)));
@@ -524,7 +550,13 @@ describe('pages up (last/before) against the brute-force model', () => {
       fc.property(
         listArb.filter((list) => list.length > 1),
         fc.integer({ min: 1, max: 5 }),
-        fc.array(fc.record({ id: fc.integer({ min: MAX_ID + 10, max: 2 * MAX_ID }), score: fc.integer({ min: 0, max: MAX_SCORE }) }), { maxLength: 10 }),
+        fc.array(
+          fc.record({
+            id: fc.integer({ min: MAX_ID + 10, max: 2 * MAX_ID }),
+            score: fc.integer({ min: 0, max: MAX_SCORE }),
+          }),
+          { maxLength: 10 },
+        ),
         fc.array(fc.nat(), { maxLength: 10 }),
         (initial, last, inserts, removals) => {
           let list = [...initial];
@@ -535,7 +567,10 @@ describe('pages up (last/before) against the brute-force model', () => {
           for (let i = 0; i < 4 * initial.length + 20; i += 1) {
             const request = feedPageRequest({ last, before });
             if (request.direction !== 'backward') throw new Error('not a page up');
-            const page = sliceNewerPage(request, modelNewer(list, { score: request.before.maxScore, id: request.before.afterId }, newerFetchSize(request)));
+            const page = sliceNewerPage(
+              request,
+              modelNewer(list, { score: request.before.maxScore, id: request.before.afterId }, newerFetchSize(request)),
+            );
             shown.unshift(...page.items);
             if (!page.hasPreviousPage) break;
             before = encodeCursor(page.cursors[0]);
@@ -567,7 +602,11 @@ describe('pages up (last/before) against the brute-force model', () => {
       try {
         feedPageRequest(args);
       } catch (error) {
-        return error instanceof InvalidPageArgumentsError ? error.argument : error instanceof InvalidPageSizeError ? error.message.split(' ')[0] : 'other';
+        return error instanceof InvalidPageArgumentsError
+          ? error.argument
+          : error instanceof InvalidPageSizeError
+            ? error.message.split(' ')[0]
+            : 'other';
       }
       return null;
     };
@@ -579,7 +618,11 @@ describe('pages up (last/before) against the brute-force model', () => {
     expect(refused({ last: MAX_PAGE_SIZE + 1, before: cursor })).toBe('last');
     expect(refused({ last: -1, before: cursor })).toBe('last');
     expect(() => feedPageRequest({ before: encodeKeysetCursor({ time: 5, id: 3 }) })).toThrow(InvalidCursorError);
-    expect(feedPageRequest({ before: cursor })).toEqual({ direction: 'backward', before: { maxScore: 5, offset: 1, afterId: 3 }, last: DEFAULT_PAGE_SIZE });
+    expect(feedPageRequest({ before: cursor })).toEqual({
+      direction: 'backward',
+      before: { maxScore: 5, offset: 1, afterId: 3 },
+      last: DEFAULT_PAGE_SIZE,
+    });
     expect(feedPageRequest({})).toEqual({ direction: 'forward', from: START, first: DEFAULT_PAGE_SIZE });
   });
 });

@@ -17,7 +17,13 @@ describe('hidePasswords', () => {
   });
 
   it('leaves text without a password as it is', () => {
-    for (const text of ['mysql://root@127.0.0.1:3306/feed', 'redis://127.0.0.1:6379/0', 'a user@host mention', 'no url here', 'http://h/p?q=a:b@c']) {
+    for (const text of [
+      'mysql://root@127.0.0.1:3306/feed',
+      'redis://127.0.0.1:6379/0',
+      'a user@host mention',
+      'no url here',
+      'http://h/p?q=a:b@c',
+    ]) {
       expect(hidePasswords(text)).toBe(text);
     }
   });

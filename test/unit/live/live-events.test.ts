@@ -28,7 +28,14 @@ it('drops what is not an event of ours', () => {
     JSON.stringify({ kind: 'added', blogId: 1, score: 'soon', authorId: 2 }),
     JSON.stringify({ kind: 'unknown' }),
   ]) {
-    expect({ message: message.slice(0, 60), event: decodeLiveEvent(message) }).toEqual({ message: message.slice(0, 60), event: null });
+    expect({ message: message.slice(0, 60), event: decodeLiveEvent(message) }).toEqual({
+      message: message.slice(0, 60),
+      event: null,
+    });
   }
-  expect(decodeLiveEvent(JSON.stringify({ kind: 'removed', blogIds: Array.from({ length: MAX_REMOVED_PER_EVENT }, (_, i) => i + 1) }))).not.toBeNull();
+  expect(
+    decodeLiveEvent(
+      JSON.stringify({ kind: 'removed', blogIds: Array.from({ length: MAX_REMOVED_PER_EVENT }, (_, i) => i + 1) }),
+    ),
+  ).not.toBeNull();
 });

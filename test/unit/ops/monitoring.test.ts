@@ -35,7 +35,8 @@ async function exportedNames(): Promise<Set<string>> {
   const names = new Set<string>();
   for (const metric of await metrics.registry.getMetricsAsJSON()) {
     names.add(metric.name);
-    if (String(metric.type) === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
+    if (String(metric.type) === 'histogram')
+      for (const suffix of ['_bucket', '_sum', '_count']) names.add(`${metric.name}${suffix}`);
   }
   return names;
 }
@@ -51,7 +52,9 @@ function rules(): Rule[] {
 }
 
 function dashboardExpressions(): Array<{ panel: string; expr: string }> {
-  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Array<{ title: string; type: string; targets?: Array<{ expr: string }> }> };
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+    panels: Array<{ title: string; type: string; targets?: Array<{ expr: string }> }>;
+  };
   return dashboard.panels
     .filter((panel) => panel.type !== 'row')
     .flatMap((panel) => (panel.targets ?? []).map((target) => ({ panel: panel.title, expr: target.expr })));
@@ -61,7 +64,11 @@ describe('alert rules', () => {
   it('are complete rules, for fan-out lag, the breaker, replica lag and the error rate, on metrics the service exports', async () => {
     const all = rules();
     for (const rule of all) {
-      expect(rule).toMatchObject({ alert: expect.any(String), expr: expect.any(String), for: expect.stringMatching(/^\d+[smh]$/) });
+      expect(rule).toMatchObject({
+        alert: expect.any(String),
+        expr: expect.any(String),
+        for: expect.stringMatching(/^\d+[smh]$/),
+      });
       expect(['warning', 'critical']).toContain(rule.labels?.severity);
       expect(rule.annotations?.summary).toEqual(expect.any(String));
     }

@@ -12,7 +12,9 @@ describe('without the SDK', () => {
   it('stores no context and makes no span', async () => {
     expect(currentTraceParent()).toBeNull();
     expect(await inSpan('fanout chunk', null, {}, async () => currentTraceParent())).toBeNull();
-    expect(await inSpan('fanout chunk', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', {}, async () => 'ran')).toBe('ran');
+    expect(
+      await inSpan('fanout chunk', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', {}, async () => 'ran'),
+    ).toBe('ran');
   });
 });
 
@@ -40,14 +42,18 @@ describe('with the SDK', () => {
 
     // Later, with nothing active: the dispatch continues it, and hands its own to a chunk job.
     expect(trace.getActiveSpan()).toBeUndefined();
-    const chunkTrace = await inSpan('fanout dispatch', stored, { 'fanout.task_id': 7 }, async () => currentTraceParent());
+    const chunkTrace = await inSpan('fanout dispatch', stored, { 'fanout.task_id': 7 }, async () =>
+      currentTraceParent(),
+    );
     await inSpan('fanout chunk', chunkTrace, { 'fanout.chunk': 1 }, async () => {
       tracer.startSpan('evalsha').end();
     });
 
     const spans = Object.fromEntries(exporter.getFinishedSpans().map((span) => [span.name, span]));
     const parentOf = (name: string) => spans[name].parentSpanContext?.spanId;
-    expect(new Set(Object.values(spans).map((span) => span.spanContext().traceId))).toEqual(new Set([publish.spanContext().traceId]));
+    expect(new Set(Object.values(spans).map((span) => span.spanContext().traceId))).toEqual(
+      new Set([publish.spanContext().traceId]),
+    );
     expect(parentOf('fanout dispatch')).toBe(publish.spanContext().spanId);
     expect(parentOf('fanout chunk')).toBe(spans['fanout dispatch'].spanContext().spanId);
     expect(parentOf('evalsha')).toBe(spans['fanout chunk'].spanContext().spanId);

@@ -2,7 +2,14 @@
 import fc from 'fast-check';
 import { GraphQLError } from 'graphql';
 import { nickNameKey } from '../../../src/user/user.key';
-import { decodeSearchCursor, encodeSearchCursor, lengthsFrom, prefixRange, SEARCH_KEY_MAX, searchKeyOf } from '../../../src/user/user.search';
+import {
+  decodeSearchCursor,
+  encodeSearchCursor,
+  lengthsFrom,
+  prefixRange,
+  SEARCH_KEY_MAX,
+  searchKeyOf,
+} from '../../../src/user/user.search';
 import { encodeCursor, encodeKeysetCursor } from '../../../src/kernel/pagination/cursor';
 
 /** Code point order, the order of the utf8mb4_bin column and of SQLite's byte comparison (not JavaScript's UTF-16 order). */
@@ -25,7 +32,10 @@ function refusal(run: () => unknown): { field: unknown; message: string } {
   throw new Error('expected a refusal');
 }
 
-const text = fc.string({ unit: fc.constantFrom('a', 'b', '_', '%', '!', 'é', '\u{D7FF}', '\u{E000}', '\u{FFFF}', '\u{10000}', '\u{10FFFF}'), maxLength: 6 });
+const text = fc.string({
+  unit: fc.constantFrom('a', 'b', '_', '%', '!', 'é', '\u{D7FF}', '\u{E000}', '\u{FFFF}', '\u{10000}', '\u{10FFFF}'),
+  maxLength: 6,
+});
 
 describe('prefixRange', () => {
   it('holds exactly the strings that start with the prefix, in code point order', () => {
@@ -36,7 +46,8 @@ describe('prefixRange', () => {
         (prefix, rest) => {
           for (const candidate of [prefix + rest, rest, rest + prefix]) {
             const { from, below } = prefixRange(prefix);
-            const inRange = compareCodePoints(candidate, from) >= 0 && (below === null || compareCodePoints(candidate, below) < 0);
+            const inRange =
+              compareCodePoints(candidate, from) >= 0 && (below === null || compareCodePoints(candidate, below) < 0);
             expect(inRange).toBe(candidate.startsWith(prefix));
           }
         },
@@ -62,7 +73,10 @@ describe('searchKeyOf', () => {
   });
 
   it('refuses empty, over-long and control-character text, naming search', () => {
-    expect(refusal(() => searchKeyOf(''))).toEqual({ field: 'search', message: 'search must be 1..32 characters (got 0)' });
+    expect(refusal(() => searchKeyOf(''))).toEqual({
+      field: 'search',
+      message: 'search must be 1..32 characters (got 0)',
+    });
     expect(refusal(() => searchKeyOf('x'.repeat(33))).message).toBe('search must be 1..32 characters (got 33)');
     expect(refusal(() => searchKeyOf('a\u0007')).field).toBe('search');
     // One character NFKC turns into 18: 8 of them make a key longer than any nickName's.
@@ -76,21 +90,33 @@ describe('the search cursor', () => {
       fc.property(fc.string({ minLength: 1, maxLength: 40 }), fc.string({ maxLength: 40 }), (prefix, rest) => {
         const key = nickNameKey(prefix + rest);
         const search = nickNameKey(prefix);
-        fc.pre(key.startsWith(search) && key.length > 0 && [...key].length <= SEARCH_KEY_MAX && nickNameKey(key) === key);
+        fc.pre(
+          key.startsWith(search) && key.length > 0 && [...key].length <= SEARCH_KEY_MAX && nickNameKey(key) === key,
+        );
         expect(decodeSearchCursor(encodeSearchCursor(key), search)).toEqual({ key, length: [...key].length });
       }),
     );
   });
 
   it('refuses a cursor of another connection, of another search, or made up, naming after', () => {
-    expect(refusal(() => decodeSearchCursor(encodeCursor({ maxScore: 1796035439093, offset: 1, afterId: 42 }), 'al')).message).toMatch(
-      /is not a cursor of users\(search:\)/,
+    expect(
+      refusal(() => decodeSearchCursor(encodeCursor({ maxScore: 1796035439093, offset: 1, afterId: 42 }), 'al'))
+        .message,
+    ).toMatch(/is not a cursor of users\(search:\)/);
+    expect(refusal(() => decodeSearchCursor(encodeKeysetCursor({ time: 1796035439093, id: 2 }), 'al')).field).toBe(
+      'after',
     );
-    expect(refusal(() => decodeSearchCursor(encodeKeysetCursor({ time: 1796035439093, id: 2 }), 'al')).field).toBe('after');
-    expect(refusal(() => decodeSearchCursor(encodeSearchCursor('bob'), 'al')).message).toMatch(/belongs to another search/);
-    expect(refusal(() => decodeSearchCursor(encodeSearchCursor('ALICE'), 'al')).message).toMatch(/not a cursor this API returned/);
+    expect(refusal(() => decodeSearchCursor(encodeSearchCursor('bob'), 'al')).message).toMatch(
+      /belongs to another search/,
+    );
+    expect(refusal(() => decodeSearchCursor(encodeSearchCursor('ALICE'), 'al')).message).toMatch(
+      /not a cursor this API returned/,
+    );
     expect(refusal(() => decodeSearchCursor('not base64!', 'al')).field).toBe('after');
-    expect(refusal(() => decodeSearchCursor(Buffer.from([...Buffer.from('search:al'), 0xff]).toString('base64url'), 'al')).field).toBe('after');
+    expect(
+      refusal(() => decodeSearchCursor(Buffer.from([...Buffer.from('search:al'), 0xff]).toString('base64url'), 'al'))
+        .field,
+    ).toBe('after');
     expect(refusal(() => decodeSearchCursor('x'.repeat(1000), 'al')).field).toBe('after');
   });
 });
