@@ -2,11 +2,14 @@
  * `npm run bench:feed [-- --duration 8 --connections 32]`: what reading the feed costs.
  *
  * Seeds 300 readers who each follow 40 of 100 ordinary authors and all of 5 big authors
- * (60 blogs each, with same-millisecond ties, some likes), fills the readers' inboxes, then
+ * (60 blogs each, with same-millisecond ties, some likes), and 300 who follow only ordinary
+ * authors (every blog of their feed fanned out), fills the readers' inboxes, then
  * drives followFeed(first: 20) with every blog's author, likeCount and isLiked, from a load
  * generator in another process (autocannon), against:
  *   - the GraphQL API in the push, pull and hybrid models (the hybrid model merging the 5 big
- *     authors' blogs in at read time);
+ *     authors' blogs in at read time; so does the push model, since those blogs were not fanned
+ *     out: what an inbox holds is recorded per blog, whatever the model now);
+ *   - the push model for the readers without big followees: a page from the inbox alone;
  *   - the push model deep in the scroll, past the inbox (the cold path, served by MySQL);
  *   - the embedded mode (SQLite file, pull model, no Redis) with the same data;
  *   - a plain Node HTTP handler (no framework, no GraphQL) that serves the same page with the
@@ -98,11 +101,12 @@ async function main(): Promise<void> {
   const authorIds = Array.from({ length: AUTHORS + BIG_AUTHORS }, (_, i) => FIRST_ID + i);
   const bigIds = authorIds.slice(AUTHORS);
   const readerIds = Array.from({ length: READERS }, (_, i) => FIRST_ID + 10_000 + i);
-  await seed(db, now, authorIds, bigIds, readerIds);
+  const inboxOnlyReaderIds = Array.from({ length: READERS }, (_, i) => FIRST_ID + 20_000 + i);
+  await seed(db, now, authorIds, bigIds, readerIds, inboxOnlyReaderIds);
   const embeddedDir = mkdtempSync(join(tmpdir(), 'feed-bench-'));
   const embeddedFile = join(embeddedDir, 'feed.sqlite');
   const embeddedDb = await openSqlite(embeddedFile, new SqlStatementLog(console));
-  await seed(embeddedDb, now, authorIds, bigIds, readerIds);
+  await seed(embeddedDb, now, authorIds, bigIds, readerIds, inboxOnlyReaderIds);
 
   // Servers: the API in each model, the embedded mode, and the plain handler.
   const apps: Record<string, RunningApp> = {};
@@ -112,10 +116,11 @@ async function main(): Promise<void> {
   apps.embedded = await startApp({ config: embeddedConfig, db: embeddedDb, redis: null });
   const plain = await startPlainHandler(apps.push);
   const tokens = readerIds.map((id) => apps.push.services.tokens.issue(id, 0));
+  const inboxOnlyTokens = inboxOnlyReaderIds.map((id) => apps.push.services.tokens.issue(id, 0));
 
   // Inboxes: the newest FEED_MAX_ITEMS of each reader's feed (push and hybrid share them).
   const store = new FeedStore(db);
-  for (const reader of readerIds) await apps.push.services.feed.rebuildInbox(reader);
+  for (const reader of [...readerIds, ...inboxOnlyReaderIds]) await apps.push.services.feed.rebuildInbox(reader);
   await apps.push.services.feed.syncWatermark();
 
   // Cursors past the inbox (900th entry) for the cold path.
@@ -147,10 +152,11 @@ async function main(): Promise<void> {
   // (src/auth/auth.sessions.ts): paid here, not in the runs, which measure the steady state.
   for (const app of [apps.push, apps.pull, apps.hybrid, apps.embedded])
     await Promise.all(tokens.map((token) => graphql(app.url, '{ __typename }', {}, token)));
+  await Promise.all(inboxOnlyTokens.map((token) => graphql(apps.push.url, '{ __typename }', {}, token)));
 
-  const run = async (url: string, bodies: string[]): Promise<LoadResult> => {
+  const run = async (url: string, bodies: string[], as = tokens): Promise<LoadResult> => {
     const cpuBefore = process.cpuUsage();
-    const result = await load({ url, bodies, tokens, connections: CONNECTIONS, durationSeconds: DURATION });
+    const result = await load({ url, bodies, tokens: as, connections: CONNECTIONS, durationSeconds: DURATION });
     const cpu = process.cpuUsage(cpuBefore);
     return { ...result, cpuMicrosPerRequest: (cpu.user + cpu.system) / (result.requestsPerSecond * DURATION) };
   };
@@ -163,6 +169,7 @@ async function main(): Promise<void> {
         console.log(`CPU profile of the GraphQL push run written to ${await profiler.stop('feed-push.cpuprofile')}`);
       return result;
     })(),
+    inboxOnly: await run(apps.push.url, firstBodies, inboxOnlyTokens),
     pull: await run(apps.pull.url, firstBodies),
     hybrid: await run(apps.hybrid.url, firstBodies),
     cold: await run(apps.push.url, deepBodies),
@@ -177,6 +184,7 @@ async function main(): Promise<void> {
     );
   line('plain Node handler, same Redis + SQL work', results.plain);
   line('GraphQL followFeed(first: 20), push', results.push);
+  line('GraphQL followFeed(first: 20), push, no big followees', results.inboxOnly);
   line('GraphQL followFeed(first: 20), pull', results.pull);
   line(`GraphQL followFeed(first: 20), hybrid (${BIG_AUTHORS} big)`, results.hybrid);
   line('GraphQL, push, past the inbox (cold path)', results.cold);
@@ -184,6 +192,7 @@ async function main(): Promise<void> {
   const ratio = (a: LoadResult, b: LoadResult) => (a.requestsPerSecond / b.requestsPerSecond).toFixed(2);
   console.log(`  GraphQL push / plain baseline: ${ratio(results.push, results.plain)}x  (target >= 0.5x, goal 1.0x)`);
   console.log(`  hybrid / push:                 ${ratio(results.hybrid, results.push)}x  (target >= 0.7x)`);
+  console.log(`  push, no big followees / plain: ${ratio(results.inboxOnly, results.plain)}x`);
   console.log(`  cold path / inbox path:        ${ratio(results.cold, results.push)}x  (target >= 0.5x)`);
   console.log(`  pull / push:                   ${ratio(results.pull, results.push)}x`);
   console.log(`  embedded (SQLite) / pull on MySQL: ${ratio(results.embedded, results.pull)}x`);
@@ -298,10 +307,11 @@ async function seed(
   authorIds: number[],
   bigIds: number[],
   readerIds: number[],
+  inboxOnlyReaderIds: number[],
 ): Promise<void> {
   await db.insertRows(
     'INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, has_pulled_blogs, follower_count) VALUES ?',
-    [...authorIds, ...readerIds].map((id) => [
+    [...authorIds, ...readerIds, ...inboxOnlyReaderIds].map((id) => [
       id,
       `u${id}`,
       `u${id}`,
@@ -328,9 +338,13 @@ async function seed(
       follows.push([reader, authorIds[(r * 7 + k * 13) % AUTHORS], new Date(now)]);
     for (const big of bigIds) follows.push([reader, big, new Date(now)]);
   });
+  inboxOnlyReaderIds.forEach((reader, r) => {
+    for (let k = 0; k < FOLLOWS_PER_READER; k += 1)
+      follows.push([reader, authorIds[(r * 7 + k * 13) % AUTHORS], new Date(now)]);
+  });
   await db.insertRows('INSERT IGNORE INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', follows);
   const blogIds = await db.select<{ id: string }>('SELECT id FROM tb_blog ORDER BY id');
-  const likes = readerIds.flatMap((reader, r) =>
+  const likes = [...readerIds, ...inboxOnlyReaderIds].flatMap((reader, r) =>
     blogIds.filter((_, i) => (i + r) % 9 === 0).map((b) => [Number(b.id), reader, new Date(now)]),
   );
   await db.insertRows('INSERT IGNORE INTO tb_blog_like (blog_id, user_id, created_at) VALUES ?', likes);
