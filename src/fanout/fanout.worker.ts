@@ -80,6 +80,7 @@ export class FanoutWorkers {
       queue: deps.queue,
       chunkSize: deps.config.fanoutChunkSize,
       onComplete: completed,
+      runChunk: (chunk) => this.runChunk(chunk),
     });
     this.executor = new FanoutExecutor({ store, feed, onComplete: completed, metrics: deps.metrics });
   }
@@ -127,18 +128,19 @@ export class FanoutWorkers {
   }
 
   private async runJob(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
-    if (job.name === 'dispatch') {
-      await this.dispatcher.dispatch(job.data.taskId);
-    } else {
-      const chunk = job.data as ChunkJob;
-      const attributes = {
-        'fanout.task_id': chunk.taskId,
-        'fanout.chunk': chunk.seq,
-        'fanout.kind': chunk.kind,
-        'fanout.readers': chunk.followerIds.length,
-      };
-      await inSpan('fanout chunk', chunk.trace, attributes, () => this.executor.runChunk(chunk));
-    }
+    if (job.name === 'dispatch') await this.dispatcher.dispatch(job.data.taskId);
+    else await this.runChunk(job.data as ChunkJob);
+  }
+
+  /** A chunk, from its job or inline in its task's dispatch (fanout.dispatcher.ts). */
+  private runChunk(chunk: ChunkJob): Promise<void> {
+    const attributes = {
+      'fanout.task_id': chunk.taskId,
+      'fanout.chunk': chunk.seq,
+      'fanout.kind': chunk.kind,
+      'fanout.readers': chunk.followerIds.length,
+    };
+    return inSpan('fanout chunk', chunk.trace, attributes, () => this.executor.runChunk(chunk));
   }
 
   /** Whether every worker is running (readiness of a worker process). */

@@ -100,6 +100,66 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
   expect((await inboxScores(app, followers, blogId)).every((score) => score !== null)).toBe(true);
 });
 
+it("runs a task's only chunk inside its dispatch, and queues it as a job when that run fails", async () => {
+  const author = await signUp(app, 'inline');
+  const followers = await addFollowers(app, author, 30_001, 8);
+  const blogId = await publish(app, author, 'one chunk');
+  await app.services.fanout?.idle();
+  const store = new FanoutStore(app.mysql, () => new Date());
+  const newTask = async () => {
+    const taskId = await app.mysql.transaction((sql) =>
+      store.insertTask(sql, 'deliver', {
+        blogId: fromGlobalId(blogId).id,
+        authorId: fromGlobalId(author.id).id,
+        score: 1,
+      }),
+    );
+    await store.markQueued([taskId]); // the relay leaves it to this test
+    return taskId;
+  };
+  const queued: unknown[] = [];
+  const recordingQueue = { add: async (jobs: unknown[]) => void queued.push(...jobs) };
+
+  // Fits in one chunk of 10: run inline, nothing queued.
+  const inline: number[][] = [];
+  const first = await newTask();
+  await new FanoutDispatcher({
+    store,
+    queue: recordingQueue,
+    chunkSize: 10,
+    runChunk: async (job) => void inline.push(job.followerIds),
+  }).dispatch(first);
+  expect(inline).toEqual([followers]);
+  expect(queued).toEqual([]);
+  expect(await store.task(first)).toMatchObject({ dispatched: true, chunksTotal: 1 });
+
+  // More than one chunk (chunks of 5): every chunk is queued, none runs inline.
+  const second = await newTask();
+  await new FanoutDispatcher({
+    store,
+    queue: recordingQueue,
+    chunkSize: 5,
+    runChunk: async (job) => void inline.push(job.followerIds),
+  }).dispatch(second);
+  expect(inline).toHaveLength(1);
+  expect(queued).toHaveLength(2);
+
+  // The inline run fails (Redis away, a crash): the retried dispatch queues the recorded chunk.
+  const third = await newTask();
+  const failing = new FanoutDispatcher({
+    store,
+    queue: app.services.fanoutQueue!,
+    chunkSize: 10,
+    runChunk: () => Promise.reject(new Error('simulated failure')),
+  });
+  await expect(failing.dispatch(third)).rejects.toThrow('simulated failure');
+  expect((await store.task(third))?.status).not.toBe('done');
+  await new FanoutDispatcher({ store, queue: app.services.fanoutQueue!, chunkSize: 10 }).dispatch(third);
+  await waitFor('the retried task', async () => (await store.task(third))?.status === 'done');
+  const [chunk] = await app.db.query('SELECT runs FROM tb_fanout_chunk WHERE task_id = ?', [third]);
+  expect(chunk.runs).toBe(1); // the job's run: the failed inline one never started the chunk
+});
+
 it('a blog deleted while its delivery is in flight ends in no inbox', async () => {
   // A slow worker: 100 followers a chunk, at most 8 jobs a second.
   const slow = await startTestApp('fanout_slow', { env: { FANOUT_CHUNK_SIZE: '100', FANOUT_JOBS_PER_SECOND: '8' } });
