@@ -84,6 +84,8 @@ async function main(): Promise<void> {
   const redis = createRedis(config, (message) => console.warn(message)) as Redis;
   await deleteByPrefix(redis, config.redisKeyPrefix);
   const app = await startApp({ config, db, redis });
+  // Inboxes are made and written only once the Redis generation is confirmed.
+  await app.services.feed.ready();
   console.log(
     `fan-out benchmark: ${FOLLOWERS.toLocaleString('en-US')} followers, Redis ${config.redisUrl}, MySQL ${databaseUrl}`,
   );

@@ -110,7 +110,11 @@ async function main(): Promise<void> {
 
   // Servers: the API in each model, the embedded mode, and the plain handler.
   const apps: Record<string, RunningApp> = {};
-  for (const model of ['push', 'pull', 'hybrid']) apps[model] = await startApp({ config: configOf(model), db, redis });
+  for (const model of ['push', 'pull', 'hybrid']) {
+    apps[model] = await startApp({ config: configOf(model), db, redis });
+    // Inboxes are made and written only once the Redis generation is confirmed.
+    await apps[model].services.feed.ready();
+  }
   // No environment underneath: the embedded mode is the one without DATABASE_URL and REDIS_URL.
   const embeddedConfig = benchConfig({ EMBEDDED_DB_FILE: embeddedFile }, {});
   apps.embedded = await startApp({ config: embeddedConfig, db: embeddedDb, redis: null });

@@ -59,6 +59,8 @@ async function main(): Promise<void> {
   const blogIds: Array<{ id: string }> = await db.query('SELECT id FROM tb_blog ORDER BY RAND() LIMIT 2000');
 
   const app = await startApp({ config, db, redis });
+  // Inboxes are made and written only once the Redis generation is confirmed.
+  await app.services.feed.ready();
   for (const reader of readers) await app.services.feed.rebuildInbox(reader);
   await app.services.feed.syncWatermark();
   console.log(`mixed load: ${CLIENTS} clients for ${DURATION} s against ${app.url} (hybrid, 1 fan-out worker)`);

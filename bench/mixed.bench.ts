@@ -158,6 +158,8 @@ async function main(): Promise<void> {
 
     // The server as production runs it: the API, and its fan-out workers with a pool of their own.
     const app = await startApp({ config, db, redis });
+    // Inboxes are made and written only once the Redis generation is confirmed.
+    await app.services.feed.ready();
     const workers = startFanoutWorkers(app.services, fanoutWorkers, { kind: 'own', sqlLog });
     cleanups.unshift(async () => {
       await app.services.fanout
