@@ -201,7 +201,12 @@ export class MemoryInbox implements Inbox {
     const outcome: DeliveryOutcome = { written: [], unsure: [], live: [] };
     for (const readerId of readerIds) {
       const state = this.present(readerId);
-      if (!state || entry.score < state.floor!) continue;
+      if (!state) {
+        // No inbox to write, but a live subscriber still hears of it (deliver.lua).
+        if (this.liveReaders.has(readerId)) outcome.live.push(readerId);
+        continue;
+      }
+      if (entry.score < state.floor!) continue;
       const building = state.building !== null;
       const pending = state.marks.size > 0;
       if (!building && !pending && !state.followees.has(authorId)) continue;

@@ -5,6 +5,10 @@
   but a follow change of the reader is pending: MySQL must say whether it stays), each plus LIVE
   when the reader has a live-feed subscription open (the live bus's mark, in the reader's slot).
 
+  A reader without an inbox (inactive, or Redis lost it) gets no write, but is reported LIVE when
+  their live mark is there: a subscriber still hears of the blog (the subscription checks the
+  follow in MySQL), where the inbox is rebuilt at their next page. That costs an EXISTS for each
+  reader without an inbox.
   Only inboxes that exist get the blog (fan-out skips inactive readers), at or above their floor,
   and only when the inbox says its reader follows the author: a valid inbox's followees are its
   reader's (versions, inbox.ts), so an unfollower costs one SISMEMBER and no write, and the
@@ -45,6 +49,8 @@ for i = 1, #KEYS, 4 do
         if redis.call('EXISTS', live) == 1 then code = code + LIVE end
       end
     end
+  elseif not m[1] and redis.call('EXISTS', live) == 1 then
+    code = LIVE
   end
   codes[#codes + 1] = code
 end

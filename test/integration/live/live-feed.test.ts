@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { withTimeout } from '../../../src/kernel/timeout';
 import {
+  dropInbox,
   EMBEDDED,
   follow,
   ok,
@@ -82,6 +83,17 @@ describe.each(EMBEDDED ? ['pull'] : ['push', 'hybrid', 'pull'])('followFeedAdded
     await client.received(2);
     expect(client.edges.map((e) => e.node.title)).toEqual(['fresh', 'second']);
     expect(client.errors).toEqual([]);
+  });
+
+  it('delivers to a subscriber whose inbox Redis lost (or that expired), before any page rebuilds it', async () => {
+    const [reader, author] = [await signUp(app, 'inboxless'), await signUp(app, 'author-of-inboxless')];
+    await follow(app, reader, author);
+    if (!EMBEDDED) await dropInbox(app, dbId(reader)); // the embedded mode keeps no inbox to lose
+    const client = open(app.url, reader.token);
+    await live(app, reader, model === 'push' ? [] : [author]);
+    const id = await publish(app, author, 'heard without an inbox');
+    const [edge] = await client.received(1);
+    expect(edge.node).toEqual({ id, title: 'heard without an inbox', author: { nickName: 'author-of-inboxless' } });
   });
 
   it('stops at once when the viewer unfollows, and never sends a deleted blog', async () => {
