@@ -139,6 +139,31 @@ export type FollowTransaction = (
   record: (sql: Sql, version: number, inFeed?: boolean) => Promise<PendingFollowChange>,
 ) => Promise<PendingFollowChange | null>;
 
+/** The writes of a publish that are the caller's, inside its transaction (BlogService: the blog row, the outbox). */
+export interface PublishWrites<B extends { score: number }> {
+  /** Inserts the blog row, fanned out (`pushed`) or not: the publish's first write. */
+  insertBlog(pushed: boolean): Promise<B>;
+  /** Records the fan-out's deliver task of a pushed blog (the outbox); returns its id. */
+  recordDeliver(blog: B): Promise<number>;
+}
+
+/** A committed publish: the blog, its deliver task (null: not fanned out), and whether it unsettled the big-author generation. */
+export interface Published<B> {
+  blog: B;
+  taskId: number | null;
+  /** The author's first not-fanned-out blog: publish settles the big-author generation after the transaction. */
+  becameBig: boolean;
+}
+
+/**
+ * How a blog is published: `transact` runs the caller's transaction and calls `publishIn` inside
+ * it with its `sql` and its writes, which FeedService runs in their order (see publish); it
+ * returns what `publishIn` returned once committed.
+ */
+export type PublishTransaction<B extends { score: number }> = (
+  publishIn: (sql: Sql, writes: PublishWrites<B>) => Promise<Published<B>>,
+) => Promise<Published<B>>;
+
 /**
  * A user's activity pushes their inbox's expiry back at most this often per process (not on
  * every request): enough for ACTIVE_DAYS, which counts in days.
@@ -472,13 +497,46 @@ export class FeedService {
   // Publishing and fan-out
 
   /**
+   * A new blog of `authorId`, committed by `transact` (see PublishTransaction), the one entry
+   * point of publishing as changeFollow is of follows. Inside the transaction, in this order:
+   * whether the blog is fanned out (decidePush), the caller's blog row, the big-author
+   * generation unsettled if this is the author's first not-fanned-out blog, and for a pushed
+   * blog the caller's deliver task and its entry in the fan-out watermark. After the commit (or
+   * the rollback) the big-author generation is settled. Enqueueing the task, or telling live
+   * followers of a blog nobody fans out, is the caller's, after this returns.
+   */
+  async publish<B extends { score: number }>(authorId: number, transact: PublishTransaction<B>): Promise<Published<B>> {
+    let becameBig = false;
+    try {
+      return await transact(async (sql, writes) => {
+        const decision = await this.decidePush(sql, authorId);
+        becameBig = decision.becameBig;
+        // First of the writes that reach beyond MySQL: a duplicate key rolls back before them.
+        const blog = await writes.insertBlog(decision.pushed);
+        // Readers stop trusting their kept lists of big followees until this one is committed.
+        if (becameBig) await this.bigAuthorChange('changing');
+        if (!decision.pushed) return { blog, taskId: null, becameBig };
+        const taskId = await writes.recordDeliver(blog);
+        // The last step before the commit: from the moment the blog is visible in MySQL, readers
+        // know that its delivery is in flight (the fan-out watermark).
+        await this.deliveryStarted(sql, { taskId, authorId, score: blog.score });
+        return { blog, taskId, becameBig };
+      });
+    } finally {
+      // The author's first blog that readers pull is committed (or rolled back): kept lists of
+      // big followees lack them.
+      if (becameBig) await this.bigAuthorChange('changed');
+    }
+  }
+
+  /**
    * Whether a new blog of this author goes into inboxes: all (push), none (pull), or those of
    * authors with fewer than BIG_V_FOLLOWERS followers (hybrid). Decided per blog inside the
    * publishing transaction and stored with it (tb_blog.pushed); an author with a blog that is not
    * fanned out is marked (has_pulled_blogs), so readers of every model merge in exactly the blogs
    * that were not. `becameBig`: this is the author's first such blog (see bigAuthorChange).
    */
-  async decidePush(sql: Sql, authorId: number): Promise<{ pushed: boolean; becameBig: boolean }> {
+  private async decidePush(sql: Sql, authorId: number): Promise<{ pushed: boolean; becameBig: boolean }> {
     if (this.settings.model === 'push') return { pushed: true, becameBig: false };
     if (
       this.settings.model === 'hybrid' &&
@@ -497,7 +555,7 @@ export class FeedService {
    * publish: when Redis is away, this process forgets its lists and the 'changed' step is
    * retried every second until it is done (pages are served from MySQL meanwhile).
    */
-  async bigAuthorChange(step: 'changing' | 'changed'): Promise<void> {
+  private async bigAuthorChange(step: 'changing' | 'changed'): Promise<void> {
     const { inbox, generation } = this;
     if (!inbox || !generation) return;
     const renew = async () => inbox.renewBigAuthors(step, await generation.confirmed());
@@ -517,7 +575,7 @@ export class FeedService {
   }
 
   /** A deliver task is about to commit in `sql`, its transaction (see watermark.ts). */
-  async deliveryStarted(sql: Sql, task: TaskInFlight): Promise<void> {
+  private async deliveryStarted(sql: Sql, task: TaskInFlight): Promise<void> {
     await this.watermark?.started(sql, task);
   }
 
