@@ -99,8 +99,8 @@ export interface BlogServiceDeps {
   store: BlogStore;
   /** null in the embedded mode, where nothing is fanned out (the pull model). */
   fanout: FanoutService | null;
-  /** Decides which blogs are fanned out, and tracks their delivery (the watermark). */
-  feed: Pick<FeedService, 'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes' | 'followedAmong'>;
+  /** Publishes (which blogs are fanned out, and the tracking of their delivery), and says which blogs inboxes hold. */
+  feed: Pick<FeedService, 'publish' | 'inInboxes' | 'followedAmong'>;
   /** Live subscribers to tell of a blog that no fan-out delivers, and of a deleted blog. */
   live: Pick<LiveFeed, 'published' | 'deleted'>;
   now: () => Date;
@@ -111,10 +111,7 @@ export class BlogService {
   private readonly db: Database;
   private readonly store: BlogStore;
   private readonly fanout: FanoutService | null;
-  private readonly feed: Pick<
-    FeedService,
-    'decidePush' | 'bigAuthorChange' | 'deliveryStarted' | 'inInboxes' | 'followedAmong'
-  >;
+  private readonly feed: Pick<FeedService, 'publish' | 'inInboxes' | 'followedAmong'>;
   private readonly live: Pick<LiveFeed, 'published' | 'deleted'>;
   private readonly now: () => Date;
   private readonly cache: BlogCaching;
@@ -158,41 +155,40 @@ export class BlogService {
   }
 
   private async publishNew(authorId: number, input: PublishBlogInput, idempotencyKey: string | null): Promise<Blog> {
-    let becameBig = false;
-    const { blog, taskId } = await this.db
-      .transaction(async (sql) => {
-        const decision = await this.feed.decidePush(sql, authorId);
-        const { pushed } = decision;
-        becameBig = decision.becameBig;
-        const row: Omit<BlogRow, 'id'> = {
-          user_id: authorId,
-          title: input.title,
-          content: input.content,
-          images: JSON.stringify(input.images ?? []),
-          liked: 0,
-          // DATETIME(3) keeps the milliseconds of this Date, so the stored row equals this one.
-          created_at: this.now(),
-          pushed,
-        };
-        // First of the writes that reach beyond MySQL: a duplicate key rolls back before them.
-        const blog = Blog.fromRow({ ...row, id: await this.store.insert(sql, row, idempotencyKey) });
-        // Readers stop trusting their kept lists of big followees until this one is committed.
-        if (becameBig) await this.feed.bigAuthorChange('changing');
-        if (!pushed) return { blog, taskId: null };
-        const recorded = await this.requireFanout().recordDeliver(sql, blog);
-        // The last step before the commit: from the moment the blog is visible in MySQL, readers
-        // know that its delivery is in flight (the fan-out watermark).
-        await this.feed.deliveryStarted(sql, { taskId: recorded, authorId, score: blog.score });
-        return { blog, taskId: recorded };
-      })
-      // The author's first blog that readers pull is committed (or rolled back): kept lists of
-      // big followees lack them.
-      .finally(() => becameBig && this.feed.bigAuthorChange('changed'));
+    // FeedService.publish orders the steps of the feed around our writes, as changeFollow does for follows.
+    const { blog, taskId } = await this.feed.publish<Blog>(authorId, (publishIn) =>
+      this.db.transaction((sql) =>
+        publishIn(sql, {
+          insertBlog: (pushed) => this.insertBlog(sql, authorId, input, { pushed, idempotencyKey }),
+          recordDeliver: (blog) => this.requireFanout().recordDeliver(sql, blog),
+        }),
+      ),
+    );
     if (taskId !== null) this.requireFanout().enqueue(taskId);
     // Nobody fans this blog out (the pull model, a big author): it is in every follower's feed
     // from its commit, and live followers hear of it now.
     else await this.live.published({ id: blog.dbId, score: blog.score, authorId: blog.authorId });
     return blog;
+  }
+
+  /** The new blog's row, inserted in the publishing transaction. */
+  private async insertBlog(
+    sql: Sql,
+    authorId: number,
+    input: PublishBlogInput,
+    { pushed, idempotencyKey }: { pushed: boolean; idempotencyKey: string | null },
+  ): Promise<Blog> {
+    const row: Omit<BlogRow, 'id'> = {
+      user_id: authorId,
+      title: input.title,
+      content: input.content,
+      images: JSON.stringify(input.images ?? []),
+      liked: 0,
+      // DATETIME(3) keeps the milliseconds of this Date, so the stored row equals this one.
+      created_at: this.now(),
+      pushed,
+    };
+    return Blog.fromRow({ ...row, id: await this.store.insert(sql, row, idempotencyKey) });
   }
 
   /** Soft-deletes the viewer's own blog with its retract event; it leaves every inbox right after. */

@@ -20,7 +20,8 @@
  * of authors below BIG_V_FOLLOWERS) and in how pages are read. Every process that has Redis keeps
  * the inboxes up to date (follow changes, deletes, deliveries) whatever its model, and what an
  * inbox holds is recorded with the data (tb_blog.pushed), so the model can change between deploys
- * in any order, and processes of two models can serve at once.
+ * in any order, and processes of two models can serve at once. Which of these applies to this
+ * process (no inboxes, inboxes kept, inboxes kept and read) is decided once: feed.keeping.ts.
  *
  * When this process trusts inboxes at all: only in a confirmed Redis generation
  * (generation.ts), after it has caught up with what it may have missed (at start, in a new
@@ -53,12 +54,16 @@ import {
 } from '../kernel/pagination/page';
 import { BigFolloweeLists } from './big-followees';
 import { MAX_REMOVED_PER_EVENT } from '../live/live.bus';
+import type { InboxKeeping } from './feed.keeping';
+import { KeptInboxes } from './feed.keeping.kept';
+import { NoInboxes } from './feed.keeping.none';
+import { ReadInboxes } from './feed.keeping.read';
 import type { LiveFeed } from './feed.live';
 import type { FeedStore, FollowChangeRow } from './feed.store';
 import type { InboxGeneration } from './generation';
 import { Delivery, FollowChange, Inbox, InboxView, PENDING_STALE_MS, TaskInFlight, Watermark } from './inbox';
 import { certainMerge, certainToTheEnd, keysetAfter, SourceReading, sourceRead } from './merge';
-import { FanoutWatermark, InFlightSource } from './watermark';
+import type { InFlightSource } from './watermark';
 
 export type { InFlightSource } from './watermark';
 
@@ -139,6 +144,31 @@ export type FollowTransaction = (
   record: (sql: Sql, version: number, inFeed?: boolean) => Promise<PendingFollowChange>,
 ) => Promise<PendingFollowChange | null>;
 
+/** The writes of a publish that are the caller's, inside its transaction (BlogService: the blog row, the outbox). */
+export interface PublishWrites<B extends { score: number }> {
+  /** Inserts the blog row, fanned out (`pushed`) or not: the publish's first write. */
+  insertBlog(pushed: boolean): Promise<B>;
+  /** Records the fan-out's deliver task of a pushed blog (the outbox); returns its id. */
+  recordDeliver(blog: B): Promise<number>;
+}
+
+/** A committed publish: the blog, its deliver task (null: not fanned out), and whether it unsettled the big-author generation. */
+export interface Published<B> {
+  blog: B;
+  taskId: number | null;
+  /** The author's first not-fanned-out blog: publish settles the big-author generation after the transaction. */
+  becameBig: boolean;
+}
+
+/**
+ * How a blog is published: `transact` runs the caller's transaction and calls `publishIn` inside
+ * it with its `sql` and its writes, which FeedService runs in their order (see publish); it
+ * returns what `publishIn` returned once committed.
+ */
+export type PublishTransaction<B extends { score: number }> = (
+  publishIn: (sql: Sql, writes: PublishWrites<B>) => Promise<Published<B>>,
+) => Promise<Published<B>>;
+
 /**
  * A user's activity pushes their inbox's expiry back at most this often per process (not on
  * every request): enough for ACTIVE_DAYS, which counts in days.
@@ -184,16 +214,13 @@ let buildCounter = 0;
 
 export class FeedService {
   private readonly store: FeedTruth;
-  private readonly inbox: Inbox | null;
-  private readonly generation: InboxGeneration | null;
+  /** What this process does with inboxes (none, keeps them, keeps and reads them): decided once, see feed.keeping.ts. */
+  private readonly keeping: InboxKeeping;
   private readonly settings: FeedSettings;
   private readonly warn: (message: string, error?: unknown) => void;
   private readonly metrics?: Pick<Metrics, 'pageRead'>;
   private readonly live?: Pick<LiveFeed, 'delivered' | 'watching' | 'retracted'>;
   private readonly now: () => Date;
-  /** Whether pages read inboxes (push, hybrid) or only MySQL (pull, or no Redis): decided once. */
-  private readonly readsInboxes: boolean;
-  private readonly watermark: FanoutWatermark | null;
   private readonly rebuilding = new Map<number, Promise<void>>();
   /** Other background work of pages (settling stale follow changes), for idle(). */
   private readonly chores = new Set<Promise<void>>();
@@ -209,25 +236,13 @@ export class FeedService {
 
   constructor(deps: FeedServiceDeps) {
     this.store = deps.store;
-    this.inbox = deps.inbox;
-    this.generation = deps.generation;
     this.settings = deps.settings;
     this.warn = deps.warn;
     this.metrics = deps.metrics;
     this.live = deps.live;
     this.now = deps.now ?? (() => new Date());
-    if (this.inbox && !this.generation) throw new Error('inboxes need a Redis generation (feed/generation.ts)');
-    this.readsInboxes = this.inbox !== null && this.settings.model !== 'pull';
-    this.watermark = this.inbox
-      ? new FanoutWatermark({
-          inbox: this.inbox,
-          inFlight: deps.inFlight ?? null,
-          settleMs: this.settings.watermarkSettleMs,
-          warn: this.warn,
-        })
-      : null;
-    this.generation?.onChange(() => this.catchUpInBackground());
-    this.inbox?.onAvailable?.(() => this.catchUpInBackground());
+    this.keeping = inboxKeeping({ ...deps, warn: this.warn, now: this.now });
+    this.keeping.onCatchUpNeeded(() => this.catchUpInBackground());
   }
 
   // ---------------------------------------------------------------------------------------
@@ -235,31 +250,29 @@ export class FeedService {
 
   /** Starts checking the Redis generation (at once, and every GENERATION_CHECK_MS); catching up follows. */
   start(): void {
-    this.generation?.start();
+    this.keeping.start();
   }
 
   stop(): void {
     this.stopped = true;
-    this.generation?.stop();
+    this.keeping.stop();
   }
 
   /** Resolves once this process has confirmed the Redis generation and caught up (or failed to: Redis away). */
   async ready(): Promise<void> {
-    if (!this.generation) return;
-    await this.generation.check();
+    await this.keeping.check();
     await this.catchingUp;
   }
 
   /** The generation to read inboxes in, when this process trusts them now; null: pages come from MySQL. */
   private trustedEpoch(): number | null {
-    const epoch = this.generation?.current() ?? null;
-    if (epoch === null || epoch !== this.caughtUp || this.watermark?.incomplete) return null;
-    return epoch;
+    const epoch = this.keeping.currentEpoch();
+    return epoch !== null && epoch === this.caughtUp ? epoch : null;
   }
 
-  /** Starts catching up (see above), or asks the one running to go round again. */
-  catchUpInBackground(): void {
-    if (!this.inbox || this.stopped) return;
+  /** Starts catching up (see above), or asks the one running to go round again (only with Redis: keeping.onCatchUpNeeded). */
+  private catchUpInBackground(): void {
+    if (this.stopped) return;
     this.caughtUp = null;
     this.catchUpAgain = true;
     this.catchingUp ??= this.catchUp().finally(() => {
@@ -271,11 +284,12 @@ export class FeedService {
     while (this.catchUpAgain) {
       this.catchUpAgain = false;
       try {
-        const epoch = await this.generation!.confirmed();
+        const { generation, watermark } = this.keeping.redis();
+        const epoch = await generation.confirmed();
         this.bigFollowees.clear();
-        await this.watermark!.catchUp(epoch);
+        await watermark.catchUp(epoch);
         await this.applyFollowChanges(this.now());
-        if (!this.catchUpAgain && this.generation!.current() === epoch) this.caughtUp = epoch;
+        if (!this.catchUpAgain && generation.current() === epoch) this.caughtUp = epoch;
       } catch (error) {
         this.warn('catching up with Redis failed; pages come from MySQL until it succeeds', error);
         setTimeout(() => this.catchUpInBackground(), CATCH_UP_RETRY_MS).unref();
@@ -302,9 +316,9 @@ export class FeedService {
    * pull model, the inbox missing, building or with a follow change pending): ask MySQL then.
    */
   async followedAmong(viewerId: number, authorIds: readonly number[]): Promise<Set<number> | null> {
-    const { inbox } = this;
     const epoch = this.trustedEpoch();
-    if (!this.readsInboxes || !inbox || epoch === null || !inbox.available()) return null;
+    const inbox = this.keeping.pageInbox();
+    if (epoch === null || !inbox) return null;
     return inbox.followedAmong(viewerId, authorIds, epoch);
   }
 
@@ -354,10 +368,10 @@ export class FeedService {
 
   /** The first `n` feed entries of the viewer after `from`, in canonical order. */
   async entries(viewerId: number, from: FeedPosition, n: number): Promise<ScoredId[]> {
-    const { inbox } = this;
     const epoch = this.trustedEpoch();
-    // Redis down or hanging, or not trusted yet: degraded, not broken.
-    if (!this.readsInboxes || !inbox || epoch === null || !inbox.available()) return this.pullPage(viewerId, from, n);
+    const inbox = this.keeping.pageInbox();
+    // Pages of this process do not read inboxes, or Redis is down or hanging, or not trusted yet: degraded, not broken.
+    if (epoch === null || !inbox) return this.pullPage(viewerId, from, n);
     try {
       return await this.entriesFromInbox(inbox, epoch, viewerId, from, n);
     } catch (error) {
@@ -395,7 +409,7 @@ export class FeedService {
     }
     // Redis lost the watermark: no inbox can be trusted until it is rebuilt from the outbox.
     if (!watermark.synced) {
-      this.watermark!.syncInBackground(epoch);
+      this.keeping.redis().watermark.syncInBackground(epoch);
       return this.pullPage(viewerId, from, n);
     }
     const sources: Array<SourceReading<ScoredId>> = [{ items: view.entries, limit: read.limit, floor: view.floor }];
@@ -472,13 +486,46 @@ export class FeedService {
   // Publishing and fan-out
 
   /**
+   * A new blog of `authorId`, committed by `transact` (see PublishTransaction), the one entry
+   * point of publishing as changeFollow is of follows. Inside the transaction, in this order:
+   * whether the blog is fanned out (decidePush), the caller's blog row, the big-author
+   * generation unsettled if this is the author's first not-fanned-out blog, and for a pushed
+   * blog the caller's deliver task and its entry in the fan-out watermark. After the commit (or
+   * the rollback) the big-author generation is settled. Enqueueing the task, or telling live
+   * followers of a blog nobody fans out, is the caller's, after this returns.
+   */
+  async publish<B extends { score: number }>(authorId: number, transact: PublishTransaction<B>): Promise<Published<B>> {
+    let becameBig = false;
+    try {
+      return await transact(async (sql, writes) => {
+        const decision = await this.decidePush(sql, authorId);
+        becameBig = decision.becameBig;
+        // First of the writes that reach beyond MySQL: a duplicate key rolls back before them.
+        const blog = await writes.insertBlog(decision.pushed);
+        // Readers stop trusting their kept lists of big followees until this one is committed.
+        if (becameBig) await this.bigAuthorChange('changing');
+        if (!decision.pushed) return { blog, taskId: null, becameBig };
+        const taskId = await writes.recordDeliver(blog);
+        // The last step before the commit: from the moment the blog is visible in MySQL, readers
+        // know that its delivery is in flight (the fan-out watermark).
+        await this.keeping.deliveryStarted(sql, { taskId, authorId, score: blog.score });
+        return { blog, taskId, becameBig };
+      });
+    } finally {
+      // The author's first blog that readers pull is committed (or rolled back): kept lists of
+      // big followees lack them.
+      if (becameBig) await this.bigAuthorChange('changed');
+    }
+  }
+
+  /**
    * Whether a new blog of this author goes into inboxes: all (push), none (pull), or those of
    * authors with fewer than BIG_V_FOLLOWERS followers (hybrid). Decided per blog inside the
    * publishing transaction and stored with it (tb_blog.pushed); an author with a blog that is not
    * fanned out is marked (has_pulled_blogs), so readers of every model merge in exactly the blogs
    * that were not. `becameBig`: this is the author's first such blog (see bigAuthorChange).
    */
-  async decidePush(sql: Sql, authorId: number): Promise<{ pushed: boolean; becameBig: boolean }> {
+  private async decidePush(sql: Sql, authorId: number): Promise<{ pushed: boolean; becameBig: boolean }> {
     if (this.settings.model === 'push') return { pushed: true, becameBig: false };
     if (
       this.settings.model === 'hybrid' &&
@@ -497,15 +544,12 @@ export class FeedService {
    * publish: when Redis is away, this process forgets its lists and the 'changed' step is
    * retried every second until it is done (pages are served from MySQL meanwhile).
    */
-  async bigAuthorChange(step: 'changing' | 'changed'): Promise<void> {
-    const { inbox, generation } = this;
-    if (!inbox || !generation) return;
-    const renew = async () => inbox.renewBigAuthors(step, await generation.confirmed());
-    await renew().catch((error: unknown) => {
+  private async bigAuthorChange(step: 'changing' | 'changed'): Promise<void> {
+    await this.keeping.renewBigAuthors(step).catch((error: unknown) => {
       this.bigFollowees.clear();
       this.warn(`replacing the big-author generation (${step}) failed; retrying every second`, error);
       this.repairWhenPossible(
-        async () => inbox.renewBigAuthors('changed', await generation.confirmed()),
+        () => this.keeping.renewBigAuthors('changed'),
         'gave up replacing the big-author generation: kept lists of big followees may miss an author until their readers follow or unfollow',
       );
     });
@@ -516,14 +560,9 @@ export class FeedService {
     return blog.pushed;
   }
 
-  /** A deliver task is about to commit in `sql`, its transaction (see watermark.ts). */
-  async deliveryStarted(sql: Sql, task: TaskInFlight): Promise<void> {
-    await this.watermark?.started(sql, task);
-  }
-
   /** Every chunk of these deliver tasks is written. */
   async deliveryFinished(tasks: ReadonlyArray<Pick<TaskInFlight, 'taskId' | 'authorId'>>): Promise<void> {
-    await this.watermark?.finished(tasks);
+    await this.keeping.deliveryFinished(tasks);
   }
 
   /**
@@ -534,7 +573,7 @@ export class FeedService {
    * of it.
    */
   async deliver(readerIds: readonly number[], delivery: Delivery): Promise<void> {
-    const inbox = this.requireInbox();
+    const { inbox } = this.keeping.redis();
     const { unsure, live } = await inbox.deliver(readerIds, delivery);
     const gone = unsure.length === 0 ? [] : await this.unfollowersAmong(delivery.authorId, unsure);
     const blog = { ...delivery.entry, authorId: delivery.authorId };
@@ -560,18 +599,17 @@ export class FeedService {
 
   /** Takes a deleted blog out of these readers' inboxes. */
   async retract(readerIds: readonly number[], blogId: number): Promise<void> {
-    await this.requireInbox().retract(readerIds, blogId);
+    await this.keeping.redis().inbox.retract(readerIds, blogId);
   }
 
   /** The relay's pass over the watermark (watermark.ts). */
   async maintainWatermark(): Promise<void> {
-    const epoch = this.generation?.current();
-    if (this.watermark && epoch) await this.watermark.maintain(epoch);
+    await this.keeping.maintainWatermark();
   }
 
   /** Rebuilds a lost watermark now (seed script, benchmarks, tests). */
   async syncWatermark(): Promise<void> {
-    if (this.watermark && this.generation) await this.watermark.sync(await this.generation.confirmed());
+    await this.keeping.syncWatermark();
   }
 
   // ---------------------------------------------------------------------------------------
@@ -585,15 +623,10 @@ export class FeedService {
    * outbox (see inbox.ts).
    */
   async changeFollow(readerId: number, authorId: number, follow: boolean, transact: FollowTransaction): Promise<void> {
-    const { inbox } = this;
-    const change = await transact(async (sql, version, inFeed = follow) => {
-      const row = { readerId, authorId, follow: inFeed, version };
-      if (!inbox) return { id: 0, ...row };
-      const id = await this.store.recordFollowChange(sql, row, this.now());
-      await this.markPendingBeforeCommit(inbox, readerId, id);
-      return { id, ...row };
-    });
-    if (change && inbox) await this.applyFollowChange(change);
+    const change = await transact((sql, version, inFeed = follow) =>
+      this.keeping.recordFollowChange(sql, { readerId, authorId, follow: inFeed, version }),
+    );
+    if (change) await this.applyFollowChange(change);
     if (change && !change.follow) await this.retractFromLive(readerId, authorId);
   }
 
@@ -623,22 +656,14 @@ export class FeedService {
     }
   }
 
-  /** Marks the inbox pending just before a follow change commits; without Redis the outbox row alone carries it. */
-  private async markPendingBeforeCommit(inbox: Inbox, readerId: number, changeId: number): Promise<void> {
-    if (!inbox.available()) return;
-    await inbox.markPending(readerId, changeId).catch((error: unknown) => {
-      this.warn(`marking follow change ${changeId} of user ${readerId} failed; it is applied from the outbox`, error);
-    });
-  }
-
   /**
    * Applies a committed follow change to its reader's inbox, clears its mark and forgets its
    * outbox row. Safe to run twice or late (versions, inbox.ts). When it cannot run now (Redis away)
-   * the row stays for the relay.
+   * the row stays for the relay; without Redis there is no inbox to apply it to (and no row).
    */
   async applyFollowChange(change: PendingFollowChange): Promise<void> {
-    const inbox = this.requireInbox();
-    if (!inbox.available()) return;
+    if (!this.keeping.available()) return;
+    const { inbox } = this.keeping.redis();
     try {
       await (change.follow ? this.followed(change.readerId, change) : this.unfollowed(change.readerId, change));
       await inbox.clearPending(change.readerId, change.id);
@@ -653,7 +678,7 @@ export class FeedService {
    * grace for the processes that made them; catching up, all of them). Returns how many.
    */
   async applyFollowChanges(before: Date): Promise<number> {
-    if (!this.inbox?.available()) return 0;
+    if (!this.keeping.available()) return 0;
     let applied = 0;
     for (;;) {
       const changes = await this.store.followChangesToApply(before, FOLLOW_CHANGE_BATCH);
@@ -681,7 +706,7 @@ export class FeedService {
    * changes still in the outbox are applied; the others are cleared.
    */
   private settleStaleChanges(readerId: number): void {
-    const inbox = this.requireInbox();
+    const { inbox } = this.keeping.redis();
     const settle = async () => {
       const marked = await inbox.pendingChanges(readerId);
       const waiting = await this.store.followChangesAmong(marked);
@@ -698,7 +723,7 @@ export class FeedService {
 
   /** A follow (committed with `change.version`): the followee's newest blogs enter the inbox at once. */
   async followed(readerId: number, change: FollowChange): Promise<void> {
-    const inbox = this.requireInbox();
+    const { inbox } = this.keeping.redis();
     // Entries of the followee the inbox still holds (an unfollow overtaken by this follow left
     // them, deleted ones included) are replaced by what MySQL says is newest now.
     const held = await inbox.blogIds(readerId);
@@ -729,7 +754,7 @@ export class FeedService {
 
   /** An unfollow (committed with `change.version`): the followee's blogs leave the inbox at once. */
   async unfollowed(readerId: number, change: FollowChange): Promise<void> {
-    const inbox = this.requireInbox();
+    const { inbox } = this.keeping.redis();
     const inInbox = await inbox.markUnfollow(readerId, change);
     if (inInbox === null) return; // stale (a newer change of the pair came first), or no inbox
     await inbox.removeUnfollowed(readerId, change, await this.store.idsOfAuthorAmong(change.authorId, inInbox));
@@ -757,18 +782,11 @@ export class FeedService {
 
   /**
    * A new user's inbox: valid and empty (their feed is empty), so fan-out reaches it. Skipped
-   * where pages do not read inboxes (the pull model), and with Redis down or not yet trusted:
-   * like any missing inbox, it is built on the first feed read.
+   * where pages do not read inboxes (the pull model, no Redis), and with Redis down or not yet
+   * trusted: like any missing inbox, it is built on the first feed read (feed.keeping.read.ts).
    */
   async openInbox(userId: number): Promise<void> {
-    const { inbox } = this;
-    const epoch = this.trustedEpoch();
-    if (!inbox || !this.readsInboxes) return;
-    if (epoch === null || !inbox.available()) {
-      this.warn(`Redis is unavailable: the inbox of new user ${userId} is built on their first feed read`);
-      return;
-    }
-    await inbox.create(userId, 0, epoch);
+    await this.keeping.openInbox(userId, this.trustedEpoch());
   }
 
   /**
@@ -778,14 +796,13 @@ export class FeedService {
    * MySQL column of it would be written on every request and read by nothing.
    */
   async recordActivity(userId: number): Promise<void> {
-    const { inbox } = this;
-    if (!inbox?.available()) return;
+    if (!this.keeping.available()) return;
     const now = Date.now();
     const last = this.activityWrittenAt.get(userId);
     if (last !== undefined && Math.abs(now - last) < ACTIVITY_WRITE_INTERVAL_MS) return;
     if (this.activityWrittenAt.size > 100_000) this.activityWrittenAt.clear();
     this.activityWrittenAt.set(userId, now);
-    await inbox.touch(userId);
+    await this.keeping.redis().inbox.touch(userId);
   }
 
   /** Rebuilds a missing inbox from MySQL, once at a time per reader and MAX_REBUILDS_IN_FLIGHT per process, without blocking the request. */
@@ -809,13 +826,13 @@ export class FeedService {
 
   /** Resolves when the rebuilds, syncs and catch-ups started so far are done (tests). */
   async idle(): Promise<void> {
-    await Promise.allSettled([...this.rebuilding.values(), ...this.chores, this.watermark?.idle(), this.catchingUp]);
+    await Promise.allSettled([...this.rebuilding.values(), ...this.chores, this.keeping.idle(), this.catchingUp]);
   }
 
   /** begin -> snapshot -> finish (see Rebuild in inbox.ts), again when a follow change raced it. */
   private async rebuild(readerId: number): Promise<void> {
-    const inbox = this.requireInbox();
-    const epoch = await this.generation!.confirmed();
+    const { inbox, generation } = this.keeping.redis();
+    const epoch = await generation.confirmed();
     for (let attempt = 0; attempt < REBUILD_ATTEMPTS; attempt += 1) {
       buildCounter += 1;
       const token = `${this.owner}:${buildCounter}`;
@@ -837,9 +854,24 @@ export class FeedService {
     }
     this.warn(`the inbox of user ${readerId} was not rebuilt: follow changes kept racing it; pages come from MySQL`);
   }
+}
 
-  private requireInbox(): Inbox {
-    if (!this.inbox) throw new Error('this process keeps no inboxes (no Redis)');
-    return this.inbox;
-  }
+/**
+ * What this process does with inboxes (feed.keeping.ts), from whether it has Redis and its
+ * model: none without Redis; kept with it; and read by pages unless the model is pull.
+ */
+function inboxKeeping(deps: FeedServiceDeps & { now: () => Date }): InboxKeeping {
+  const { inbox, generation, settings } = deps;
+  if (!inbox) return new NoInboxes();
+  if (!generation) throw new Error('inboxes need a Redis generation (feed/generation.ts)');
+  const kept = {
+    inbox,
+    generation,
+    inFlight: deps.inFlight ?? null,
+    watermarkSettleMs: settings.watermarkSettleMs,
+    outbox: deps.store,
+    warn: deps.warn,
+    now: deps.now,
+  };
+  return settings.model === 'pull' ? new KeptInboxes(kept) : new ReadInboxes(kept);
 }

@@ -652,39 +652,42 @@ class World {
     await Promise.all(Array.from({ length: count }, () => this.publish(process, author, score).catch(stopped)));
   }
 
-  /** As BlogService.publish, then the fan-out (which a live process's relay redrives if this one dies). */
+  /**
+   * As BlogService.publish through FeedService.publish (which decides the push, unsettles the
+   * big-author generation and enters the task into the watermark, just before the commit), then
+   * the fan-out (which a live process's relay redrives if this one dies).
+   */
   private async publish(process: Process, author: number, score: number): Promise<void> {
     await process.step('request publish');
-    const { pushed, becameBig } = await process.feed.decidePush(undefined as never, author);
-    const blogId = this.nextBlogId++;
-    const taskId = pushed ? this.nextTaskId++ : null;
-    // An author's first pulled blog unsettles the big-author generation, and the task enters
-    // the watermark, just before the commit.
-    if (becameBig) await process.feed.bigAuthorChange('changing');
-    const tx: Transaction = { changes: [] };
-    if (taskId !== null) await process.feed.deliveryStarted(tx as never, { taskId, authorId: author, score });
-    await process.step('commit publish');
-    this.truth.blogs.set(blogId, { id: blogId, author, score, pushed, deleted: false });
-    this.truth.unreplicated.set(blogId, this.ticks);
-    if (becameBig || !pushed) this.truth.pulled.add(author);
-    if (taskId !== null) {
-      const watermarked = tx.unwatermarked !== taskId;
-      this.truth.tasks.set(taskId, {
-        kind: 'deliver',
-        blogId,
-        authorId: author,
-        score,
-        done: false,
-        watermarked,
-        runner: process.id,
+    const { taskId } = await process.feed.publish<Omit<BlogRow, 'deleted'>>(author, async (publishIn) => {
+      const tx: Transaction = { changes: [] };
+      const published = await publishIn(tx as never, {
+        insertBlog: async (pushed) => ({ id: this.nextBlogId++, author, score, pushed }),
+        recordDeliver: async () => this.nextTaskId++,
       });
-    }
-    this.time += 1;
-    this.committedAt.set(blogId, this.time);
-    if (becameBig) {
-      await process.step('settle big authors');
-      await process.feed.bigAuthorChange('changed');
-    }
+      const { blog, taskId, becameBig } = published;
+      await process.step('commit publish');
+      this.truth.blogs.set(blog.id, { ...blog, deleted: false });
+      this.truth.unreplicated.set(blog.id, this.ticks);
+      if (becameBig || !blog.pushed) this.truth.pulled.add(author);
+      if (taskId !== null) {
+        const watermarked = tx.unwatermarked !== taskId;
+        this.truth.tasks.set(taskId, {
+          kind: 'deliver',
+          blogId: blog.id,
+          authorId: author,
+          score,
+          done: false,
+          watermarked,
+          runner: process.id,
+        });
+      }
+      this.time += 1;
+      this.committedAt.set(blog.id, this.time);
+      // Committed; FeedService settles the big-author generation once this returns.
+      if (becameBig) await process.step('settle big authors');
+      return published;
+    });
     if (taskId !== null) await this.fanOut(process, taskId);
   }
 
