@@ -665,6 +665,11 @@ export class FeedService {
     if (!this.keeping.available()) return;
     const { inbox } = this.keeping.redis();
     try {
+      // Pending while it is applied, as from before its commit: a chunk that reaches the inbox
+      // meanwhile writes the blog and asks MySQL (UNSURE) instead of trusting the followees, which
+      // do not have the change yet. The mark made before the commit is missing when Redis was
+      // away then (the relay applies such a change later), so it is made again here.
+      await inbox.markPending(change.readerId, change.id);
       await (change.follow ? this.followed(change.readerId, change) : this.unfollowed(change.readerId, change));
       await inbox.clearPending(change.readerId, change.id);
       await this.store.forgetFollowChange(change.id);
