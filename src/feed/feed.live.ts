@@ -12,7 +12,8 @@
  *   would cost in proportion to the offline ones, so such a blog is published once, on its
  *   author's channel (the author bus), and a process listens on the channels of the authors its
  *   live viewers follow (in pull and hybrid). A follow or unfollow tells the viewer's channel
- *   (`follows`), so their subscriptions, in whichever process, re-read which authors those are.
+ *   (`follows`, naming the author), so their subscriptions, in whichever process, re-read whether
+ *   they follow that author.
  *
  * What a subscription holds: one queue (live/live.queue.ts, at most LIVE_BUFFER_EVENTS unread
  * events) that every channel it listens on feeds, the blogs it has shown (at most SHOWN_MEMORY),
@@ -21,6 +22,14 @@
  * per subscription, and a relist asked for while one runs is served by a single run after it
  * (the latest follow state wins); closing waits for the relist in flight, so no channel is opened
  * after the close and none is left open.
+ *
+ * What a subscription costs at MAX_FOLLOWING (5,000 followees): opening it reads the followee
+ * list once and opens the channels LIVE_OPEN_BATCH at a time (a channel another subscription of
+ * this process holds costs nothing); all 5,000 at once made Redis's replies to everyone else wait
+ * past REDIS_COMMAND_TIMEOUT_MS, and failed subscriptions. A follow change re-reads only whether
+ * the viewer follows the author it names (one row), not the 5,000: the subscriptions of a viewer
+ * who toggles follows all day cost a lookup per change. A relist that failed halfway makes the
+ * next one read every followee again, so a channel it could not open is retried.
  *
  * What a subscriber is shown: an event is a hint, the feed's rules decide. Before an `added`
  * event becomes an edge, the blog must be live and the viewer must follow its author now (an
@@ -69,6 +78,14 @@ export const MAX_RESUME_BLOGS = 100;
 /** Removed blog ids a removal subscription remembers having told, to tell none twice (a delete heard on two channels). */
 const REMOVED_MEMORY = 1000;
 
+/**
+ * Author channels a subscription opens at a time (each a SUBSCRIBE and a mark script in Redis).
+ * One batch is a couple of milliseconds of Redis's time, so a viewer at MAX_FOLLOWING opens in
+ * about 20 short turns that other clients' commands interleave with, not in one burst of 10,000
+ * commands ahead of them.
+ */
+export const LIVE_OPEN_BATCH = 250;
+
 /** A blog that left the viewer's feed, for followFeedRemoved. */
 export interface LiveRemoval {
   blogId: number;
@@ -88,7 +105,7 @@ export interface LiveBlog extends ScoredId {
 export interface LiveFeedDeps {
   buses: LiveBuses;
   /** What a subscription reads: followees, who sees a blog, and the blogs a resume replays. */
-  store: Pick<FeedStore, 'viewersSeeing' | 'followeeIds' | 'feedNewer' | 'visibleAmong'>;
+  store: Pick<FeedStore, 'viewersSeeing' | 'followeeIds' | 'followeesAmong' | 'feedNewer' | 'visibleAmong'>;
   model: FeedModel;
   warn?: LiveWarn;
 }
@@ -136,15 +153,18 @@ export class LiveFeed {
   }
 
   /**
-   * The viewer followed or unfollowed someone. Their subscriptions in this process listen to the
+   * The viewer followed, unfollowed, muted or unmuted these authors (every followee may have
+   * changed when `authorIds` is not given). Their subscriptions in this process listen to the
    * right authors before this resolves (the mutation's next request finds them listening); those
    * in other processes hear it on the viewer's channel. Nothing to do in the push model, where
    * every blog comes through the viewer's own channel.
    */
-  async followsChanged(viewerId: number): Promise<void> {
-    await Promise.all([...(this.subscriptions.get(viewerId) ?? [])].map((subscription) => subscription.relistOrKeep()));
+  async followsChanged(viewerId: number, authorIds?: readonly number[]): Promise<void> {
+    await Promise.all(
+      [...(this.subscriptions.get(viewerId) ?? [])].map((subscription) => subscription.relistOrKeep(authorIds)),
+    );
     // Removal subscriptions listen to followees in every model, here or in another process.
-    await this.buses.readers.publish([viewerId], { kind: 'follows' });
+    await this.buses.readers.publish([viewerId], authorIds ? { kind: 'follows', authorIds } : { kind: 'follows' });
   }
 
   /** A blog was deleted (committed): tell the processes that listen on its author. */
@@ -226,7 +246,7 @@ export class LiveFeed {
         const result = await subscription.events.next();
         if (result.done) return { done: true, value: undefined };
         const event: LiveEvent = result.value;
-        if (event.kind === 'follows') void subscription.relistOrKeep();
+        if (event.kind === 'follows') void subscription.relistOrKeep(event.authorIds);
         if (event.kind !== 'removed') continue;
         const fresh = event.blogIds.filter((id) => !told.has(id));
         if (fresh.length === 0) continue;
@@ -271,7 +291,7 @@ export class LiveFeed {
         const event = result.value;
         if (event.kind === 'follows') {
           // Not waited for: the events already queued are checked against the follows of now anyway.
-          void subscription.relistOrKeep();
+          void subscription.relistOrKeep(event.authorIds);
           continue;
         }
         if (event.kind !== 'added') continue;
@@ -316,10 +336,20 @@ function iteratorOf<T>(next: () => Promise<IteratorResult<T>>, close: () => Prom
   return iterator;
 }
 
+/** What a relist re-reads: every followee, or whether the viewer follows these authors. */
+type RelistScope = 'all' | Set<number>;
+
+/** The scope that serves both `scope` and a request for `authorIds` (every followee when not given). */
+function widened(scope: RelistScope, authorIds: readonly number[] | undefined): RelistScope {
+  if (scope === 'all' || authorIds === undefined) return 'all';
+  for (const authorId of authorIds) scope.add(authorId);
+  return scope;
+}
+
 interface FeedSubscriptionDeps {
   viewerId: number;
   buses: LiveBuses;
-  store: Pick<FeedStore, 'followeeIds'>;
+  store: Pick<FeedStore, 'followeeIds' | 'followeesAmong'>;
   /** push: the reader's own channel only; pull and hybrid: the followees' channels too. */
   listensTo: 'reader' | 'reader and followees';
   warn: LiveWarn;
@@ -337,13 +367,15 @@ class FeedSubscription {
   private ended = false;
   /** The relist running or queued last; the next one starts after it. */
   private lastRelist: Promise<void> = Promise.resolve();
-  /** A relist that has not started yet: whoever asks now is served by it. */
-  private queuedRelist: Promise<void> | null = null;
+  /** A relist that has not started yet, and what it will re-read: whoever asks now is served by it. */
+  private queuedRelist: { scope: RelistScope; run: Promise<void> } | null = null;
+  /** A relist failed halfway: the next one re-reads every followee, so that what it missed is retried. */
+  private incomplete = false;
   private readonly closeHooks: Array<() => void> = [];
 
   private readonly viewerId: number;
   private readonly buses: LiveBuses;
-  private readonly store: Pick<FeedStore, 'followeeIds'>;
+  private readonly store: Pick<FeedStore, 'followeeIds' | 'followeesAmong'>;
   private readonly listensTo: FeedSubscriptionDeps['listensTo'];
   private readonly warn: LiveWarn;
 
@@ -368,26 +400,33 @@ class FeedSubscription {
   }
 
   /**
-   * Re-reads the viewer's followees and opens and closes author channels to match. Runs after the
-   * relist before it; callers that ask while one is queued share it. Rejects when a channel could
-   * not be opened (the others are kept, and the next relist tries again).
+   * Re-reads whether the viewer follows these authors (every followee when not given) and opens
+   * and closes author channels to match. Runs after the relist before it; callers that ask while
+   * one is queued share it, and it re-reads what each of them asked for. Rejects when a channel
+   * could not be opened (the others are kept, and the next relist re-reads every followee).
    */
-  relist(): Promise<void> {
-    if (this.queuedRelist) return this.queuedRelist;
-    const run = this.lastRelist
-      .catch(() => {})
-      .then(() => {
-        this.queuedRelist = null;
-        return this.listenToAuthors();
-      });
-    this.queuedRelist = run;
-    this.lastRelist = run;
-    return run;
+  relist(authorIds?: readonly number[]): Promise<void> {
+    if (this.queuedRelist) {
+      this.queuedRelist.scope = widened(this.queuedRelist.scope, authorIds);
+      return this.queuedRelist.run;
+    }
+    const queued: { scope: RelistScope; run: Promise<void> } = {
+      scope: widened(new Set(), authorIds),
+      run: this.lastRelist
+        .catch(() => {})
+        .then(() => {
+          this.queuedRelist = null;
+          return this.listenToAuthors(queued.scope);
+        }),
+    };
+    this.queuedRelist = queued;
+    this.lastRelist = queued.run;
+    return queued.run;
   }
 
   /** A relist whose failure leaves the channels as they are until the next follow change (with a warning). */
-  relistOrKeep(): Promise<void> {
-    return this.relist().catch((error: unknown) =>
+  relistOrKeep(authorIds?: readonly number[]): Promise<void> {
+    return this.relist(authorIds).catch((error: unknown) =>
       this.warn(
         `live feed: could not listen on the followees of viewer ${this.viewerId}; the channels open still deliver (${error instanceof Error ? error.message : String(error)})`,
         error,
@@ -407,25 +446,43 @@ class FeedSubscription {
   }
 
   /**
-   * Opens the author channels of the viewer's followees and closes those of former ones. Every
-   * followee, not only today's big ones: an author who crosses BIG_V_FOLLOWERS stops being
-   * fanned out at their next blog, and that blog must not find nobody listening.
+   * Opens the author channels of the viewer's followees and closes those of former ones, among the
+   * authors of `scope` (every followee for 'all'). Every followee, not only today's big ones: an
+   * author who crosses BIG_V_FOLLOWERS stops being fanned out at their next blog, and that blog
+   * must not find nobody listening.
    */
-  private async listenToAuthors(): Promise<void> {
+  private async listenToAuthors(scope: RelistScope): Promise<void> {
     if (this.ended || this.listensTo === 'reader') return;
-    const followees = new Set(await this.store.followeeIds(this.viewerId));
+    const everyone = scope === 'all' || this.incomplete;
+    const asked = everyone ? [] : [...scope];
+    const followees = new Set(
+      everyone ? await this.store.followeeIds(this.viewerId) : await this.store.followeesAmong(this.viewerId, asked),
+    );
     if (this.ended) return;
-    const gone = [...this.authors].filter(([authorId]) => !followees.has(authorId));
-    for (const [authorId] of gone) this.authors.delete(authorId);
-    await Promise.all(gone.map(([, channel]) => channel.close()));
-    const added = [...followees].filter((authorId) => !this.authors.has(authorId));
-    const opened = await Promise.allSettled(added.map((authorId) => this.buses.authors.listen(authorId, this.events)));
-    let failure: Error | null = null;
-    for (const [i, outcome] of opened.entries()) {
-      if (outcome.status === 'fulfilled') this.authors.set(added[i], outcome.value);
-      else failure ??= outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason));
+    const considered = everyone ? [...this.authors.keys()] : asked.filter((authorId) => this.authors.has(authorId));
+    const gone = considered.filter((authorId) => !followees.has(authorId));
+    const closing = gone.map((authorId) => this.authors.get(authorId)!);
+    for (const authorId of gone) this.authors.delete(authorId);
+    await Promise.all(closing.map((channel) => channel.close()));
+    this.incomplete = true;
+    await this.openAuthors([...followees].filter((authorId) => !this.authors.has(authorId)));
+    this.incomplete = false;
+  }
+
+  /** Opens these authors' channels, LIVE_OPEN_BATCH at a time; stops at the first batch with a failure, and throws it. */
+  private async openAuthors(authorIds: readonly number[]): Promise<void> {
+    for (let start = 0; start < authorIds.length && !this.ended; start += LIVE_OPEN_BATCH) {
+      const batch = authorIds.slice(start, start + LIVE_OPEN_BATCH);
+      const opened = await Promise.allSettled(
+        batch.map((authorId) => this.buses.authors.listen(authorId, this.events)),
+      );
+      let failure: Error | null = null;
+      for (const [i, outcome] of opened.entries()) {
+        if (outcome.status === 'fulfilled') this.authors.set(batch[i], outcome.value);
+        else failure ??= outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason));
+      }
+      if (failure !== null) throw failure;
     }
-    if (failure !== null) throw failure;
   }
 
   /** The queue's end: no relist opens anything from here on, the one in flight finishes, then every channel closes. */

@@ -622,7 +622,17 @@ export class FeedStore implements GenerationRecord {
     return new Set(rows.map((row) => Number(row.id)));
   }
 
-  /** Everyone the reader follows. */
+  /** Which of these authors the reader follows, unmuted (a live subscription's relist after a follow change): one statement. */
+  async followeesAmong(readerId: number, authorIds: readonly number[]): Promise<number[]> {
+    if (authorIds.length === 0) return [];
+    const rows = await this.db.select<{ follow_user_id: string }>(
+      'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND follow_user_id IN (?) AND muted = 0',
+      [readerId, authorIds],
+    );
+    return rows.map((row) => Number(row.follow_user_id));
+  }
+
+  /** Everyone the reader follows, unmuted. */
   async followeeIds(readerId: number): Promise<number[]> {
     const rows = await this.db.select<{ follow_user_id: string }>(
       'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0',

@@ -85,7 +85,7 @@ export class FollowService {
   async setFollowing(viewerId: number, targetId: number, follow: boolean): Promise<User> {
     await this.checkTarget(viewerId, targetId, 'follow');
     await this.changeFeed(viewerId, targetId, follow, (sql) => this.commitChange(sql, viewerId, targetId, follow));
-    await this.live.followsChanged(viewerId);
+    await this.live.followsChanged(viewerId, [targetId]);
     return this.target(targetId);
   }
 
@@ -102,7 +102,7 @@ export class FollowService {
       if (!(await this.store.setFollowMuted(sql, viewerId, targetId, muted))) return null;
       return { version: await this.store.nextFeedVersion(sql, viewerId), inFeed: !muted };
     });
-    await this.live.followsChanged(viewerId);
+    await this.live.followsChanged(viewerId, [targetId]);
     return this.target(targetId);
   }
 
@@ -127,7 +127,7 @@ export class FollowService {
       return this.commitChange(sql, viewerId, targetId, false);
     });
     await this.changeFeed(targetId, viewerId, false, (sql) => this.commitChange(sql, targetId, viewerId, false));
-    await Promise.all([this.live.followsChanged(viewerId), this.live.followsChanged(targetId)]);
+    await Promise.all([this.live.followsChanged(viewerId, [targetId]), this.live.followsChanged(targetId, [viewerId])]);
     return this.target(targetId);
   }
 

@@ -81,10 +81,12 @@ export type LiveEvent =
   /** A blog entered the reader's feed (the resolver re-checks follow and delete state). */
   | { readonly kind: 'added'; readonly blogId: number; readonly score: number; readonly authorId: number }
   /**
-   * The reader followed or unfollowed someone: their subscriptions, in whichever process, re-read
-   * which authors' channels to listen on (feed/feed.live.ts).
+   * The reader followed, unfollowed, muted or unmuted someone: their subscriptions, in whichever
+   * process, re-read which authors' channels to listen on (feed/feed.live.ts). With `authorIds`,
+   * only whether the reader follows these authors (one lookup); without (an older publisher, or
+   * more authors than MAX_AUTHORS_PER_FOLLOWS_EVENT), every followee.
    */
-  | { readonly kind: 'follows' }
+  | { readonly kind: 'follows'; readonly authorIds?: readonly number[] }
   /**
    * These blogs left the reader's feed: deleted (on the author's channel, to every follower who
    * watches), or their author unfollowed (on the reader's channel). The subscription re-checks
@@ -185,6 +187,12 @@ export const LIVE_STEP_TIMEOUT_MS = 5_000;
  */
 export const MAX_REMOVED_PER_EVENT = 1000;
 
+/**
+ * Most author ids one `follows` event names: a follow change names one (a block, one per side).
+ * A message naming more is read as "re-read every followee", which is always right.
+ */
+export const MAX_AUTHORS_PER_FOLLOWS_EVENT = 100;
+
 /** Reports a problem the bus got over (a log line); `error` is the cause, when there is one. */
 export type LiveWarn = (message: string, error?: unknown) => void;
 
@@ -202,8 +210,14 @@ export function decodeLiveEvent(message: string): LiveEvent | null {
     return null;
   }
   if (typeof value !== 'object' || value === null) return null;
-  const { kind, blogId, score, authorId, blogIds } = value as Record<string, unknown>;
-  if (kind === 'follows') return { kind };
+  const { kind, blogId, score, authorId, blogIds, authorIds } = value as Record<string, unknown>;
+  if (kind === 'follows') {
+    const named =
+      Array.isArray(authorIds) &&
+      authorIds.length <= MAX_AUTHORS_PER_FOLLOWS_EVENT &&
+      authorIds.every((id) => Number.isSafeInteger(id));
+    return named ? { kind, authorIds: authorIds as number[] } : { kind };
+  }
   if (
     kind === 'removed' &&
     Array.isArray(blogIds) &&

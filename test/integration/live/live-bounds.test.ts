@@ -11,7 +11,8 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { LiveBlog } from '../../../src/feed/feed.live';
+import { LIVE_OPEN_BATCH, type LiveBlog } from '../../../src/feed/feed.live';
+import { FeedStore } from '../../../src/feed/feed.store';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { withTimeout } from '../../../src/kernel/timeout';
 import { RedisKeys } from '../../../src/redis/keys';
@@ -23,6 +24,8 @@ const gc = runInNewContext('gc') as () => void;
 
 /** Followees of each reader: an ordinary heavy reader. */
 const FOLLOWEES = 300;
+/** Followees of a reader near MAX_FOLLOWING (5,000), kept smaller for the suite's time: eight batches of opens. */
+const MANY_FOLLOWEES = 8 * LIVE_OPEN_BATCH;
 const MB = 1024 * 1024;
 
 type Feed = AsyncIterableIterator<Pick<LiveBlog, 'id' | 'score'>>;
@@ -224,6 +227,75 @@ describe.each(EMBEDDED ? ['pull'] : ['pull', 'hybrid'])('live subscriptions, FEE
         channels: await channelsMatching(app.redis, `${readers.liveChannel(0).replace('{0}', '*')}`),
         authorChannels: await channelsMatching(app.redis, `${authors.liveChannel(0).replace('{0}', '*')}`),
       }).toEqual({ marks: [], authorMarks: [], channels: [], authorChannels: [] });
+    }
+  });
+
+  it(`opens a viewer's author channels ${LIVE_OPEN_BATCH} at a time, and hears the last of ${MANY_FOLLOWEES} followees`, async () => {
+    const [reader] = await newUsers(1);
+    const authors = await followedAuthors(MANY_FOLLOWEES, [reader]);
+    const bus = app.services.liveBuses.authors;
+    const listen = bus.listen.bind(bus);
+    let opening = 0;
+    let mostAtOnce = 0;
+    // Calls through to the real bus: only counts the opens in flight.
+    const spy = jest.spyOn(bus, 'listen').mockImplementation(async (authorId, sink) => {
+      opening += 1;
+      mostAtOnce = Math.max(mostAtOnce, opening);
+      try {
+        return await listen(authorId, sink);
+      } finally {
+        opening -= 1;
+      }
+    });
+    let feed: Feed | undefined;
+    try {
+      feed = await app.services.liveFeed.subscribe(reader);
+      expect(spy).toHaveBeenCalledTimes(MANY_FOLLOWEES);
+      // All at once (the old relist) was MANY_FOLLOWEES in flight: at MAX_FOLLOWING, 10,000 Redis commands in one burst.
+      expect(mostAtOnce).toBe(LIVE_OPEN_BATCH);
+      expect(new Set(bus.held())).toEqual(new Set(authors));
+      const [blog] = await blogsOf(authors[MANY_FOLLOWEES - 1], 1);
+      await show(feed, [blog]);
+    } finally {
+      spy.mockRestore();
+      await feed?.return!();
+    }
+  });
+
+  it('re-reads only the author a follow change names, here and on the viewer channel (not every followee)', async () => {
+    const [reader, toggled] = await signUpTwo('relister', 'relisted');
+    const readerId = fromGlobalId(reader.id).id;
+    const toggledId = fromGlobalId(toggled.id).id;
+    await followedAuthors(FOLLOWEES, [readerId]);
+    const feeds = await Promise.all(Array.from({ length: 3 }, () => app.services.liveFeed.subscribe(readerId)));
+    const reading = feeds.map(async (feed) => {
+      for await (const _ of feed);
+    });
+    const everyFollowee = jest.spyOn(FeedStore.prototype, 'followeeIds');
+    try {
+      const setFollow = async (follow: boolean) => {
+        ok(
+          await app.gql(
+            'mutation($u: ID!, $f: Boolean!) { follow(userId: $u, follow: $f) { id } }',
+            { u: toggled.id, f: follow },
+            reader.token,
+          ),
+        );
+        await settle();
+        return app.services.liveBuses.authors.held().includes(toggledId);
+      };
+      expect(await setFollow(true)).toBe(true);
+      expect(await setFollow(false)).toBe(false);
+      expect(await setFollow(true)).toBe(true);
+      // Three follow changes x 3 subscriptions x (this process + the viewer channel's echo), each one row.
+      expect(everyFollowee).not.toHaveBeenCalled();
+      // A relist that names no author (a `follows` event of an older process) still reads them all.
+      await app.services.liveFeed.followsChanged(readerId);
+      expect(everyFollowee).toHaveBeenCalled();
+    } finally {
+      everyFollowee.mockRestore();
+      await Promise.all(feeds.map((feed) => feed.return!()));
+      await Promise.all(reading);
     }
   });
 
