@@ -16,7 +16,7 @@
 import type { FeedService } from '../feed/feed.service';
 import type { Metrics } from '../kernel/observability';
 import { ChunkJob } from './fanout.queue';
-import { FanoutCompletion, FanoutStore } from './fanout.store';
+import { FanoutCompletion, FanoutStore, FanoutTask } from './fanout.store';
 
 export interface FanoutExecutorDeps {
   store: FanoutStore;
@@ -56,5 +56,29 @@ export class FanoutExecutor {
     if (await this.store.finishChunk(job.taskId, job.seq, true, this.onComplete)) return;
     if (await this.store.isBlogDeleted(job.blogId)) await this.feed.retract(job.followerIds, job.blogId);
     await this.store.finishChunk(job.taskId, job.seq, false, this.onComplete);
+  }
+
+  /**
+   * The only chunk of a task, run inside its dispatch (fanout.dispatcher.ts): recorded as started
+   * with the task dispatched, so there is no run to count, and its finish finishes the task in the
+   * same statement. The same rules as runChunk otherwise; a failure leaves the chunk unfinished
+   * for the retried dispatch to queue.
+   */
+  async runOnlyChunk(job: ChunkJob, task: Pick<FanoutTask, 'id' | 'authorId' | 'createdAt'>): Promise<void> {
+    const finish = async (unlessBlogDeleted: boolean) => {
+      const completed = await this.store.finishOnlyChunk(task, job.seq, unlessBlogDeleted);
+      if (completed !== null) this.onComplete(completed.task, completed.lagSeconds);
+      return completed !== null;
+    };
+    if (job.kind === 'retract') {
+      await this.feed.retract(job.followerIds, job.blogId);
+      await finish(false);
+      return;
+    }
+    await this.feed.deliver(job.followerIds, { entry: { id: job.blogId, score: job.score }, authorId: task.authorId });
+    this.metrics?.inboxesWritten(job.followerIds.length);
+    if (await finish(true)) return;
+    if (await this.store.isBlogDeleted(job.blogId)) await this.feed.retract(job.followerIds, job.blogId);
+    await finish(false);
   }
 }

@@ -23,6 +23,8 @@ const IDLE_POLL_MS = 25;
 
 export class FanoutService {
   private readonly enqueuing = new Set<Promise<void>>();
+  /** Events committed in this turn of the event loop, queued together at its end (null: none yet). */
+  private committed: number[] | null = null;
 
   constructor(
     private readonly store: FanoutStore,
@@ -41,17 +43,32 @@ export class FanoutService {
     return this.store.insertTask(sql, 'retract', { blogId: blog.dbId, authorId: blog.authorId, score: blog.score });
   }
 
-  /** Queues a committed event's dispatch job, in the background. */
+  /**
+   * Queues a committed event's dispatch job, in the background. The events committed in one turn
+   * of the event loop (concurrent publishes under load) go together: one round trip adds their
+   * jobs and one statement marks them queued, a commit less per publish than one each.
+   */
   enqueue(taskId: number): void {
     const { queue } = this;
     if (!queue) {
       this.warn(`fan-out task ${taskId} was recorded, but there is no queue (no Redis): it stays in the outbox`);
       return;
     }
-    const work = queue
-      .add([dispatchJob(taskId)])
-      .then(() => this.store.markQueued([taskId]))
-      .catch((error: unknown) => this.warn(`fan-out task ${taskId} stays in the outbox for the relay`, error));
+    if (this.committed) {
+      this.committed.push(taskId);
+      return;
+    }
+    const taskIds = [taskId];
+    this.committed = taskIds;
+    const work = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(async () => {
+        this.committed = null;
+        await queue.add(taskIds.map(dispatchJob));
+        await this.store.markQueued(taskIds);
+      })
+      .catch((error: unknown) =>
+        this.warn(`fan-out tasks ${taskIds.join(', ')} stay in the outbox for the relay`, error),
+      );
     this.enqueuing.add(work);
     void work.finally(() => this.enqueuing.delete(work));
   }

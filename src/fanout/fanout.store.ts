@@ -24,6 +24,8 @@ export interface FanoutTask {
   dispatched: boolean;
   cursorUserId: number;
   chunksTotal: number;
+  /** When the event was recorded (the fan-out lag counts from here). */
+  createdAt: Date;
   /** The traceparent of the request that recorded the event (kernel/tracing.ts); null when untraced. */
   traceContext: string | null;
 }
@@ -45,6 +47,7 @@ interface TaskRow {
   dispatched: number;
   cursor_user_id: string;
   chunks_total: number;
+  created_at: Date;
   trace_context: string | null;
 }
 
@@ -59,6 +62,7 @@ function taskOf(row: TaskRow): FanoutTask {
     dispatched: Boolean(row.dispatched),
     cursorUserId: Number(row.cursor_user_id),
     chunksTotal: Number(row.chunks_total),
+    createdAt: row.created_at,
     traceContext: row.trace_context ?? null,
   };
 }
@@ -125,7 +129,7 @@ export class FanoutStore {
 
   async task(taskId: number): Promise<FanoutTask | null> {
     const [row] = await this.db.select<TaskRow>(
-      `SELECT id, kind, blog_id, author_id, score, status, dispatched, cursor_user_id, chunks_total, trace_context
+      `SELECT id, kind, blog_id, author_id, score, status, dispatched, cursor_user_id, chunks_total, created_at, trace_context
        FROM tb_fanout_task WHERE id = ?`,
       [taskId],
     );
@@ -144,19 +148,31 @@ export class FanoutStore {
   /**
    * Records the next chunks and advances the task's cursor past them, atomically: after a crash
    * either all of it happened (resume after the last chunk) or none of it (they are made again).
+   * `last`: these are the task's last chunks, and the task is marked dispatched with them (one
+   * commit less than marking it after). `runningFirst`: the first chunk is about to run in the
+   * dispatch itself, and is recorded as started (runs = 1) instead of counting its run after.
    */
-  async addChunks(taskId: number, chunks: readonly FanoutChunkRange[]): Promise<void> {
+  async addChunks(
+    taskId: number,
+    chunks: readonly FanoutChunkRange[],
+    { last = false, runningFirst = false }: { last?: boolean; runningFirst?: boolean } = {},
+  ): Promise<void> {
     if (chunks.length === 0) return;
-    const last = chunks[chunks.length - 1];
+    const final = chunks[chunks.length - 1];
     await this.db.transaction(async (sql) => {
       await sql.write('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [
-        chunks.map((chunk) => [taskId, chunk.seq, chunk.afterUserId, chunk.throughUserId, 0]),
+        chunks.map((chunk, i) => [
+          taskId,
+          chunk.seq,
+          chunk.afterUserId,
+          chunk.throughUserId,
+          runningFirst && i === 0 ? 1 : 0,
+        ]),
       ]);
-      await sql.write('UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ? WHERE id = ?', [
-        last.throughUserId,
-        last.seq,
-        taskId,
-      ]);
+      await sql.write(
+        'UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ?, dispatched = dispatched OR ? WHERE id = ?',
+        [final.throughUserId, final.seq, last, taskId],
+      );
     });
   }
 
@@ -206,6 +222,32 @@ export class FanoutStore {
     const completed = await this.completeIfDone(taskId);
     if (completed !== null) onComplete?.(completed.task, completed.lagSeconds);
     return true;
+  }
+
+  /**
+   * Finishes the only chunk of a dispatched task of one chunk, and the task with it, in one
+   * statement (finishChunk and completeIfDone in one): with one chunk, its first finish is the
+   * task's last. With `unlessBlogDeleted` it does nothing when the blog has been deleted. Returns
+   * the completion when this call finished it (null: deleted, or finished already).
+   */
+  async finishOnlyChunk(
+    task: Pick<FanoutTask, 'id' | 'authorId' | 'createdAt'>,
+    seq: number,
+    unlessBlogDeleted: boolean,
+  ): Promise<{ task: { taskId: number; authorId: number }; lagSeconds: number } | null> {
+    const now = this.now();
+    const finished = await this.db.write(
+      `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id JOIN tb_blog b ON b.id = t.blog_id
+       SET c.finished_at = ?, t.chunks_done = t.chunks_done + 1, t.status = 'done', t.finished_at = ?
+       WHERE c.task_id = ? AND c.seq = ? AND c.finished_at IS NULL
+         AND t.dispatched AND t.chunks_total = 1 AND t.status <> 'done' ${unlessBlogDeleted ? 'AND b.deleted_at IS NULL' : ''}`,
+      [now, now, task.id, seq],
+    );
+    if (finished.affectedRows === 0) return null;
+    return {
+      task: { taskId: task.id, authorId: task.authorId },
+      lagSeconds: (now.getTime() - task.createdAt.getTime()) / 1000,
+    };
   }
 
   /**

@@ -18,7 +18,7 @@ import { ChunkJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queu
 import { FanoutPurger } from './fanout.purge';
 import { OutboxRelay } from './fanout.relay';
 import { FanoutLog } from './fanout.service';
-import { FanoutStore } from './fanout.store';
+import { FanoutStore, FanoutTask } from './fanout.store';
 
 /**
  * How long stop() lets BullMQ finish closing once no job of this process runs any more. Its close
@@ -80,7 +80,7 @@ export class FanoutWorkers {
       queue: deps.queue,
       chunkSize: deps.config.fanoutChunkSize,
       onComplete: completed,
-      runChunk: (chunk) => this.runChunk(chunk),
+      runChunk: (chunk, task) => this.runChunk(chunk, task),
     });
     this.executor = new FanoutExecutor({ store, feed, onComplete: completed, metrics: deps.metrics });
   }
@@ -132,15 +132,17 @@ export class FanoutWorkers {
     else await this.runChunk(job.data as ChunkJob);
   }
 
-  /** A chunk, from its job or inline in its task's dispatch (fanout.dispatcher.ts). */
-  private runChunk(chunk: ChunkJob): Promise<void> {
+  /** A chunk, from its job, or inline in the dispatch of its task, the task's only one (fanout.dispatcher.ts). */
+  private runChunk(chunk: ChunkJob, onlyChunkOf?: FanoutTask): Promise<void> {
     const attributes = {
       'fanout.task_id': chunk.taskId,
       'fanout.chunk': chunk.seq,
       'fanout.kind': chunk.kind,
       'fanout.readers': chunk.followerIds.length,
     };
-    return inSpan('fanout chunk', chunk.trace, attributes, () => this.executor.runChunk(chunk));
+    return inSpan('fanout chunk', chunk.trace, attributes, () =>
+      onlyChunkOf ? this.executor.runOnlyChunk(chunk, onlyChunkOf) : this.executor.runChunk(chunk),
+    );
   }
 
   /** Whether every worker is running (readiness of a worker process). */

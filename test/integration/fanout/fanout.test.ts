@@ -3,6 +3,7 @@
  * racing a delivery in flight.
  */
 import { FanoutDispatcher } from '../../../src/fanout/fanout.dispatcher';
+import { FanoutExecutor } from '../../../src/fanout/fanout.executor';
 import { FanoutStore } from '../../../src/fanout/fanout.store';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { addFollowers, inboxScores, ok, publish, signUp, startTestApp, TestApp } from '../../support/harness';
@@ -157,7 +158,7 @@ it("runs a task's only chunk inside its dispatch, and queues it as a job when th
   await new FanoutDispatcher({ store, queue: app.services.fanoutQueue!, chunkSize: 10 }).dispatch(third);
   await waitFor('the retried task', async () => (await store.task(third))?.status === 'done');
   const [chunk] = await app.db.query('SELECT runs FROM tb_fanout_chunk WHERE task_id = ?', [third]);
-  expect(chunk.runs).toBe(1); // the job's run: the failed inline one never started the chunk
+  expect(chunk.runs).toBe(2); // the failed inline run (recorded with the chunk), then the job's
 });
 
 it('a blog deleted while its delivery is in flight ends in no inbox', async () => {
@@ -184,4 +185,85 @@ it('a blog deleted while its delivery is in flight ends in no inbox', async () =
   } finally {
     await slow.close();
   }
+});
+
+describe("a task's only chunk, run in its dispatch", () => {
+  /** An author with `count` followers whose inboxes exist, a blog of theirs, and a deliver task of it that only this test runs. */
+  async function taskOfOneChunk(name: string, firstFollowerId: number, count: number) {
+    const author = await signUp(app, name);
+    const followers = await addFollowers(app, author, firstFollowerId, count);
+    const blogId = await publish(app, author, 'one chunk');
+    // (Not fanout.idle(): the tests above leave tasks of their own unfinished on purpose.)
+    await waitFor('its own fan-out', async () => (await tasksOf(blogId)).every((task: any) => task.status === 'done'));
+    // Out of the inboxes again: the task below is what must put it back (or not).
+    await app.services.feed.retract(followers, fromGlobalId(blogId).id);
+    const store = new FanoutStore(app.mysql, () => new Date());
+    const [{ score }] = await app.db.query('SELECT score FROM tb_fanout_task WHERE blog_id = ?', [
+      fromGlobalId(blogId).id,
+    ]);
+    const taskId = await app.mysql.transaction((sql) =>
+      store.insertTask(sql, 'deliver', {
+        blogId: fromGlobalId(blogId).id,
+        authorId: fromGlobalId(author.id).id,
+        score: Number(score),
+      }),
+    );
+    await store.markQueued([taskId]); // the relay leaves it to this test
+    return { author, followers, blogId, store, taskId };
+  }
+
+  it('finishes the task with its chunk: one run counted, the completion told once, nothing queued', async () => {
+    const { author, followers, blogId, store, taskId } = await taskOfOneChunk('only-chunk', 40_001, 5);
+    const completions: Array<{ taskId: number; authorId: number }> = [];
+    const executor = new FanoutExecutor({
+      store,
+      feed: app.services.feed,
+      onComplete: (task) => void completions.push(task),
+    });
+    const queued: unknown[] = [];
+    const dispatcher = new FanoutDispatcher({
+      store,
+      queue: { add: async (jobs: unknown[]) => void queued.push(...jobs) },
+      chunkSize: 100,
+      runChunk: (job, task) => executor.runOnlyChunk(job, task),
+    });
+    await dispatcher.dispatch(taskId);
+    // A retried dispatch job (its worker died after the finish) changes nothing.
+    await dispatcher.dispatch(taskId);
+    expect(queued).toEqual([]);
+    expect(completions).toEqual([{ taskId, authorId: fromGlobalId(author.id).id }]);
+    expect(await store.task(taskId)).toMatchObject({ status: 'done', dispatched: true, chunksTotal: 1 });
+    const chunks = await app.db.query(
+      'SELECT runs, finished_at IS NOT NULL AS finished FROM tb_fanout_chunk WHERE task_id = ?',
+      [taskId],
+    );
+    expect(chunks.map((chunk: any) => [chunk.runs, Number(chunk.finished)])).toEqual([[1, 1]]);
+    expect((await inboxScores(app, followers, blogId)).every((score) => score !== null)).toBe(true);
+  });
+
+  it('takes its writes back when the blog was deleted while it ran, and still finishes the task', async () => {
+    const { author, followers, blogId, store, taskId } = await taskOfOneChunk('only-chunk-deleted', 41_001, 5);
+    const feed = app.services.feed;
+    const executor = new FanoutExecutor({
+      store,
+      // Delivers, then the author deletes the blog before the chunk's finish.
+      feed: {
+        deliver: async (readerIds, delivery) => {
+          await feed.deliver(readerIds, delivery);
+          ok(await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: blogId }, author.token));
+        },
+        retract: (readerIds, id) => feed.retract(readerIds, id),
+      },
+      onComplete: () => {},
+    });
+    await new FanoutDispatcher({
+      store,
+      queue: { add: async () => {} },
+      chunkSize: 100,
+      runChunk: (job, task) => executor.runOnlyChunk(job, task),
+    }).dispatch(taskId);
+    expect((await store.task(taskId))?.status).toBe('done');
+    await waitFor('the delete', async () => (await tasksOf(blogId)).every((task: any) => task.status === 'done'));
+    expect((await inboxScores(app, followers, blogId)).filter((score) => score !== null)).toEqual([]);
+  });
 });
