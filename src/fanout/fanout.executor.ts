@@ -59,14 +59,14 @@ export class FanoutExecutor {
   }
 
   /**
-   * The only chunk of a task, run inside its dispatch (fanout.dispatcher.ts): recorded as started
-   * with the task dispatched, so there is no run to count, and its finish finishes the task in the
-   * same statement. The same rules as runChunk otherwise; a failure leaves the chunk unfinished
-   * for the retried dispatch to queue.
+   * The only chunk of a task, run inside its dispatch without a chunk row (fanout.dispatcher.ts):
+   * its finish dispatches and finishes the task in one statement. The same rules as runChunk
+   * otherwise; a failure leaves the task as it was, for the retried dispatch to run again.
    */
   async runOnlyChunk(job: ChunkJob, task: Pick<FanoutTask, 'id' | 'authorId' | 'createdAt'>): Promise<void> {
+    const through = job.followerIds[job.followerIds.length - 1];
     const finish = async (unlessBlogDeleted: boolean) => {
-      const completed = await this.store.finishOnlyChunk(task, job.seq, unlessBlogDeleted);
+      const completed = await this.store.finishUnchunked(task, through, unlessBlogDeleted);
       if (completed !== null) this.onComplete(completed.task, completed.lagSeconds);
       return completed !== null;
     };

@@ -149,25 +149,14 @@ export class FanoutStore {
    * Records the next chunks and advances the task's cursor past them, atomically: after a crash
    * either all of it happened (resume after the last chunk) or none of it (they are made again).
    * `last`: these are the task's last chunks, and the task is marked dispatched with them (one
-   * commit less than marking it after). `runningFirst`: the first chunk is about to run in the
-   * dispatch itself, and is recorded as started (runs = 1) instead of counting its run after.
+   * commit less than marking it after).
    */
-  async addChunks(
-    taskId: number,
-    chunks: readonly FanoutChunkRange[],
-    { last = false, runningFirst = false }: { last?: boolean; runningFirst?: boolean } = {},
-  ): Promise<void> {
+  async addChunks(taskId: number, chunks: readonly FanoutChunkRange[], { last = false } = {}): Promise<void> {
     if (chunks.length === 0) return;
     const final = chunks[chunks.length - 1];
     await this.db.transaction(async (sql) => {
       await sql.write('INSERT INTO tb_fanout_chunk (task_id, seq, after_user_id, through_user_id, runs) VALUES ?', [
-        chunks.map((chunk, i) => [
-          taskId,
-          chunk.seq,
-          chunk.afterUserId,
-          chunk.throughUserId,
-          runningFirst && i === 0 ? 1 : 0,
-        ]),
+        chunks.map((chunk) => [taskId, chunk.seq, chunk.afterUserId, chunk.throughUserId, 0]),
       ]);
       await sql.write(
         'UPDATE tb_fanout_task SET cursor_user_id = ?, chunks_total = ?, dispatched = dispatched OR ? WHERE id = ?',
@@ -225,23 +214,25 @@ export class FanoutStore {
   }
 
   /**
-   * Finishes the only chunk of a dispatched task of one chunk, and the task with it, in one
-   * statement (finishChunk and completeIfDone in one): with one chunk, its first finish is the
-   * task's last. With `unlessBlogDeleted` it does nothing when the blog has been deleted. Returns
-   * the completion when this call finished it (null: deleted, or finished already).
+   * Finishes a task whose followers, through `throughUserId`, were one chunk, delivered inside its
+   * dispatch without a chunk row (fanout.dispatcher.ts): the task is dispatched, its one chunk
+   * done and the task done, in one statement, only if nothing else dispatched it meanwhile. With
+   * `unlessBlogDeleted` it does nothing when the blog has been deleted. Returns the completion
+   * when this call finished it (null: deleted, or dispatched or finished already).
    */
-  async finishOnlyChunk(
+  async finishUnchunked(
     task: Pick<FanoutTask, 'id' | 'authorId' | 'createdAt'>,
-    seq: number,
+    throughUserId: number,
     unlessBlogDeleted: boolean,
   ): Promise<{ task: { taskId: number; authorId: number }; lagSeconds: number } | null> {
     const now = this.now();
     const finished = await this.db.write(
-      `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id JOIN tb_blog b ON b.id = t.blog_id
-       SET c.finished_at = ?, t.chunks_done = t.chunks_done + 1, t.status = 'done', t.finished_at = ?
-       WHERE c.task_id = ? AND c.seq = ? AND c.finished_at IS NULL
-         AND t.dispatched AND t.chunks_total = 1 AND t.status <> 'done' ${unlessBlogDeleted ? 'AND b.deleted_at IS NULL' : ''}`,
-      [now, now, task.id, seq],
+      `UPDATE tb_fanout_task t JOIN tb_blog b ON b.id = t.blog_id
+       SET t.cursor_user_id = ?, t.chunks_total = 1, t.chunks_done = 1, t.dispatched = TRUE,
+         t.status = 'done', t.finished_at = ?
+       WHERE t.id = ? AND NOT t.dispatched AND t.chunks_total = 0 AND t.status <> 'done'
+         ${unlessBlogDeleted ? 'AND b.deleted_at IS NULL' : ''}`,
+      [throughUserId, now, task.id],
     );
     if (finished.affectedRows === 0) return null;
     return {

@@ -101,7 +101,7 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
   expect((await inboxScores(app, followers, blogId)).every((score) => score !== null)).toBe(true);
 });
 
-it("runs a task's only chunk inside its dispatch, and queues it as a job when that run fails", async () => {
+it("runs a task's only chunk inside its dispatch, recording nothing first, and runs it again when that run fails", async () => {
   const author = await signUp(app, 'inline');
   const followers = await addFollowers(app, author, 30_001, 8);
   const blogId = await publish(app, author, 'one chunk');
@@ -132,7 +132,9 @@ it("runs a task's only chunk inside its dispatch, and queues it as a job when th
   }).dispatch(first);
   expect(inline).toEqual([followers]);
   expect(queued).toEqual([]);
-  expect(await store.task(first)).toMatchObject({ dispatched: true, chunksTotal: 1 });
+  // The dispatch job is the inline chunk's retry: nothing is recorded until its finish.
+  expect(await store.task(first)).toMatchObject({ dispatched: false, chunksTotal: 0 });
+  expect(await app.db.query('SELECT seq FROM tb_fanout_chunk WHERE task_id = ?', [first])).toEqual([]);
 
   // More than one chunk (chunks of 5): every chunk is queued, none runs inline.
   const second = await newTask();
@@ -145,7 +147,8 @@ it("runs a task's only chunk inside its dispatch, and queues it as a job when th
   expect(inline).toHaveLength(1);
   expect(queued).toHaveLength(2);
 
-  // The inline run fails (Redis away, a crash): the retried dispatch queues the recorded chunk.
+  // The inline run fails (Redis away, a crash): the retried dispatch walks the followers again
+  // (here a dispatcher without inline runs, which records the chunk and queues its job).
   const third = await newTask();
   const failing = new FanoutDispatcher({
     store,
@@ -158,7 +161,7 @@ it("runs a task's only chunk inside its dispatch, and queues it as a job when th
   await new FanoutDispatcher({ store, queue: app.services.fanoutQueue!, chunkSize: 10 }).dispatch(third);
   await waitFor('the retried task', async () => (await store.task(third))?.status === 'done');
   const [chunk] = await app.db.query('SELECT runs FROM tb_fanout_chunk WHERE task_id = ?', [third]);
-  expect(chunk.runs).toBe(2); // the failed inline run (recorded with the chunk), then the job's
+  expect(chunk.runs).toBe(1); // the job's run: the failed inline one recorded nothing
 });
 
 it('a blog deleted while its delivery is in flight ends in no inbox', async () => {
@@ -212,7 +215,7 @@ describe("a task's only chunk, run in its dispatch", () => {
     return { author, followers, blogId, store, taskId };
   }
 
-  it('finishes the task with its chunk: one run counted, the completion told once, nothing queued', async () => {
+  it('finishes the task in one statement: no chunk row, the completion told once, nothing queued', async () => {
     const { author, followers, blogId, store, taskId } = await taskOfOneChunk('only-chunk', 40_001, 5);
     const completions: Array<{ taskId: number; authorId: number }> = [];
     const executor = new FanoutExecutor({
@@ -232,12 +235,15 @@ describe("a task's only chunk, run in its dispatch", () => {
     await dispatcher.dispatch(taskId);
     expect(queued).toEqual([]);
     expect(completions).toEqual([{ taskId, authorId: fromGlobalId(author.id).id }]);
-    expect(await store.task(taskId)).toMatchObject({ status: 'done', dispatched: true, chunksTotal: 1 });
-    const chunks = await app.db.query(
-      'SELECT runs, finished_at IS NOT NULL AS finished FROM tb_fanout_chunk WHERE task_id = ?',
-      [taskId],
-    );
-    expect(chunks.map((chunk: any) => [chunk.runs, Number(chunk.finished)])).toEqual([[1, 1]]);
+    expect(await store.task(taskId)).toMatchObject({
+      status: 'done',
+      dispatched: true,
+      chunksTotal: 1,
+      cursorUserId: followers[followers.length - 1],
+    });
+    const [{ chunks_done }] = await app.db.query('SELECT chunks_done FROM tb_fanout_task WHERE id = ?', [taskId]);
+    expect(chunks_done).toBe(1);
+    expect(await app.db.query('SELECT seq FROM tb_fanout_chunk WHERE task_id = ?', [taskId])).toEqual([]);
     expect((await inboxScores(app, followers, blogId)).every((score) => score !== null)).toBe(true);
   });
 

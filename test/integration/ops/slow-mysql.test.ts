@@ -60,8 +60,15 @@ describe('in-process fan-out workers and the API pool', () => {
   let locker: Connection;
   beforeAll(async () => {
     // No statement limit here: a stuck worker statement would hold its connection for ever.
+    // Chunks of one follower: with two followers every dispatch records chunks (a task of one
+    // chunk runs it in its dispatch and records none), so it needs the chunk table.
     app = await startTestApp('worker_pool', {
-      env: { DATABASE_STATEMENT_TIMEOUT_MS: '0', DATABASE_POOL_SIZE: '2', FANOUT_CONCURRENCY: '8' },
+      env: {
+        DATABASE_STATEMENT_TIMEOUT_MS: '0',
+        DATABASE_POOL_SIZE: '2',
+        FANOUT_CONCURRENCY: '8',
+        FANOUT_CHUNK_SIZE: '1',
+      },
     });
     locker = await createConnection({ uri: `${MYSQL_URL}/${testDatabase('worker_pool')}` });
   });
@@ -74,6 +81,7 @@ describe('in-process fan-out workers and the API pool', () => {
     const author = await signUp(app, 'writer');
     const reader = await signUp(app, 'reader');
     await follow(app, reader, author);
+    await follow(app, await signUp(app, 'second-reader'), author);
     const before = await publish(app, author, 'before');
     await app.services.fanout?.idle();
     // Every dispatch now waits for the chunk table: the workers' connections (and more jobs
