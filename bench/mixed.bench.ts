@@ -38,6 +38,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { RunningApp, startApp } from '../src/app';
@@ -125,6 +126,41 @@ interface PhaseResult {
   costs: Counters;
   requests: number;
   fanoutLagSeconds: number[];
+  server: ServerStalls;
+}
+
+/**
+ * What stalled the server process over a phase (it runs in this process): how late its event
+ * loop ran timers (p99 and max) and its garbage collector's pauses (total and longest). A page
+ * p99 far above its p50 with a late loop is CPU in the process (a long task, a GC); with a
+ * punctual loop it is I/O (MySQL, Redis) or the queue ahead of the request.
+ */
+interface ServerStalls {
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
+  gcPauseMs: number;
+  gcPauseMaxMs: number;
+}
+
+/** Starts watching the event loop and the GC; the returned function stops and reports. */
+function watchStalls(): () => ServerStalls {
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const pauses: number[] = [];
+  const gc = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) pauses.push(entry.duration);
+  });
+  gc.observe({ entryTypes: ['gc'] });
+  return () => {
+    loop.disable();
+    gc.disconnect();
+    return {
+      loopDelayP99Ms: loop.percentile(99) / 1e6,
+      loopDelayMaxMs: loop.max / 1e6,
+      gcPauseMs: pauses.reduce((sum, pause) => sum + pause, 0),
+      gcPauseMaxMs: Math.max(0, ...pauses),
+    };
+  };
 }
 
 async function main(): Promise<void> {
@@ -237,7 +273,9 @@ async function main(): Promise<void> {
     ): Promise<PhaseResult> => {
       const before = await counters();
       const lagsBefore = probes.lags.length;
+      const stalls = watchStalls();
       const generator = await generate(spec, onStart);
+      const server = stalls();
       // What the phase's publishes cost is theirs: wait for their fan-out before reading the counters.
       await app.services.fanout?.idle(120_000).catch((error: unknown) => console.warn(`${label}: ${String(error)}`));
       const after = await counters();
@@ -251,7 +289,9 @@ async function main(): Promise<void> {
           )
           .join(
             ', ',
-          )} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%)`,
+          )} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%; ` +
+          `server loop delay p99 ${server.loopDelayP99Ms.toFixed(1)} max ${server.loopDelayMaxMs.toFixed(1)} ms, ` +
+          `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms)`,
       );
       for (const o of OPERATIONS) {
         const first = generator.operations[o]?.firstError;
@@ -261,6 +301,7 @@ async function main(): Promise<void> {
         name: label,
         generator,
         requests,
+        server,
         fanoutLagSeconds: probes.lags.slice(lagsBefore),
         costs: {
           statements: after.statements - before.statements,
@@ -748,6 +789,7 @@ function report(input: {
         rowsRead: perRequest(phase, phase.costs.rowsRead),
       },
       fanoutLagMs: lagOf(phase),
+      server: phase.server,
     });
     console.log(
       JSON.stringify({
