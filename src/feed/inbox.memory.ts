@@ -49,6 +49,12 @@ export interface MemoryInboxState {
   delivered: Map<number, number>;
   /** Blogs retracted while building. */
   retracted: Set<number>;
+  /**
+   * Blogs written while a follow change was pending, whose author the followees did not hold,
+   * with their author: taken out when the last mark is cleared if the followees still lack the
+   * author (deliver.lua's u:<member>, clear-pending.lua).
+   */
+  unsure: Map<number, number>;
   /** Ids of the follow changes marked and not yet applied, and when the oldest run began. */
   marks: Set<number>;
   pendingAt: number;
@@ -219,6 +225,8 @@ export class MemoryInbox implements Inbox {
       }
       if (added) this.trim(state);
       if (building) state.delivered.set(entry.id, authorId);
+      if (pending && !building && !state.followees.has(authorId) && !state.unsure.has(entry.id))
+        state.unsure.set(entry.id, authorId);
       (pending && !building ? outcome.unsure : outcome.written).push(readerId);
       if (this.liveReaders.has(readerId)) outcome.live.push(readerId);
     }
@@ -309,7 +317,11 @@ export class MemoryInbox implements Inbox {
   async clearPending(readerId: number, changeId: number): Promise<void> {
     const state = this.states.get(readerId);
     if (!state || !state.marks.delete(changeId)) return;
-    if (state.marks.size === 0) state.pendingAt = 0;
+    if (state.marks.size === 0) {
+      state.pendingAt = 0;
+      for (const [blogId, authorId] of state.unsure) if (!state.followees.has(authorId)) state.entries.delete(blogId);
+      state.unsure.clear();
+    }
     this.forgetIfEmpty(readerId, state);
   }
 
@@ -424,6 +436,7 @@ export class MemoryInbox implements Inbox {
       follows: new Map(),
       delivered: new Map(),
       retracted: new Set(),
+      unsure: new Map(),
       marks: new Set(),
       pendingAt: 0,
     };
@@ -488,6 +501,7 @@ function cloneStates(states: Map<number, MemoryInboxState>): Map<number, MemoryI
         follows: new Map(state.follows),
         delivered: new Map(state.delivered),
         retracted: new Set(state.retracted),
+        unsure: new Map(state.unsure),
         marks: new Set(state.marks),
       },
     ]),

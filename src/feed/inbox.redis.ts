@@ -346,7 +346,7 @@ export class RedisInbox implements Inbox {
   }
 
   async clearPending(readerId: number, changeId: number): Promise<void> {
-    await SCRIPTS['clear-pending'].run(this.redis, this.pair(readerId), [changeId]);
+    await SCRIPTS['clear-pending'].run(this.redis, this.inboxKeys(readerId), [changeId]);
   }
 
   async pendingChanges(readerId: number): Promise<number[]> {

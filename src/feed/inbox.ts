@@ -72,7 +72,11 @@
  * the snapshot has the reader follow the author); a pending change's reader is reported, and the
  * executor asks MySQL whether they follow the author and takes the blog back from an unfollower,
  * unless the inbox knows a newer state of the pair: a follow applied after that answer's version,
- * or a rebuild from a later snapshot (FeedService.deliver). In the steady state a chunk asks
+ * or a rebuild from a later snapshot (FeedService.deliver). That take-back can come after the
+ * pending change's own clear, which makes the inbox trusted again: so a pending write whose
+ * author the followees do not hold is recorded with the inbox, and the clear of the last mark
+ * takes it out if the followees still lack the author (an unfollow was applied; the model test
+ * found a page in that window showing a muted author's blog). In the steady state a chunk asks
  * MySQL about nobody. No rule here compares clocks.
  *
  * ## Rebuild

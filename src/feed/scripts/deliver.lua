@@ -16,7 +16,12 @@
   a rebuild running) the blog is written as before: a pending change's reader is reported UNSURE
   (the executor asks MySQL, and takes the blog back from an unfollower); a build records the
   delivery (d:<member> = author) and its finish keeps it only if the snapshot has the reader
-  follow the author.
+  follow the author. An UNSURE write whose author the followees do not hold is recorded too
+  (u:<member> = author, counted in `unsure`): the follow change being applied may be this
+  author's unfollow, applied already, and the executor's MySQL check and take-back come later.
+  When the last pending mark is cleared (clear-pending.lua), which makes the inbox trusted again,
+  such blogs whose author the followees still lack are taken out then, so that no page trusts an
+  inbox that holds an unfollowed author's blog between that clear and the executor's take-back.
   Redis runs this once per inbox, and each redis.call costs about 0.5 us beyond the command: a
   new entry costs 5 calls (HMGET, SISMEMBER, ZADD, ZCARD, EXISTS), an unfollower's inbox 2.
   A set that holds only the new member lost its sentinel: Redis evicted it, and the inbox is gone
@@ -35,6 +40,7 @@ for i = 1, #KEYS, 4 do
     local pending = m[3] and tonumber(m[3]) > 0
     if m[2] or pending or redis.call('SISMEMBER', followees, author) == 1 then
       code = (pending and not m[2]) and UNSURE or WRITTEN
+      local unheld = code == UNSURE and redis.call('SISMEMBER', followees, author) == 0
       if redis.call('ZADD', inbox, score, member) == 1 then
         local card = redis.call('ZCARD', inbox)
         if card == 1 then
@@ -46,6 +52,9 @@ for i = 1, #KEYS, 4 do
       end
       if code ~= NOTHING then
         if m[2] then redis.call('HSET', meta, delivered, author) end
+        if unheld and redis.call('HSETNX', meta, 'u:' .. member, author) == 1 then
+          redis.call('HINCRBY', meta, 'unsure', 1)
+        end
         if redis.call('EXISTS', live) == 1 then code = code + LIVE end
       end
     end

@@ -349,6 +349,8 @@ function memoryState(inbox: MemoryInbox, reader: number): ReaderState | null {
   for (const [author, version] of state.follows) fields[`a:${author}`] = String(version);
   for (const [id, author] of state.delivered) fields[`d:${id}`] = String(author);
   for (const id of state.retracted) fields[`r:${id}`] = '1';
+  for (const [id, author] of state.unsure) fields[`u:${id}`] = String(author);
+  if (state.unsure.size > 0) fields.unsure = String(state.unsure.size);
   const present = state.floor !== null;
   return {
     entries: [...state.entries].sort((a, b) => a[0] - b[0]),
@@ -375,7 +377,8 @@ async function redisState(redis: RedisClient, keys: RedisKeys, reader: number): 
   for (const [field, value] of Object.entries(hash)) {
     if (field === 'buildAt' || field === 'pendingAt') continue; // Redis's clock: the memory inbox has none
     const kind = field.slice(0, 2);
-    fields[kind === 'd:' || kind === 'r:' ? `${kind}${blogIdOfMember(field.slice(2))}` : field] = value;
+    fields[kind === 'd:' || kind === 'r:' || kind === 'u:' ? `${kind}${blogIdOfMember(field.slice(2))}` : field] =
+      value;
   }
   return {
     entries: entries.sort((a, b) => a[0] - b[0]),

@@ -4,11 +4,13 @@
  * The feeds they serve are checked in every mode by feed.test.ts and follow.test.ts.
  */
 import { Redis } from 'ioredis';
+import { RedisInbox } from '../../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
 import { freePort, PrivateRedis } from '../../support/processes';
 import {
   addFollowers,
+  currentGeneration,
   inboxScores,
   FEED_PAGE,
   feedTruth,
@@ -269,5 +271,54 @@ describe('cost of a page', () => {
       expect(page.sql).toBe(five.sql + 1);
     }
     for (const page of strangers) expect({ redis: page.redis, sql: page.sql }).toEqual({ redis: 4, sql: five.sql });
+  });
+});
+
+describe('a delivery that lands while a follow change is pending', () => {
+  // Reader ids of their own (no tb_user rows needed: the inbox alone is under test).
+  const AUTHOR = 900_001;
+  const member = (blogId: number) => String(blogId).padStart(20, '0');
+  const inboxOf = () =>
+    new RedisInbox({
+      redis: app.redis,
+      keys: app.keys,
+      maxItems: app.config.feedMaxItems,
+      ttlSeconds: app.config.activeDays * 86_400,
+    });
+
+  /** A reader whose inbox follows AUTHOR (version 1), with follow change `changeId` marked pending. */
+  async function pendingReader(readerId: number, changeId: number) {
+    const inbox = inboxOf();
+    await inbox.create(readerId, 0, await currentGeneration(app));
+    await inbox.applyFollow(readerId, { version: 1, authorId: AUTHOR }, [], null);
+    await inbox.markPending(readerId, changeId);
+    return inbox;
+  }
+
+  // The model test's seed -69334293: the mute's clear came between the chunk's write and the
+  // chunk's own take-back, and a page in that window trusted the inbox and showed the blog.
+  it("is gone when the last mark clears, if it was an unfollowed author's (before the executor's take-back)", async () => {
+    const readerId = 900_101;
+    const inbox = await pendingReader(readerId, 1);
+    await inbox.markUnfollow(readerId, { version: 2, authorId: AUTHOR });
+    await inbox.removeUnfollowed(readerId, { version: 2, authorId: AUTHOR }, []);
+    const outcome = await inbox.deliver([readerId], { entry: { id: 77, score: 1_000 }, authorId: AUTHOR });
+    expect(outcome.unsure).toEqual([readerId]); // written: the pending change may have been a follow
+    expect(await app.redis.zscore(app.keys.feed(readerId), member(77))).toBe('1000');
+    await inbox.clearPending(readerId, 1);
+    expect(await app.redis.zscore(app.keys.feed(readerId), member(77))).toBeNull();
+  });
+
+  it('stays when the last mark clears, if the followees hold its author by then (a follow applied)', async () => {
+    const readerId = 900_102;
+    const inbox = await pendingReader(readerId, 1);
+    await inbox.markUnfollow(readerId, { version: 2, authorId: AUTHOR });
+    await inbox.deliver([readerId], { entry: { id: 78, score: 1_000 }, authorId: AUTHOR });
+    await inbox.markPending(readerId, 2);
+    await inbox.applyFollow(readerId, { version: 3, authorId: AUTHOR }, [], null);
+    await inbox.clearPending(readerId, 1); // not the last mark: nothing is decided yet
+    expect(await app.redis.zscore(app.keys.feed(readerId), member(78))).toBe('1000');
+    await inbox.clearPending(readerId, 2);
+    expect(await app.redis.zscore(app.keys.feed(readerId), member(78))).toBe('1000');
   });
 });

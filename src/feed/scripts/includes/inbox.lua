@@ -1,8 +1,8 @@
 --[[
   What every inbox script shares. An inbox is three keys in the reader's slot:
   KEYS inbox (sorted set: entries, plus the sentinel SENTINEL at +inf), meta (hash: floor, ep,
-  base, maxver, building, buildAt, a:<author>, d:<member>, r:<member>, and the marks of pending
-  follow changes: pending, pendingAt, p:<change id>), followees (set: the reader's followees,
+  base, maxver, building, buildAt, a:<author>, d:<member>, r:<member>, u:<member> and unsure
+  (deliver.lua), and the marks of pending follow changes: pending, pendingAt, p:<change id>), followees (set: the reader's followees,
   plus SENTINEL). The sentinels make a key that Redis evicted (an evicting maxmemory-policy)
   visible: an inbox is intact only while both are there.
   Numbers are written with fmt: Lua's tostring would write a 16-digit score in exponent notation.
