@@ -42,20 +42,11 @@ export class FanoutExecutor {
 
   async runChunk(job: ChunkJob): Promise<void> {
     if (!(await this.store.startChunk(job.taskId, job.seq))) return;
-    if (job.kind === 'retract') {
-      await this.feed.retract(job.followerIds, job.blogId);
-      await this.store.finishChunk(job.taskId, job.seq, false, this.onComplete);
-      return;
-    }
-    // Jobs queued before chunks carried their author: the task has it.
-    const authorId = job.authorId ?? (await this.store.task(job.taskId))?.authorId ?? 0;
-    const delivery = { entry: { id: job.blogId, score: job.score }, authorId };
-    await this.feed.deliver(job.followerIds, delivery);
-    this.metrics?.inboxesWritten(job.followerIds.length);
-    // Usually one statement: finish unless the blog was deleted meanwhile.
-    if (await this.store.finishChunk(job.taskId, job.seq, true, this.onComplete)) return;
-    if (await this.store.isBlogDeleted(job.blogId)) await this.feed.retract(job.followerIds, job.blogId);
-    await this.store.finishChunk(job.taskId, job.seq, false, this.onComplete);
+    // Jobs queued before chunks carried their author: the task has it (a retract needs none).
+    const authorId = job.kind === 'retract' ? 0 : (job.authorId ?? (await this.store.task(job.taskId))?.authorId ?? 0);
+    await this.writeAndFinish(job, authorId, (unlessBlogDeleted) =>
+      this.store.finishChunk(job.taskId, job.seq, unlessBlogDeleted, this.onComplete),
+    );
   }
 
   /**
@@ -65,17 +56,29 @@ export class FanoutExecutor {
    */
   async runOnlyChunk(job: ChunkJob, task: Pick<FanoutTask, 'id' | 'authorId' | 'createdAt'>): Promise<void> {
     const through = job.followerIds[job.followerIds.length - 1];
-    const finish = async (unlessBlogDeleted: boolean) => {
+    await this.writeAndFinish(job, task.authorId, async (unlessBlogDeleted) => {
       const completed = await this.store.finishUnchunked(task, through, unlessBlogDeleted);
       if (completed !== null) this.onComplete(completed.task, completed.lagSeconds);
       return completed !== null;
-    };
+    });
+  }
+
+  /**
+   * The chunk's writes, then its finish (`finish` says whether it finished): a retract finishes
+   * whatever happened; a delivery finishes only while the blog is live (usually one statement),
+   * else takes its writes back first (see the top of the file).
+   */
+  private async writeAndFinish(
+    job: ChunkJob,
+    authorId: number,
+    finish: (unlessBlogDeleted: boolean) => Promise<boolean>,
+  ): Promise<void> {
     if (job.kind === 'retract') {
       await this.feed.retract(job.followerIds, job.blogId);
       await finish(false);
       return;
     }
-    await this.feed.deliver(job.followerIds, { entry: { id: job.blogId, score: job.score }, authorId: task.authorId });
+    await this.feed.deliver(job.followerIds, { entry: { id: job.blogId, score: job.score }, authorId });
     this.metrics?.inboxesWritten(job.followerIds.length);
     if (await finish(true)) return;
     if (await this.store.isBlogDeleted(job.blogId)) await this.feed.retract(job.followerIds, job.blogId);
