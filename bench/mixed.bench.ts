@@ -32,12 +32,14 @@
  *
  * MIXED_QUICK=1: a smoke run (5,000 users, 5,000 blogs, 500 active, 3 s phases, 20 s Redis lost). MIXED_JSON=1: the
  * figures as one JSON line at the end. BENCH_NAME=<name>: a database of this run's own.
+ * MIXED_CPU_PROFILE=<folder>: a CPU profile and SQL statement counts per phase (see startCpuProfile).
  */
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Session } from 'node:inspector/promises';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
@@ -142,6 +144,112 @@ interface ServerStalls {
   gcPauseMaxMs: number;
 }
 
+/**
+ * Where the machine's CPU went over a phase, in % of one core: this process (the API and its
+ * worker), MariaDB, the run's redis-server, and the whole machine (100% per core). A mix slower
+ * than its parts with the machine not busy is waiting (locks, commits, the closed loop's clients
+ * held by slow writes), not work.
+ */
+interface CpuShares {
+  server: number;
+  mysql: number | null;
+  redis: number | null;
+  machine: number;
+  cores: number;
+}
+
+/** CPU seconds of a process so far (utime + stime from /proc), or null if it cannot be read. */
+function processCpuSeconds(pid: number | null): number | null {
+  if (pid === null) return null;
+  try {
+    // Fields after the command name (which may hold spaces, so split after its closing parenthesis).
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
+/** Busy and total CPU seconds of the whole machine so far (/proc/stat), and its core count. */
+function machineCpuSeconds(): { busy: number; total: number; cores: number } {
+  const lines = readFileSync('/proc/stat', 'utf8').split('\n');
+  const [, ...ticks] = lines[0].trim().split(/\s+/).map(Number);
+  const idle = ticks[3] + ticks[4];
+  const total = ticks.slice(0, 8).reduce((sum, tick) => sum + tick, 0);
+  const cores = lines.filter((line) => /^cpu\d/.test(line)).length;
+  return { busy: (total - idle) / CLOCK_TICKS_PER_SECOND, total: total / CLOCK_TICKS_PER_SECOND, cores };
+}
+
+/** Linux's USER_HZ, the unit of /proc's CPU times: 100 on every mainstream kernel. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** Starts counting CPU; the returned function reports the shares since. */
+function watchCpu(pids: { mysql: number | null; redis: number | null }): () => CpuShares {
+  const started = performance.now();
+  const server = process.cpuUsage();
+  const mysql = processCpuSeconds(pids.mysql);
+  const redis = processCpuSeconds(pids.redis);
+  const machine = machineCpuSeconds();
+  const share = (before: number | null, after: number | null, seconds: number) =>
+    before === null || after === null ? null : Math.round(((after - before) / seconds) * 100);
+  return () => {
+    const seconds = (performance.now() - started) / 1000;
+    const used = process.cpuUsage(server);
+    const now = machineCpuSeconds();
+    return {
+      server: Math.round(((used.user + used.system) / 1e6 / seconds) * 100),
+      mysql: share(mysql, processCpuSeconds(pids.mysql), seconds),
+      redis: share(redis, processCpuSeconds(pids.redis), seconds),
+      machine: Math.round(((now.busy - machine.busy) / (now.total - machine.total)) * now.cores * 100),
+      cores: now.cores,
+    };
+  };
+}
+
+/**
+ * MIXED_CPU_PROFILE=<folder>: per phase, a V8 CPU profile of this process (the API and its
+ * worker), `<folder>/<phase>.cpuprofile` (Chrome's DevTools or speedscope open it), and how
+ * often each SQL statement ran, `<folder>/<phase>.statements.json` (its fan-out's included): to
+ * find what the mix pays for that its operations alone do not. Profiling slows the run.
+ */
+async function startCpuProfile(sqlLog: SqlStatementLog): Promise<{ stop(label: string): Promise<void> } | null> {
+  const folder = process.env.MIXED_CPU_PROFILE;
+  if (!folder) return null;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  const statements = new Map<string, number>();
+  const ran = sqlLog.ran;
+  sqlLog.ran = (statement, elapsedMs) => {
+    const shape = statement.replace(/\s+/g, ' ').slice(0, 160);
+    statements.set(shape, (statements.get(shape) ?? 0) + 1);
+    ran.call(sqlLog, statement, elapsedMs);
+  };
+  return {
+    async stop(label) {
+      const { profile } = await session.post('Profiler.stop');
+      session.disconnect();
+      sqlLog.ran = ran;
+      mkdirSync(folder, { recursive: true });
+      const file = join(folder, label.replace(/[^\w]+/g, '-'));
+      writeFileSync(`${file}.cpuprofile`, JSON.stringify(profile));
+      writeFileSync(`${file}.statements.json`, JSON.stringify(Object.fromEntries(statements), null, 1));
+    },
+  };
+}
+
+/** MariaDB's process id from its pid file, when it runs on this machine (else null). */
+async function mysqlPid(db: { select<T>(sql: string, params?: unknown[]): Promise<T[]> }): Promise<number | null> {
+  try {
+    const [row] = await db.select<{ Value: string }>("SHOW VARIABLES LIKE 'pid_file'");
+    const pid = Number(readFileSync(row.Value, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 && processCpuSeconds(pid) !== null ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Starts watching the event loop and the GC; the returned function stops and reports. */
 function watchStalls(): () => ServerStalls {
   const loop = monitorEventLoopDelay({ resolution: 10 });
@@ -205,6 +313,7 @@ async function main(): Promise<void> {
       await workers.stop();
     });
     const probes = instrument(app);
+    const pids = { mysql: await mysqlPid(db), redis: redisServer.pid };
 
     const warmStart = performance.now();
     const built = progress('inboxes built', graph.active.length);
@@ -274,11 +383,15 @@ async function main(): Promise<void> {
       const before = await counters();
       const lagsBefore = probes.lags.length;
       const stalls = watchStalls();
+      const cpuOver = watchCpu(pids);
+      const profiling = await startCpuProfile(sqlLog);
       const generator = await generate(spec, onStart);
       const server = stalls();
+      const cpu = cpuOver();
       // What the phase's publishes cost is theirs: wait for their fan-out before reading the counters.
       await app.services.fanout?.idle(120_000).catch((error: unknown) => console.warn(`${label}: ${String(error)}`));
       const after = await counters();
+      await profiling?.stop(label);
       const requests = Object.values(generator.operations).reduce((sum, op) => sum + op.count, 0);
       const errors = Object.values(generator.operations).reduce((sum, op) => sum + op.errors, 0);
       const throughput = requests / generator.seconds;
@@ -291,7 +404,9 @@ async function main(): Promise<void> {
             ', ',
           )} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%; ` +
           `server loop delay p99 ${server.loopDelayP99Ms.toFixed(1)} max ${server.loopDelayMaxMs.toFixed(1)} ms, ` +
-          `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms)`,
+          `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms; ` +
+          `CPU: server ${cpu.server}%, MariaDB ${cpu.mysql ?? '?'}%, Redis ${cpu.redis ?? '?'}%, ` +
+          `machine ${cpu.machine}% of ${cpu.cores * 100}%)`,
       );
       for (const o of OPERATIONS) {
         const first = generator.operations[o]?.firstError;
@@ -843,6 +958,7 @@ async function runGenerator(specFile: string, onStart?: () => void): Promise<Gen
 
 interface PrivateRedis {
   url: string;
+  pid: number | null;
   /** Commands the server has processed so far (INFO stats). */
   commands(): Promise<number>;
   flushAll(): Promise<void>;
@@ -863,6 +979,7 @@ async function startPrivateRedis(): Promise<PrivateRedis> {
   await client.ping();
   return {
     url: `redis://127.0.0.1:${port}`,
+    pid: server.pid ?? null,
     async commands() {
       const info = await client.info('stats');
       return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? NaN);
