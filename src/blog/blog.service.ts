@@ -29,11 +29,6 @@ export const IMAGE_URL_MAX = 512;
  */
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** A blog item of a page: its position data plus the loaded blog. */
-export interface BlogItem extends ScoredId {
-  blog: Blog;
-}
-
 /**
  * The rules of a new blog. Text takes no control characters but newline and tab (a URL none);
  * blogs stored before that rule are served as they are.
@@ -259,7 +254,7 @@ export class BlogService {
    * cache (no SQL in the steady state), else in one statement. Blogs the cache lacks are read
    * from the primary and stored; those with a write in flight are read from MySQL and not stored.
    */
-  async forViewer(viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
+  async forViewer(viewerId: number | null, ids: readonly number[]): Promise<BlogsForViewer> {
     const { hydration } = this.cache;
     if (ids.length === 0 || !hydration?.usable()) return this.store.forViewer(viewerId, ids);
     try {
@@ -270,7 +265,11 @@ export class BlogService {
     }
   }
 
-  private async hydrate(cache: HydrationCache, viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
+  private async hydrate(
+    cache: HydrationCache,
+    viewerId: number | null,
+    ids: readonly number[],
+  ): Promise<BlogsForViewer> {
     const reads = await cache.readBlogs(viewerId, ids);
     const blogs: Blog[] = [];
     const liked = new Set<number>();
@@ -294,7 +293,8 @@ export class BlogService {
     const authorIds = [...new Set(blogs.map((blog) => blog.authorId))];
     const [authors, followed] = await Promise.all([
       this.authors(cache, authorIds),
-      this.feed.followedAmong(viewerId, authorIds),
+      // An anonymous viewer follows nobody.
+      viewerId === null ? new Set<number>() : this.feed.followedAmong(viewerId, authorIds),
     ]);
     if (!sql) return { blogs, authors, liked, followed };
     return {
@@ -307,7 +307,11 @@ export class BlogService {
   }
 
   /** Blogs the cache lacks: read from the primary, stored under their leases. Those with too many likes to keep are left to SQL (`big`). */
-  private async fill(cache: HydrationCache, viewerId: number, misses: ReadonlyArray<{ id: number; lease: string }>) {
+  private async fill(
+    cache: HydrationCache,
+    viewerId: number | null,
+    misses: ReadonlyArray<{ id: number; lease: string }>,
+  ) {
     const rows = new Map(
       (await this.store.rowsForCache(misses.map((miss) => miss.id))).map((row) => [Number(row.id), row]),
     );
@@ -357,13 +361,9 @@ export class BlogService {
     return users.concat([...fromPrimary.values()], [...fromSql.values()]);
   }
 
-  /** A page of one user's own blogs, newest first, with the same cursor as the feed. */
-  async pageOfAuthor(authorId: number, request: PageRequest): Promise<Page<BlogItem>> {
-    const blogs = await this.store.pageOfAuthor(authorId, request.from, fetchSize(request));
-    return slicePage(
-      request,
-      blogs.map((blog) => ({ id: blog.dbId, score: blog.score, blog })),
-    );
+  /** A page of one user's own blogs, newest first, with the same cursor as the feed: ids and scores, which forViewer hydrates. */
+  async pageOfAuthor(authorId: number, request: PageRequest): Promise<Page<ScoredId>> {
+    return slicePage(request, await this.store.pageOfAuthor(authorId, request.from, fetchSize(request)));
   }
 
   private requireFanout(): FanoutService {

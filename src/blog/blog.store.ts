@@ -1,7 +1,7 @@
 /** The SQL of blogs (tb_blog). */
 import type { Database, Sql } from '../db/database';
 import { positionSql } from '../feed/feed.store';
-import type { FeedPosition } from '../kernel/pagination/cursor';
+import type { FeedPosition, ScoredId } from '../kernel/pagination/cursor';
 import { User, UserRow } from '../user/user.types';
 import { Blog, BlogRow, KeyedBlogRow } from './blog.types';
 
@@ -104,9 +104,10 @@ export class BlogStore {
   /**
    * A page's blogs with everything a feed item shows, in one statement: each live blog, its
    * author, and whether the viewer likes it and follows its author (each an EXISTS on a primary
-   * key). A feed page would otherwise cost four statements through the loaders.
+   * key). A feed page would otherwise cost four statements through the loaders. An anonymous
+   * viewer (null) likes and follows nothing: its EXISTS compare with NULL and are false.
    */
-  async forViewer(viewerId: number, ids: readonly number[]): Promise<BlogsForViewer> {
+  async forViewer(viewerId: number | null, ids: readonly number[]): Promise<BlogsForViewer> {
     if (ids.length === 0) return { blogs: [], authors: [], liked: new Set(), followed: new Set() };
     const lagging = this.db.lagging();
     let rows = await this.viewerRows(lagging, viewerId, ids);
@@ -143,7 +144,7 @@ export class BlogStore {
     return result;
   }
 
-  private viewerRows(sql: Sql, viewerId: number, ids: readonly number[]): Promise<BlogForViewerRow[]> {
+  private viewerRows(sql: Sql, viewerId: number | null, ids: readonly number[]): Promise<BlogForViewerRow[]> {
     return sql.select<BlogForViewerRow>(
       `SELECT b.id, b.user_id, b.title, b.content, b.images, b.liked, b.created_at, b.pushed, b.edited_at,
          u.nick_name, u.icon, u.follower_count, u.following_count,
@@ -157,16 +158,18 @@ export class BlogStore {
 
   /**
    * The first `limit` live blogs of one author after `from`, newest first, with the same cursor
-   * as the feed: one statement on the (user_id, created_at, id) index.
+   * as the feed: their ids and scores only, one statement that the (user_id, deleted_at,
+   * created_at, id) index answers alone. The blogs themselves come from the hydration cache
+   * (BlogService.forViewer), as a feed page's do.
    */
-  async pageOfAuthor(authorId: number, from: FeedPosition, limit: number): Promise<Blog[]> {
+  async pageOfAuthor(authorId: number, from: FeedPosition, limit: number): Promise<ScoredId[]> {
     const position = positionSql(from);
-    const rows = await this.db.lagging().select<BlogRow>(
-      `SELECT ${BLOG_COLUMNS} FROM tb_blog
+    const rows = await this.db.lagging().select<{ id: string; created_at: Date }>(
+      `SELECT id, created_at FROM tb_blog
        WHERE user_id = ? AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?, ?`,
       [authorId, ...position.params, position.skip, limit],
     );
-    return rows.map((row) => Blog.fromRow(row));
+    return rows.map((row) => ({ id: Number(row.id), score: row.created_at.getTime() }));
   }
 }

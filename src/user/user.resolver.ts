@@ -2,6 +2,7 @@ import { Arg, Args, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root
 import { BlogConnection } from '../blog/blog.types';
 import { ConnectionArgs, readPageArgs } from '../kernel/pagination/connection';
 import { blogConnection } from '../graphql/blog-connection';
+import { primeLoaders } from '../graphql/loaders';
 import { Context, optionalViewerId, requireViewerId } from '../graphql/context';
 import { idOfType } from '../kernel/global-id';
 import { connectionCost } from '../graphql/limits';
@@ -84,10 +85,15 @@ export class UserResolver {
   async blogs(
     @Root() user: User,
     @Args(() => ConnectionArgs) args: ConnectionArgs,
-    @Ctx() { services, loaders }: Context,
+    @Ctx() { auth, services, loaders }: Context,
   ): Promise<BlogConnection> {
     const page = await services.blogs.pageOfAuthor(user.dbId, readPageArgs(args));
-    for (const item of page.items) loaders.blog.prime(item.id, item.blog);
+    // The blogs, like counts and the viewer's likes as a feed page gets them (the hydration
+    // cache: no SQL when warm). Not its follow checks: those are the feed's (muted followees
+    // left out), and isFollowedByViewer means the follow itself.
+    const ids = page.items.map((item) => item.id);
+    const found = await services.blogs.forViewer(optionalViewerId(auth), ids);
+    primeLoaders(loaders, ids, { ...found, followed: null });
     return blogConnection(page, loaders, { followedAuthorsOnly: false });
   }
 }

@@ -369,3 +369,47 @@ it("serves an anonymous Blog.likers' first page from the like set, in MySQL's or
   }
   expect(ids).toEqual(expected);
 });
+
+it("hydrates a user's own page of blogs (User.blogs) as a feed page: warm, its blogs cost one statement (their ids), signed in or not, and it shows what MySQL holds", async () => {
+  const author = authors[1];
+  const PROFILE = `query($id: ID!) { user(id: $id) { blogs(first: 10) {
+    edges { node { id title content images editedAt likeCount isLiked author { id nickName icon } } } } } }`;
+  /** The author's page as `who` (undefined: anonymous) sees it, and the statements it ran. */
+  const profile = async (who?: TestUser): Promise<{ nodes: any[]; sql: number }> => {
+    for (;;) {
+      const settles = cacheOf(reader).settles;
+      const before = reader.sqlLog.statements;
+      const data = ok(await reader.gql(PROFILE, { id: author.id }, who?.token));
+      const sql = reader.sqlLog.statements - before;
+      if (cacheOf(reader).settles !== settles) continue;
+      return { nodes: data.user.blogs.edges.map((edge: any) => edge.node), sql };
+    }
+  };
+  /** The author's live blogs, newest first, each as MySQL shows it to `who` (anonymous: liking nothing). */
+  const expected = async (who: TestUser | undefined) => {
+    const rows = await writer.query<{ id: string }>(
+      'SELECT id FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 10',
+      [dbId(author.id)],
+    );
+    const ids = rows.map((row) => toGlobalId('Blog', Number(row.id)));
+    const shown = await truth(ids, who ?? viewer);
+    return who ? shown : shown.map((node) => ({ ...node, isLiked: false }));
+  };
+  ok(await writer.gql(LIKE, { b: (await profile(viewer)).nodes[0].id, l: true }, viewer.token));
+  for (const who of [viewer, fans[1], undefined]) {
+    await profile(who);
+    const warm = await profile(who);
+    // The user row (the root field) and the page's ids: no statement for the blogs, likes or authors.
+    expect(warm.sql).toBe(2);
+    expect(warm.nodes.length).toBeGreaterThan(0);
+    expect(warm.nodes).toEqual(await expected(who));
+  }
+  const [first, second] = (await profile(viewer)).nodes;
+  ok(await writer.gql(EDIT, { i: { blogId: first.id, content: 'edited for the profile' } }, author.token));
+  ok(await writer.gql(LIKE, { b: second.id, l: !second.isLiked }, viewer.token));
+  ok(await writer.gql(DELETE, { b: second.id }, author.token));
+  const after = await profile(viewer);
+  expect(after.nodes.map((node) => node.id)).not.toContain(second.id);
+  expect(after.nodes.find((node) => node.id === first.id).content).toBe('edited for the profile');
+  expect(after.nodes).toEqual(await expected(viewer));
+});

@@ -99,6 +99,13 @@ afterAll(async () => {
 
 test('a query over a socket of a reader who did not write recently is read on the replica', async () => {
   const client = socket(reader);
+  // Two reads first: at the first the process settles the hydration cache's debts (before it
+  // trusts the cache), the second fills the cache, which reads the primary by design (a fill must
+  // not store a row older than the last write). What this routes is the page's own read.
+  for (let warm = 0; warm < 2; warm += 1) {
+    expect(await titlesOverSocket(client)).toEqual(['first']);
+    await app.services.hydration?.settle();
+  }
   const reads = await selectsOf(async () => expect(await titlesOverSocket(client)).toEqual(['first']));
   expect(reads.primary).toBe(0);
   expect(reads.replica).toBeGreaterThan(0);
