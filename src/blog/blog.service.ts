@@ -150,11 +150,20 @@ export class BlogService {
   }
 
   private async publishNew(authorId: number, input: PublishBlogInput, idempotencyKey: string | null): Promise<Blog> {
+    const hydration = this.cache.hydration;
+    // What the transaction inserted, and the cache lease it took for it (set inside the transaction).
+    const inserted: { row?: BlogRow; lease?: string | null } = {};
     // FeedService.publish orders the steps of the feed around our writes, as changeFollow does for follows.
     const { blog, taskId } = await this.feed.publish<Blog>(authorId, (publishIn) =>
       this.db.transaction((sql) =>
         publishIn(sql, {
-          insertBlog: (pushed) => this.insertBlog(sql, authorId, input, { pushed, idempotencyKey }),
+          insertBlog: async (pushed) => {
+            const row = await this.insertBlog(sql, authorId, input, { pushed, idempotencyKey });
+            // Before the commit, so that every write after it takes the lease away (HydrationCache.newBlogLease).
+            inserted.row = row;
+            inserted.lease = hydration ? await hydration.newBlogLease(Number(row.id)) : null;
+            return Blog.fromRow(row);
+          },
           recordDeliver: (blog) => this.requireFanout().recordDeliver(sql, blog),
         }),
       ),
@@ -163,6 +172,7 @@ export class BlogService {
     // Nobody fans this blog out (the pull model, a big author): it is in every follower's feed
     // from its commit, and live followers hear of it now.
     else await this.live.published({ id: blog.dbId, score: blog.score, authorId: blog.authorId });
+    if (hydration && inserted.row && inserted.lease) await hydration.storeNewBlog(inserted.row, inserted.lease);
     return blog;
   }
 
@@ -172,7 +182,7 @@ export class BlogService {
     authorId: number,
     input: PublishBlogInput,
     { pushed, idempotencyKey }: { pushed: boolean; idempotencyKey: string | null },
-  ): Promise<Blog> {
+  ): Promise<BlogRow> {
     const row: Omit<BlogRow, 'id'> = {
       user_id: authorId,
       title: input.title,
@@ -182,8 +192,9 @@ export class BlogService {
       // DATETIME(3) keeps the milliseconds of this Date, so the stored row equals this one.
       created_at: this.now(),
       pushed,
+      edited_at: null,
     };
-    return Blog.fromRow({ ...row, id: await this.store.insert(sql, row, idempotencyKey) });
+    return { ...row, id: await this.store.insert(sql, row, idempotencyKey) };
   }
 
   /** Soft-deletes the viewer's own blog with its retract event; it leaves every inbox right after. */

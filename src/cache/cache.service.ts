@@ -267,6 +267,33 @@ export class HydrationCache implements CacheWrites {
   }
 
   /**
+   * A new blog's entry is stored at its publish, not at the first page that shows it (which
+   * would read it back from MySQL's primary: two statements per blog, paid by the pages of a mix
+   * with publishes). The publish takes the entry's lease inside its transaction, after its
+   * INSERT (newBlogLease), and stores the row it inserted, without likes, after the commit
+   * (storeNewBlog). Any write after the commit (a like, an edit, a delete) takes the lease away
+   * before it commits, so, as with a reader's fill, nothing older than a write is stored after
+   * it. null: no lease (Redis away, debts not settled yet, or the read failed): a page fills it.
+   */
+  async newBlogLease(blogId: number): Promise<string | null> {
+    if (!this.usable()) return null;
+    try {
+      const read = (await this.readBlogs(null, [blogId])).get(blogId);
+      return read?.kind === 'miss' ? read.lease : null;
+    } catch (error) {
+      this.warn(`taking the cache lease of new blog ${blogId} failed; its first page will fill it`, error);
+      return null;
+    }
+  }
+
+  /** After the publish's commit: the new blog stored under the lease newBlogLease gave, unless a write came since. */
+  async storeNewBlog(row: BlogRow, leaseToken: string): Promise<void> {
+    await this.fillBlog(Number(row.id), leaseToken, row, []).catch((error: unknown) =>
+      this.warn(`storing new blog ${row.id} in the cache failed; its first page will fill it`, error),
+    );
+  }
+
+  /**
    * The first `limit` likers of a blog from its like set (Blog.likers' first page), earliest
    * first, as keyset positions; null when the set is not filled or a write is in flight.
    */

@@ -413,3 +413,47 @@ it("hydrates a user's own page of blogs (User.blogs) as a feed page: warm, its b
   expect(after.nodes.find((node) => node.id === first.id).content).toBe('edited for the profile');
   expect(after.nodes).toEqual(await expected(viewer));
 });
+
+describe('a new blog is stored in the cache at its publish', () => {
+  it('so the first page that shows it reads no statement for it', async () => {
+    await warmPage();
+    // The publishing process stores only into a cache it trusts (its debts settled since the
+    // Redis hang above), as its pages read only such a cache.
+    await cacheOf(writer).settle();
+    const blogId = await publish(writer, authors[0], 'stored at its publish', 'no fill needed');
+    await settle();
+    const first = await page();
+    expect(first.nodes[0].id).toBe(blogId);
+    expect(first.sql).toBe(0);
+    await expectTruthful(first.nodes);
+  });
+
+  it.each(['like', 'edit', 'delete'] as const)(
+    'but not over a %s that committed between the publish and its store',
+    async (write) => {
+      const author = authors[1];
+      const blogId = await publish(writer, author, `raced by a ${write}`, 'before the write');
+      await settle();
+      const id = dbId(blogId);
+      const cache = cacheOf(writer);
+      // Back to the moment inside the publish's transaction: no entry yet, the lease taken.
+      const [inserted] = await new BlogStore(writer.db).rowsForCache([id]);
+      await writer.redis.del(writer.keys.cachedBlog(id), writer.keys.cachedLikes(id));
+      const lease = await cache.newBlogLease(id);
+      expect(lease).not.toBeNull();
+      if (write === 'like') ok(await writer.gql(LIKE, { b: blogId, l: true }, fans[2].token));
+      if (write === 'edit') ok(await writer.gql(EDIT, { i: { blogId, content: 'after the write' } }, author.token));
+      if (write === 'delete') ok(await writer.gql(DELETE, { b: blogId }, author.token));
+      await cache.storeNewBlog(inserted, lease!);
+      // The write took the lease away: the row from before it was not stored.
+      expect((await cache.readBlogs(null, [id])).get(id)!.kind).toBe('miss');
+      const nodes = (await page()).nodes;
+      if (write === 'delete') expect(nodes.map((node) => node.id)).not.toContain(blogId);
+      else
+        expect(nodes.find((node) => node.id === blogId)).toMatchObject(
+          write === 'like' ? { likeCount: 1 } : { content: 'after the write' },
+        );
+      await expectTruthful(nodes);
+    },
+  );
+});
