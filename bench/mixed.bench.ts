@@ -22,15 +22,15 @@
  * first=45,deeper=15,profile=25,publish=8,like=5,follow=2.
  *
  * Phases, MIXED_DURATION seconds each (15): every operation alone at its peak (closed loop,
- * MIXED_CONNECTIONS clients, 32), then the mix at its peak; then the mix open-loop at half that
- * rate (latency from each request's due time, as wrk2); then "Redis lost": the same open-loop mix
+ * MIXED_CONNECTIONS clients, 32), then the mix at its peak, MIXED_ROUNDS times (2; pooled, see
+ * ROUNDS); then the mix open-loop at half that rate (latency from each request's due time, as wrk2); then "Redis lost": the same open-loop mix
  * for MIXED_LOST_SECONDS (60), FLUSHALL after MIXED_LOST_AT seconds (10), the feed pages' p99 per
  * second until inboxes serve the pages again, and what the rebuilds read from MySQL.
  * Per operation: SQL statements (API and worker), Redis commands (INFO stats of the private
  * server) and MySQL rows read (MariaDB's TABLE_STATISTICS, when the server has it) per request,
  * measured in its phase alone; a publish's include its fan-out.
  *
- * MIXED_QUICK=1: a smoke run (5,000 users, 5,000 blogs, 500 active, 3 s phases, 20 s Redis lost). MIXED_JSON=1: the
+ * MIXED_QUICK=1: a smoke run (5,000 users, 5,000 blogs, 500 active, 3 s phases, 1 round, 20 s Redis lost). MIXED_JSON=1: the
  * figures as one JSON line at the end. BENCH_NAME=<name>: a database of this run's own.
  * MIXED_CPU_PROFILE=<folder>: a CPU profile and SQL statement counts per phase (see startCpuProfile).
  */
@@ -84,6 +84,13 @@ const BLOGS = knob('MIXED_BLOGS', 100_000, 5_000);
 const ACTIVE = Math.min(USERS, knob('MIXED_ACTIVE', 5_000, 500));
 const DURATION = knob('MIXED_DURATION', 15, 3);
 const CONNECTIONS = knob('MIXED_CONNECTIONS', 32, 32);
+/**
+ * Rounds of the peak phases (every operation alone, then the mix), each round after the last: a
+ * 2-core machine shared with MariaDB, Redis and the load generator drifts by tens of percent
+ * within minutes, and a ratio of phases measured minutes apart carries that drift. The rounds'
+ * requests and latencies are pooled (the headline ratios), and each round's ratios are printed.
+ */
+const ROUNDS = knob('MIXED_ROUNDS', 2, 1);
 const LOST_SECONDS = knob('MIXED_LOST_SECONDS', 60, 20);
 const LOST_AT = knob('MIXED_LOST_AT', 10, 3);
 const SEED = knob('MIXED_SEED', 22, 22, 0);
@@ -119,6 +126,8 @@ interface Counters {
   statements: number;
   redisCommands: number;
   rowsRead: number | null;
+  /** InnoDB pages read from disk (Innodb_buffer_pool_reads): the buffer pool's misses. */
+  diskReads: number | null;
 }
 
 interface PhaseResult {
@@ -220,17 +229,17 @@ async function startCpuProfile(sqlLog: SqlStatementLog): Promise<{ stop(label: s
   await session.post('Profiler.enable');
   await session.post('Profiler.start');
   const statements = new Map<string, number>();
-  const ran = sqlLog.ran;
+  // An own property over the class's method, deleted at the end.
   sqlLog.ran = (statement, elapsedMs) => {
     const shape = statement.replace(/\s+/g, ' ').slice(0, 160);
     statements.set(shape, (statements.get(shape) ?? 0) + 1);
-    ran.call(sqlLog, statement, elapsedMs);
+    SqlStatementLog.prototype.ran.call(sqlLog, statement, elapsedMs);
   };
   return {
     async stop(label) {
       const { profile } = await session.post('Profiler.stop');
       session.disconnect();
-      sqlLog.ran = ran;
+      Reflect.deleteProperty(sqlLog, 'ran');
       mkdirSync(folder, { recursive: true });
       const file = join(folder, label.replace(/[^\w]+/g, '-'));
       writeFileSync(`${file}.cpuprofile`, JSON.stringify(profile));
@@ -374,6 +383,7 @@ async function main(): Promise<void> {
       statements: sqlLog.statements,
       redisCommands: await redisServer.commands(),
       rowsRead: await rows.total(),
+      diskReads: await rows.diskReads(),
     });
     const phase = async (
       label: string,
@@ -392,7 +402,7 @@ async function main(): Promise<void> {
       await app.services.fanout?.idle(120_000).catch((error: unknown) => console.warn(`${label}: ${String(error)}`));
       const after = await counters();
       await profiling?.stop(label);
-      const requests = Object.values(generator.operations).reduce((sum, op) => sum + op.count, 0);
+      const requests = requestsOf(generator);
       const errors = Object.values(generator.operations).reduce((sum, op) => sum + op.errors, 0);
       const throughput = requests / generator.seconds;
       console.log(
@@ -406,7 +416,8 @@ async function main(): Promise<void> {
           `server loop delay p99 ${server.loopDelayP99Ms.toFixed(1)} max ${server.loopDelayMaxMs.toFixed(1)} ms, ` +
           `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms; ` +
           `CPU: server ${cpu.server}%, MariaDB ${cpu.mysql ?? '?'}%, Redis ${cpu.redis ?? '?'}%, ` +
-          `machine ${cpu.machine}% of ${cpu.cores * 100}%)`,
+          `machine ${cpu.machine}% of ${cpu.cores * 100}%; InnoDB pages from disk ` +
+          `${after.diskReads === null || before.diskReads === null ? '?' : ((after.diskReads - before.diskReads) / Math.max(1, requestsOf(generator))).toFixed(2)} a request)`,
       );
       for (const o of OPERATIONS) {
         const first = generator.operations[o]?.firstError;
@@ -422,6 +433,7 @@ async function main(): Promise<void> {
           statements: after.statements - before.statements,
           redisCommands: after.redisCommands - before.redisCommands,
           rowsRead: after.rowsRead === null || before.rowsRead === null ? null : after.rowsRead - before.rowsRead,
+          diskReads: after.diskReads === null || before.diskReads === null ? null : after.diskReads - before.diskReads,
         },
       };
     };
@@ -434,20 +446,40 @@ async function main(): Promise<void> {
       durationSeconds: Math.min(DURATION, 5),
     });
 
+    const aloneRounds: Partial<Record<Operation, PhaseResult[]>> = {};
+    const mixRounds: PhaseResult[] = [];
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      const suffix = ROUNDS > 1 ? ` (round ${round})` : '';
+      for (const operation of OPERATIONS) {
+        if (SHARES[operation] === 0) continue;
+        (aloneRounds[operation] ??= []).push(
+          await phase(`${LABELS[operation]}, alone at peak${suffix}`, {
+            shares: { [operation]: 1 },
+            mode: { kind: 'closed', connections: CONNECTIONS },
+            durationSeconds: DURATION,
+          }),
+        );
+      }
+      mixRounds.push(
+        await phase(`mix at peak${suffix}`, {
+          shares: SHARES,
+          mode: { kind: 'closed', connections: CONNECTIONS },
+          durationSeconds: DURATION,
+        }),
+      );
+    }
     const alone: Partial<Record<Operation, PhaseResult>> = {};
     for (const operation of OPERATIONS) {
-      if (SHARES[operation] === 0) continue;
-      alone[operation] = await phase(`${LABELS[operation]}, alone at peak`, {
-        shares: { [operation]: 1 },
-        mode: { kind: 'closed', connections: CONNECTIONS },
-        durationSeconds: DURATION,
-      });
+      const rounds = aloneRounds[operation];
+      if (rounds) alone[operation] = pooled(rounds);
     }
-    const mixPeak = await phase('mix at peak', {
-      shares: SHARES,
-      mode: { kind: 'closed', connections: CONNECTIONS },
-      durationSeconds: DURATION,
-    });
+    const mixPeak = pooled(mixRounds);
+    const roundRatios = mixRounds.map((mix, i) =>
+      ratiosOf(
+        Object.fromEntries(Object.entries(aloneRounds).map(([operation, rounds]) => [operation, rounds[i]])),
+        mix,
+      ),
+    );
     const peakRate = mixPeak.requests / mixPeak.generator.seconds;
     const halfRate = Math.max(1, Math.round(peakRate / 2));
     const half = await phase(`mix at half peak (${halfRate}/s, open loop)`, {
@@ -471,7 +503,7 @@ async function main(): Promise<void> {
       ),
     );
 
-    report({ graph, alone, mixPeak, half, lost, peakRate, halfRate });
+    report({ graph, alone, mixPeak, half, lost, peakRate, halfRate, roundRatios });
   } finally {
     for (const cleanup of cleanups) await cleanup().catch((error: unknown) => console.warn(error));
   }
@@ -750,6 +782,82 @@ async function redisLost(
   };
 }
 
+function requestsOf(generator: GeneratorResult): number {
+  return Object.values(generator.operations).reduce((sum, op) => sum + op.count, 0);
+}
+
+/** Phases of the same operations in several rounds as one: their requests, time, costs and latencies together. */
+function pooled(phases: readonly PhaseResult[]): PhaseResult {
+  if (phases.length === 1) return phases[0];
+  const sum = (value: (phase: PhaseResult) => number) => phases.reduce((total, phase) => total + value(phase), 0);
+  const max = (value: (phase: PhaseResult) => number) => Math.max(...phases.map(value));
+  const operations: GeneratorResult['operations'] = {};
+  for (const operation of OPERATIONS) {
+    const parts = phases.flatMap((phase) => phase.generator.operations[operation] ?? []);
+    if (parts.length === 0) continue;
+    const samples = parts.flatMap((part) => part.samples);
+    operations[operation] = {
+      ...summarize(samples),
+      samples,
+      errors: parts.reduce((total, part) => total + part.errors, 0),
+      firstError: parts.find((part) => part.firstError)?.firstError,
+    };
+  }
+  const rowsRead = phases.every((phase) => phase.costs.rowsRead !== null)
+    ? sum((phase) => phase.costs.rowsRead!)
+    : null;
+  return {
+    name: `${phases[0].name.replace(/ \(round \d+\)$/, '')} (${phases.length} rounds)`,
+    generator: {
+      seconds: sum((phase) => phase.generator.seconds),
+      cpuSeconds: sum((phase) => phase.generator.cpuSeconds),
+      operations,
+      abandoned: sum((phase) => phase.generator.abandoned),
+    },
+    requests: sum((phase) => phase.requests),
+    fanoutLagSeconds: phases.flatMap((phase) => phase.fanoutLagSeconds),
+    server: {
+      loopDelayP99Ms: max((phase) => phase.server.loopDelayP99Ms),
+      loopDelayMaxMs: max((phase) => phase.server.loopDelayMaxMs),
+      gcPauseMs: sum((phase) => phase.server.gcPauseMs),
+      gcPauseMaxMs: max((phase) => phase.server.gcPauseMaxMs),
+    },
+    costs: {
+      statements: sum((phase) => phase.costs.statements),
+      redisCommands: sum((phase) => phase.costs.redisCommands),
+      rowsRead,
+      diskReads: phases.every((phase) => phase.costs.diskReads !== null)
+        ? sum((phase) => phase.costs.diskReads!)
+        : null,
+    },
+  };
+}
+
+interface Ratios {
+  /** What the parts predict for the mix (1 / sum(share / rate alone)), requests/s. */
+  predicted: number;
+  mixRate: number;
+  mixVsParts: number;
+  /** Publishes alone / first pages alone; null when either was not run. */
+  publishVsPages: number | null;
+}
+
+function ratiosOf(alone: Partial<Record<Operation, PhaseResult>>, mix: PhaseResult): Ratios {
+  const rates: Partial<Record<Operation, number>> = {};
+  for (const operation of OPERATIONS) {
+    const phase = alone[operation];
+    if (phase) rates[operation] = phase.requests / phase.generator.seconds;
+  }
+  const predicted = partsCapacity(SHARES, rates);
+  const mixRate = mix.requests / mix.generator.seconds;
+  return {
+    predicted,
+    mixRate,
+    mixVsParts: mixRate / predicted,
+    publishVsPages: rates.first && rates.publish ? rates.publish / rates.first : null,
+  };
+}
+
 function report(input: {
   graph: Graph;
   alone: Partial<Record<Operation, PhaseResult>>;
@@ -758,8 +866,9 @@ function report(input: {
   lost: LostResult;
   peakRate: number;
   halfRate: number;
+  roundRatios: Ratios[];
 }): void {
-  const { alone, mixPeak, half, lost, peakRate, halfRate } = input;
+  const { alone, mixPeak, half, lost, peakRate, halfRate, roundRatios } = input;
   const ratesAlone: Partial<Record<Operation, number>> = {};
   for (const operation of OPERATIONS) {
     const phase = alone[operation];
@@ -871,9 +980,15 @@ function report(input: {
   console.log(
     `  mix at peak: ${rate(peakRate)}; its parts alone predict ${rate(predicted)} (1 / sum(share / rate alone))`,
   );
-  console.log(`  mix vs parts:                ${mixRatio.toFixed(2)}x  (target >= 0.9x)`);
+  const eachRound = (value: (ratios: Ratios) => number | null) =>
+    roundRatios.length > 1 ? `; rounds ${roundRatios.map((ratios) => `${fixed(value(ratios), 2)}x`).join(', ')}` : '';
+  console.log(
+    `  mix vs parts:                ${mixRatio.toFixed(2)}x  (target >= 0.9x${eachRound((ratios) => ratios.mixVsParts)})`,
+  );
   if (firstRate && publishRate)
-    console.log(`  publishes alone / first pages alone: ${(publishRate / firstRate).toFixed(2)}x  (target >= 0.5x)`);
+    console.log(
+      `  publishes alone / first pages alone: ${(publishRate / firstRate).toFixed(2)}x  (target >= 0.5x${eachRound((ratios) => ratios.publishVsPages)})`,
+    );
   console.log(`  feed page p99 at half peak (${halfRate}/s, open loop): ${ms(pages(half))}  (target < 50 ms)`);
   console.log(
     `  fan-out lag p99 at half peak: ${ms(lagOf(half).p99)} (${lagOf(half).count} fan-outs); with the mix at peak: ${ms(lagOf(mixPeak).p99)}`,
@@ -897,7 +1012,12 @@ function report(input: {
       seconds: phase.generator.seconds,
       requests: phase.requests,
       generatorCpuSeconds: phase.generator.cpuSeconds,
-      operations: phase.generator.operations,
+      operations: Object.fromEntries(
+        Object.entries(phase.generator.operations).map(([operation, { samples: _samples, ...summary }]) => [
+          operation,
+          summary,
+        ]),
+      ),
       costsPerRequest: {
         statements: perRequest(phase, phase.costs.statements),
         redisCommands: perRequest(phase, phase.costs.redisCommands),
@@ -933,6 +1053,7 @@ function report(input: {
           mixVsParts: mixRatio,
           publishVsPages: firstRate && publishRate ? publishRate / firstRate : null,
           pageP99AtHalf: pages(half),
+          rounds: roundRatios,
         },
         errors,
       }),
@@ -1029,6 +1150,15 @@ class RowsRead {
       [this.schema],
     )) as unknown as [Array<{ n: string }>];
     return Number(rows[0].n);
+  }
+
+  /** InnoDB pages read from disk so far, the whole server's (the run's database is most of its work). */
+  async diskReads(): Promise<number | null> {
+    if (!this.connection) return null;
+    const [rows] = (await this.connection.query("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'")) as unknown as [
+      Array<{ Value: string }>,
+    ];
+    return rows.length === 0 ? null : Number(rows[0].Value);
   }
 
   async close(): Promise<void> {

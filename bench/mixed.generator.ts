@@ -51,7 +51,8 @@ export interface GeneratorResult {
   seconds: number;
   /** CPU seconds this process used (user + system). */
   cpuSeconds: number;
-  operations: Partial<Record<Operation, LatencySummary & { errors: number; firstError?: string }>>;
+  /** Per operation its latency summary and every latency (ms, to 0.01), so that phases of several rounds can be pooled. */
+  operations: Partial<Record<Operation, LatencySummary & { samples: number[]; errors: number; firstError?: string }>>;
   /**
    * Per second of the schedule: feed pages (first and deeper) answered, their p99 (ms), errors, and
    * how many were returning: due at markSecond or later for a reader with a page due since then
@@ -267,7 +268,12 @@ async function main(): Promise<void> {
     const samples = latencies.get(operation)!;
     if (samples.length === 0) continue;
     const e = errors.get(operation)!;
-    result.operations[operation] = { ...summarize(samples), errors: e.count, firstError: e.first };
+    result.operations[operation] = {
+      ...summarize(samples),
+      samples: samples.map((sample) => Math.round(sample * 100) / 100),
+      errors: e.count,
+      firstError: e.first,
+    };
   }
   if (spec.series) {
     result.series = Array.from({ length: perSecond.length }, (_, second) => {
