@@ -1273,6 +1273,21 @@ async function runScenario(
 /** A longer search (FC_RUNS) gets the time it needs. */
 const TIMEOUT_MS = Math.max(300_000, Number(process.env.FC_RUNS ?? 0) * 100);
 
+/**
+ * The seed of `npm test`'s run: fixed, so that every CI run checks the same scenarios and a red
+ * run means a change broke one of them, not that this run drew a new one. The search for new
+ * failures is `npm run test:model` (FC_SEED=random, 2,000 runs per pair); FC_SEED=<n> with FC_PATH
+ * replays what fast-check reported. Failures such searches found and that are not fixed yet are
+ * listed, with their seed and path, in docs/testing.md ("Open failures of the model test").
+ */
+const DEFAULT_SEED = 20261202;
+
+function seedOptions(): { seed?: number; path?: string } {
+  const raw = process.env.FC_SEED;
+  if (raw === 'random') return {};
+  return { seed: raw ? Number(raw) : DEFAULT_SEED, ...(process.env.FC_PATH ? { path: process.env.FC_PATH } : {}) };
+}
+
 describe.each([
   ['push', 'push'],
   ['hybrid', 'hybrid'],
@@ -1292,10 +1307,10 @@ describe.each([
             await runScenario([first, second], s, setup, ops);
           },
         ),
-        // FC_SEED and FC_PATH replay a failure that fast-check reported; FC_RUNS and FC_OPS search longer.
+        // FC_SEED (a number, or random) and FC_PATH replay or search (seedOptions); FC_RUNS and FC_OPS search longer.
         {
           numRuns: Number(process.env.FC_RUNS ?? (first === 'pull' && second === 'pull' ? 150 : 500)),
-          ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}),
+          ...seedOptions(),
         },
       );
     },
