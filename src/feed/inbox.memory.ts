@@ -356,7 +356,7 @@ export class MemoryInbox implements Inbox {
   async finishBuild(readerId: number, token: string, snapshot: FeedSnapshot): Promise<BuildOutcome> {
     const state = this.states.get(readerId);
     if (!state || state.building !== token) return 'lost';
-    if (state.maxver > snapshot.version) {
+    if (state.maxver > snapshot.version || !state.entriesIntact) {
       this.dropKeepingMarks(readerId);
       return 'raced';
     }

@@ -37,8 +37,9 @@
  *
  * ## Eviction
  * Both the entries and the followees hold a sentinel member, so that a key Redis evicted (under
- * a volatile-* maxmemory-policy) is seen: an inbox is intact only with both sentinels, and a
- * delivery that finds its sorted set gone forgets the inbox.
+ * a volatile-* maxmemory-policy) is seen: an inbox is intact only with both sentinels, a
+ * delivery that finds its sorted set gone forgets the inbox, and so does a rebuild's finish (the
+ * deliveries recorded during the build went with the set).
  *
  * ## Ordering per reader: versions
  * Every follow or unfollow of reader V increments tb_user.feed_version of V in the same
@@ -85,8 +86,8 @@
  * entries) -> finish. Deliveries and retractions that come during the build are recorded; the
  * finish adds the snapshot, drops deliveries of authors the snapshot does not have V follow,
  * keeps retracted blogs out, and sets floor, base and followees. A follow change newer than the
- * snapshot that arrived during the build makes the finish give up (the inbox is dropped; the next
- * read starts again). A build that has not finished after BUILD_STALE_MS (its process died) is
+ * snapshot that arrived during the build, or a sorted set evicted during it, makes the finish give
+ * up ('raced': the inbox is dropped and the build starts again). A build that has not finished after BUILD_STALE_MS (its process died) is
  * taken over by the next read.
  *
  * ## Fan-out watermark

@@ -2,7 +2,8 @@
   Installs a rebuild's snapshot. KEYS = inbox, meta, followees; ARGV = token, version, floor,
   maxItems, ttlMs, followee count, followee ids, then score/member pairs.
   Replies 1 done, 0 lost (another build took over), -1 raced: a follow change newer than the
-  snapshot came meanwhile, and the inbox is dropped (its pending marks kept).
+  snapshot came meanwhile, or Redis evicted the sorted set during the build (with it went the
+  blogs delivered since the snapshot was read), and the inbox is dropped (its pending marks kept).
   Deliveries recorded during the build stay only if the snapshot has their reader follow the
   author; retracted blogs stay out.
 ]]
@@ -10,7 +11,7 @@
 local inbox, meta, followees = KEYS[1], KEYS[2], KEYS[3]
 local ttl = tonumber(ARGV[5])
 if redis.call('HGET', meta, 'building') ~= ARGV[1] then return 0 end
-if tonumber(redis.call('HGET', meta, 'maxver')) > tonumber(ARGV[2]) then
+if tonumber(redis.call('HGET', meta, 'maxver')) > tonumber(ARGV[2]) or not redis.call('ZSCORE', inbox, SENTINEL) then
   dropKeepingMarks(inbox, meta, followees, ttl)
   return -1
 end
