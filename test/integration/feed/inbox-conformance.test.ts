@@ -454,7 +454,7 @@ it('does exactly what the memory inbox does, answer by answer and state by state
         );
       }
     }),
-    { numRuns: isCluster(app.redis) ? 80 : 200 },
+    { numRuns: Number(process.env.FC_RUNS ?? (isCluster(app.redis) ? 80 : 200)) },
   );
 }, 300_000);
 
