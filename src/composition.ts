@@ -28,7 +28,7 @@ import { FanoutLog, FanoutService } from './fanout/fanout.service';
 import { FanoutStore } from './fanout/fanout.store';
 import { FanoutWorkers } from './fanout/fanout.worker';
 import { LiveBuses, LiveFeed } from './feed/feed.live';
-import { FeedService, FRESHNESS_MARGIN_MS, InFlightSource } from './feed/feed.service';
+import { FeedService, FRESHNESS_MARGIN_MS, InFlightSource, PUBLISH_DEADLINE_MS } from './feed/feed.service';
 import { FeedStore } from './feed/feed.store';
 import { InboxGeneration } from './feed/generation';
 import type { Inbox } from './feed/inbox';
@@ -160,6 +160,7 @@ export function createFeedService(
       watermarkSettleMs: config.watermarkSettleMs,
       buildStaleMs: config.buildStaleMs,
       freshnessMs: config.databaseReplicaUrls.length > 0 ? config.replicaMaxLagMs + FRESHNESS_MARGIN_MS : 0,
+      publishDeadlineMs: config.databaseReplicaUrls.length > 0 ? PUBLISH_DEADLINE_MS : 0,
     },
     warn: deps.warn,
     metrics: deps.metrics,

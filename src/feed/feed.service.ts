@@ -40,7 +40,7 @@ import { hostname } from 'node:os';
 import type { Sql } from '../db/database';
 import type { FeedModel } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
-import { badUserInput } from '../kernel/errors';
+import { badUserInput, unavailable } from '../kernel/errors';
 import { FeedPosition, InvalidCursorError, ScoredId } from '../kernel/pagination/cursor';
 import {
   fetchSize,
@@ -85,6 +85,11 @@ export interface FeedSettings {
    * FRESHNESS_MARGIN_MS). 0: no replicas, everything may read where lag-tolerant reads go.
    */
   freshnessMs: number;
+  /**
+   * A publish whose blog's created_at is older than this when it is about to commit rolls back
+   * and runs again with a new one (PUBLISH_DEADLINE_MS; 0: no deadline, there are no replicas).
+   */
+  publishDeadlineMs: number;
 }
 
 /** The reads and writes of the truth the rules need (FeedStore on MySQL; an in-memory one in the model test). */
@@ -175,8 +180,25 @@ export type PublishTransaction<B extends { score: number }> = (
  */
 export const ACTIVITY_WRITE_INTERVAL_MS = 5 * 60 * 1000;
 
-/** Margin added to REPLICA_MAX_LAG_MS for freshness: clock differences between the hosts that write created_at and read. */
+/**
+ * Margin added to REPLICA_MAX_LAG_MS for freshness. A reader ages a blog by its created_at, a
+ * replica's lag counts from the blog's commit: the margin covers the time between the two
+ * (at most PUBLISH_DEADLINE_MS up to the COMMIT, then the COMMIT itself) and the difference
+ * between the clocks of the hosts that write created_at and read.
+ */
 export const FRESHNESS_MARGIN_MS = 10_000;
+
+/**
+ * With replicas, a publish whose created_at is older than this when it is about to commit (a
+ * lock wait, a slow Redis, a long GC pause in between) rolls back and runs again with a new
+ * created_at: committed later than FRESHNESS_MARGIN_MS after its created_at, a blog could still
+ * be missing from a replica when readers already read that age there (the model test found
+ * it). Far below the margin, so that the COMMIT and the clocks keep the rest of it.
+ */
+export const PUBLISH_DEADLINE_MS = 2_000;
+
+/** Attempts of a publish that misses PUBLISH_DEADLINE_MS before it is answered SERVICE_UNAVAILABLE. */
+const PUBLISH_ATTEMPTS = 3;
 
 /**
  * Attempts (one a second) of a Redis write that must happen once Redis answers again: dropping an
@@ -288,7 +310,9 @@ export class FeedService {
         const epoch = await generation.confirmed();
         this.bigFollowees.clear();
         await watermark.catchUp(epoch);
-        await this.applyFollowChanges(this.now());
+        // Every change in the outbox, not those written before now: after the clock stepped
+        // back, a change written before the step would look younger than now and stay out.
+        await this.applyFollowChanges(null);
         if (!this.catchUpAgain && generation.current() === epoch) this.caughtUp = epoch;
       } catch (error) {
         this.warn('catching up with Redis failed; pages come from MySQL until it succeeds', error);
@@ -510,6 +534,25 @@ export class FeedService {
    * followers of a blog nobody fans out, is the caller's, after this returns.
    */
   async publish<B extends { score: number }>(authorId: number, transact: PublishTransaction<B>): Promise<Published<B>> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.publishOnce(authorId, transact);
+      } catch (error) {
+        if (!(error instanceof PublishTooSlow)) throw error;
+        // The rolled-back task leaves the watermark now (else the relay's orphan pass clears it).
+        if (error.task) await this.keeping.deliveryFinished([error.task]).catch(() => {});
+        if (attempt >= PUBLISH_ATTEMPTS)
+          throw unavailable(
+            `the blog could not be published: ${PUBLISH_ATTEMPTS} attempts each took over ${this.settings.publishDeadlineMs} ms before their commit (the last ${error.ageMs} ms); nothing was published; retry shortly`,
+          );
+      }
+    }
+  }
+
+  private async publishOnce<B extends { score: number }>(
+    authorId: number,
+    transact: PublishTransaction<B>,
+  ): Promise<Published<B>> {
     let becameBig = false;
     try {
       return await transact(async (sql, writes) => {
@@ -519,11 +562,15 @@ export class FeedService {
         const blog = await writes.insertBlog(decision.pushed);
         // Readers stop trusting their kept lists of big followees until this one is committed.
         if (becameBig) await this.bigAuthorChange('changing');
-        if (!decision.pushed) return { blog, taskId: null, becameBig };
-        const taskId = await writes.recordDeliver(blog);
-        // The last step before the commit: from the moment the blog is visible in MySQL, readers
-        // know that its delivery is in flight (the fan-out watermark).
-        await this.keeping.deliveryStarted(sql, { taskId, authorId, score: blog.score });
+        let taskId: number | null = null;
+        if (decision.pushed) {
+          taskId = await writes.recordDeliver(blog);
+          // From the moment the blog is visible in MySQL, readers know that its delivery is in
+          // flight (the fan-out watermark).
+          await this.keeping.deliveryStarted(sql, { taskId, authorId, score: blog.score });
+        }
+        // The last step before the commit (PUBLISH_DEADLINE_MS).
+        this.checkPublishDeadline(blog.score, taskId === null ? null : { taskId, authorId });
         return { blog, taskId, becameBig };
       });
     } finally {
@@ -531,6 +578,12 @@ export class FeedService {
       // big followees lack them.
       if (becameBig) await this.bigAuthorChange('changed');
     }
+  }
+
+  private checkPublishDeadline(createdAt: number, task: PublishTooSlow['task']): void {
+    const ageMs = this.now().getTime() - createdAt;
+    if (this.settings.publishDeadlineMs > 0 && ageMs > this.settings.publishDeadlineMs)
+      throw new PublishTooSlow(ageMs, task);
   }
 
   /**
@@ -697,7 +750,7 @@ export class FeedService {
    * Applies the follow changes of the outbox written before `before` (the relay's pass, with a
    * grace for the processes that made them; catching up, all of them). Returns how many.
    */
-  async applyFollowChanges(before: Date): Promise<number> {
+  async applyFollowChanges(before: Date | null): Promise<number> {
     if (!this.keeping.available()) return 0;
     let applied = 0;
     for (;;) {
@@ -894,4 +947,15 @@ function inboxKeeping(deps: FeedServiceDeps & { now: () => Date }): InboxKeeping
     now: deps.now,
   };
   return settings.model === 'pull' ? new KeptInboxes(kept) : new ReadInboxes(kept);
+}
+
+/** A publish about to commit later than PUBLISH_DEADLINE_MS after its created_at: rolled back and run again. */
+class PublishTooSlow extends Error {
+  constructor(
+    readonly ageMs: number,
+    /** Its deliver task, which entered the watermark before the rollback (null: not fanned out). */
+    readonly task: Pick<TaskInFlight, 'taskId' | 'authorId'> | null,
+  ) {
+    super(`the publish took ${ageMs} ms before its commit`);
+  }
 }

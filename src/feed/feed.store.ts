@@ -667,12 +667,18 @@ export class FeedStore implements GenerationRecord {
     return insertId;
   }
 
-  /** Follow changes not applied yet, written before `before`, oldest first. */
-  async followChangesToApply(before: Date, limit: number): Promise<FollowChangeRow[]> {
-    const rows = await this.db.select<ChangeRow>(
-      'SELECT id, reader_id, author_id, follow, version FROM tb_feed_change WHERE created_at <= ? ORDER BY id LIMIT ?',
-      [before, limit],
-    );
+  /** Follow changes not applied yet, written before `before` (null: all of them), oldest first. */
+  async followChangesToApply(before: Date | null, limit: number): Promise<FollowChangeRow[]> {
+    const rows =
+      before === null
+        ? await this.db.select<ChangeRow>(
+            'SELECT id, reader_id, author_id, follow, version FROM tb_feed_change ORDER BY id LIMIT ?',
+            [limit],
+          )
+        : await this.db.select<ChangeRow>(
+            'SELECT id, reader_id, author_id, follow, version FROM tb_feed_change WHERE created_at <= ? ORDER BY id LIMIT ?',
+            [before, limit],
+          );
     return rows.map(changeOf);
   }
 

@@ -24,7 +24,10 @@ export const ErrorCode = {
    * with Retry-After when the whole request is refused (RATE_LIMIT_ANONYMOUS_PER_IP).
    */
   RATE_LIMITED: 'RATE_LIMITED',
-  /** MySQL cannot be reached right now, or is too slow; the request changed nothing and may be retried. */
+  /**
+   * MySQL cannot be reached right now, or is too slow (a statement, or a publish that could not
+   * commit within PUBLISH_DEADLINE_MS); the request changed nothing and may be retried.
+   */
   SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
   /** A request body that cannot be read (HTTP 400, http.ts); Apollo answers it too, e.g. to a request without `query`. */
   BAD_REQUEST: 'BAD_REQUEST',
@@ -85,6 +88,11 @@ export function forbidden(message: string, field?: string, reason?: string): Gra
  */
 export function limitReached(message: string, limit: string, max: number, field?: string): GraphQLError {
   return typedError(ErrorCode.FORBIDDEN, message, { limit, max, ...(field ? { field } : {}) });
+}
+
+/** The service cannot do this right now (nothing changed); the request may be retried. */
+export function unavailable(message: string): GraphQLError {
+  return typedError(ErrorCode.SERVICE_UNAVAILABLE, message);
 }
 
 /** A well-formed id that names nothing (or something deleted); `field` names the argument that held it. */
