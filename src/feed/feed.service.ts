@@ -731,39 +731,60 @@ export class FeedService {
    */
   async applyFollowChange(change: PendingFollowChange): Promise<void> {
     if (!this.keeping.available()) return;
-    const { inbox } = this.keeping.redis();
     try {
-      // Pending while it is applied, as from before its commit: a chunk that reaches the inbox
-      // meanwhile writes the blog and asks MySQL (UNSURE) instead of trusting the followees, which
-      // do not have the change yet. The mark made before the commit is missing when Redis was
-      // away then (the relay applies such a change later), so it is made again here.
-      await inbox.markPending(change.readerId, change.id);
-      await (change.follow ? this.followed(change.readerId, change) : this.unfollowed(change.readerId, change));
-      await inbox.clearPending(change.readerId, change.id);
-      await this.store.forgetFollowChange(change.id);
+      await this.applyFollowChangeNow(change);
     } catch (error) {
       this.warn(`applying follow change ${change.id} of user ${change.readerId} failed; the relay applies it`, error);
     }
   }
 
+  /** applyFollowChange's steps; throws when Redis or MySQL fails one (the row stays). */
+  private async applyFollowChangeNow(change: PendingFollowChange): Promise<void> {
+    const { inbox } = this.keeping.redis();
+    // Pending while it is applied, as from before its commit: a chunk that reaches the inbox
+    // meanwhile writes the blog and asks MySQL (UNSURE) instead of trusting the followees, which
+    // do not have the change yet. The mark made before the commit is missing when Redis was
+    // away then (the relay applies such a change later), so it is made again here.
+    await inbox.markPending(change.readerId, change.id);
+    await (change.follow ? this.followed(change.readerId, change) : this.unfollowed(change.readerId, change));
+    await inbox.clearPending(change.readerId, change.id);
+    await this.store.forgetFollowChange(change.id);
+  }
+
   /**
    * Applies the follow changes of the outbox written before `before` (the relay's pass, with a
-   * grace for the processes that made them; catching up, all of them). Returns how many.
+   * grace for the processes that made them; catching up, all of them). Returns how many. A
+   * reader's changes apply in order, and stop at the first that fails; then the pass throws once
+   * the batch is done (the rows stay for the next pass): going on would read the same rows again
+   * at once, a busy loop while Redis refuses writes, and a catch-up must not trust inboxes that
+   * lack a change.
    */
   async applyFollowChanges(before: Date | null): Promise<number> {
     if (!this.keeping.available()) return 0;
     let applied = 0;
     for (;;) {
       const changes = await this.store.followChangesToApply(before, FOLLOW_CHANGE_BATCH);
-      // One reader's changes in order; different readers at once.
       const byReader = new Map<number, PendingFollowChange[]>();
       for (const change of changes) byReader.set(change.readerId, [...(byReader.get(change.readerId) ?? []), change]);
+      const failures: unknown[] = [];
       await Promise.all(
         [...byReader.values()].map(async (ofReader) => {
-          for (const change of ofReader) await this.applyFollowChange(change);
+          try {
+            for (const change of ofReader) {
+              await this.applyFollowChangeNow(change);
+              applied += 1;
+            }
+          } catch (error) {
+            failures.push(error);
+          }
         }),
       );
-      applied += changes.length;
+      if (failures.length > 0) {
+        throw new AggregateError(
+          failures,
+          `the follow changes of ${failures.length} user(s) could not be applied (${applied} were; the first failure: ${messageOf(failures[0])}); they stay in the outbox for the next pass`,
+        );
+      }
       if (changes.length < FOLLOW_CHANGE_BATCH) return applied;
     }
   }
@@ -958,4 +979,8 @@ class PublishTooSlow extends Error {
   ) {
     super(`the publish took ${ageMs} ms before its commit`);
   }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -375,3 +375,45 @@ describe("Redis's maxmemory-policy", () => {
     }
   });
 });
+
+describe('a Redis that refuses writes (maxmemory reached, noeviction) while follow changes wait in the outbox', () => {
+  let redis: PrivateRedis;
+  let app: TestApp;
+  beforeAll(async () => {
+    redis = new PrivateRedis(await freePort());
+    await redis.start();
+    // No fan-out worker and so no relay of its own: the test runs the passes.
+    app = await startTestApp('ops_refusing', {
+      env: { REDIS_URL: redis.url, FEED_MODEL: 'push', FANOUT_WORKERS: '0' },
+    });
+  });
+  afterAll(async () => {
+    await app.close();
+    await redis.stop();
+  });
+
+  it('fails each pass once, without reading the same changes again and again, and applies them all when Redis takes writes again', async () => {
+    const author = await signUp(app, 'author');
+    // More changes than one batch of a pass, of many readers, as processes that could not reach
+    // Redis leave them (written a minute ago: past the relay's grace).
+    const changes = 450;
+    const writtenAt = new Date(Date.now() - 60_000);
+    await app.query('INSERT INTO tb_feed_change (reader_id, author_id, follow, version, created_at) VALUES ?', [
+      Array.from({ length: changes }, (_, i) => [1_000_000 + i, dbId(author), true, 1, writtenAt]),
+    ]);
+    const waiting = async () =>
+      Number((await app.query<{ n: string }>('SELECT COUNT(*) AS n FROM tb_feed_change'))[0].n);
+    await redis.client().config('SET', 'maxmemory', '1');
+    try {
+      // Every change's first write (its pending mark) is refused: the pass ends, saying so.
+      await expect(app.services.feed.relayFollowChanges()).rejects.toThrow(
+        /could not be applied \(0 were; the first failure: .*OOM.*\); they stay in the outbox/,
+      );
+      expect(await waiting()).toBe(changes);
+    } finally {
+      await redis.client().config('SET', 'maxmemory', '0');
+    }
+    expect(await app.services.feed.relayFollowChanges()).toBe(changes);
+    expect(await waiting()).toBe(0);
+  });
+});
