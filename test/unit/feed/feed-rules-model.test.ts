@@ -86,6 +86,8 @@ type Bug = 'mute outside the follow-change path';
 
 /** What a process meets when it dies or Redis does not answer: the work stops there (a job is retried, a client sees an error). */
 function stopped(error: unknown): void {
+  // A pass over the follow outbox reports all its failures at once.
+  if (error instanceof AggregateError) return error.errors.forEach(stopped);
   if (!(error instanceof ProcessDied) && !(error instanceof RedisDown)) throw error;
 }
 
