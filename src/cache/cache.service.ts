@@ -128,6 +128,10 @@ export class HydrationCache implements CacheWrites {
   private timer: NodeJS.Timeout | undefined;
   /** How many settles have run (tests tell their statements from a page's). */
   settles = 0;
+  /** Whether a settle runs now (tests wait for it before they count statements). */
+  get settlingNow(): boolean {
+    return this.settling !== null;
+  }
   private readonly cluster: boolean;
 
   private readonly redis: RedisClient;

@@ -199,6 +199,29 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
 }
 
 /** The data of a response that must have succeeded; fails the test with the errors otherwise. */
+/**
+ * The SQL statements `work` runs on `app`, and its result. The hydration cache settles its debts
+ * every SETTLE_EVERY_MS with a statement of its own: a count starts when no settle runs, and
+ * `work` runs again when one started meanwhile.
+ */
+export async function countStatements<T>(
+  app: TestApp,
+  work: () => Promise<T>,
+): Promise<{ result: T; statements: number }> {
+  const cache = app.services.hydration;
+  for (;;) {
+    if (cache?.settlingNow) {
+      await cache.settle();
+      continue;
+    }
+    const settles = cache?.settles ?? 0;
+    const before = app.sqlLog.statements;
+    const result = await work();
+    const statements = app.sqlLog.statements - before;
+    if ((cache?.settles ?? 0) === settles) return { result, statements };
+  }
+}
+
 export function ok<T = any>(response: GqlResponse<T>): T {
   if (response.errors?.length || response.data === undefined || response.data === null) {
     throw new Error(`expected success, got ${JSON.stringify(response)}`);

@@ -11,7 +11,17 @@
  *   answers again no page serves a copy from before.
  */
 import { fromGlobalId, toGlobalId } from '../../../src/kernel/global-id';
-import { feedTruth, follow, ok, publish, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
+import {
+  countStatements,
+  feedTruth,
+  follow,
+  ok,
+  publish,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 import { freePort, PrivateRedis, waitFor } from '../../support/processes';
 import { BlogStore } from '../../../src/blog/blog.store';
 import type { HydrationCache } from '../../../src/cache/cache.service';
@@ -74,15 +84,10 @@ function cacheOf(app: TestApp): HydrationCache {
 
 /** A query on the reading process, and the SQL statements it ran there. */
 async function measured(query: string, variables: Record<string, unknown>, who?: TestUser) {
-  for (;;) {
-    const settles = cacheOf(reader).settles;
-    const before = reader.sqlLog.statements;
-    const data = ok(await reader.gql(query, variables, who?.token));
-    const sql = reader.sqlLog.statements - before;
-    // A periodic settle of the cache's debts ran meanwhile (a statement of its own): measure again.
-    if (cacheOf(reader).settles !== settles) continue;
-    return { data, sql };
-  }
+  const { result, statements } = await countStatements(reader, async () =>
+    ok(await reader.gql(query, variables, who?.token)),
+  );
+  return { data: result, sql: statements };
 }
 
 /** The viewer's first page on the reading process, and the SQL statements it ran there. */

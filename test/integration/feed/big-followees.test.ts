@@ -7,6 +7,7 @@
  * other reads, and every page equals the truth. Statements are counted on the reading process.
  */
 import {
+  countStatements,
   FEED_PAGE,
   feedTruth,
   follow,
@@ -59,9 +60,10 @@ async function settle(): Promise<void> {
 
 /** The viewer's first page on the reading process, and the SQL statements it took there. */
 async function page(): Promise<{ ids: string[]; sql: number }> {
-  const before = reader.sqlLog.statements;
-  const data = ok(await reader.gql(FEED_PAGE, { first: 20 }, viewer.token));
-  return { ids: data.followFeed.edges.map((edge: any) => edge.node.id), sql: reader.sqlLog.statements - before };
+  const { result: data, statements } = await countStatements(reader, async () =>
+    ok(await reader.gql(FEED_PAGE, { first: 20 }, viewer.token)),
+  );
+  return { ids: data.followFeed.edges.map((edge: any) => edge.node.id), sql: statements };
 }
 
 const truth = () => feedTruth(writer, dbId(viewer));

@@ -9,7 +9,17 @@ import { MAX_PAGES_PER_STATEMENT } from '../../../src/db/keyset';
 import { fromGlobalId, toGlobalId } from '../../../src/kernel/global-id';
 import { MAX_PAGE_SIZE } from '../../../src/kernel/pagination/page';
 import { TestClock } from '../../support/clock';
-import { follow, GqlResponse, ok, publish, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
+import {
+  countStatements,
+  follow,
+  GqlResponse,
+  ok,
+  publish,
+  signUp,
+  startTestApp,
+  TestApp,
+  TestUser,
+} from '../../support/harness';
 
 const clock = new TestClock();
 let app: TestApp;
@@ -281,9 +291,8 @@ describe('statements per request', () => {
     token?: string,
   ): Promise<{ count: number; data: any }> {
     await app.services.feed.idle();
-    const before = app.sqlLog.statements;
-    const data = ok(await app.gql(query, variables, token));
-    return { count: app.sqlLog.statements - before, data };
+    const { result, statements } = await countStatements(app, async () => ok(await app.gql(query, variables, token)));
+    return { count: statements, data: result };
   }
 
   /**
@@ -358,9 +367,10 @@ describe('many pages at once', () => {
       limit: 1 + (i % 4),
     }));
     await app.services.feed.idle();
-    const before = app.sqlLog.statements;
-    const pages = await app.services.follows.followers(null, fetches);
-    expect(app.sqlLog.statements - before).toBe(3);
+    const { result: pages, statements } = await countStatements(app, () =>
+      app.services.follows.followers(null, fetches),
+    );
+    expect(statements).toBe(3);
     const expected = fetches.map(({ of, limit }) =>
       rows
         .filter((row) => Number(row.follow_user_id) === of)
