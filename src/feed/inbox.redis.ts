@@ -154,6 +154,7 @@ export class RedisInbox implements Inbox {
   private readonly keys: RedisKeys;
   private readonly maxItems: number;
   private readonly buildStaleMs: number;
+  private readonly deliveryKeyHeads: readonly string[];
 
   constructor(deps: RedisInboxDeps) {
     this.redis = deps.redis;
@@ -162,6 +163,7 @@ export class RedisInbox implements Inbox {
     this.buildStaleMs = deps.buildStaleMs ?? BUILD_STALE_MS;
     this.perInbox = isCluster(deps.redis);
     this.ttlMs = deps.ttlSeconds * 1000;
+    this.deliveryKeyHeads = deps.keys.deliveryKeyHeads();
   }
 
   private inboxKeys(readerId: number): [string, string, string] {
@@ -256,10 +258,22 @@ export class RedisInbox implements Inbox {
     }
   }
 
+  /**
+   * The script is sent reader ids, not key names (scripts/deliver.lua): its one key, the first
+   * reader's inbox, routes the call on a cluster.
+   */
   async deliver(readerIds: readonly number[], delivery: Delivery): Promise<DeliveryOutcome> {
-    const args = [delivery.entry.score, inboxMember(delivery.entry.id), delivery.authorId, this.maxItems, this.ttlMs];
+    const args = [
+      delivery.entry.score,
+      inboxMember(delivery.entry.id),
+      delivery.authorId,
+      this.maxItems,
+      this.ttlMs,
+      ...this.deliveryKeyHeads,
+    ];
+    const deliverTo = (ids: readonly number[]) =>
+      SCRIPTS.deliver.run<number[]>(this.redis, [this.keys.feed(ids[0])], [...args, ...ids]);
     const outcome: DeliveryOutcome = { written: [], unsure: [], live: [] };
-    const keysOf = (id: number) => [...this.inboxKeys(id), this.keys.live(id)];
     const record = (ids: readonly number[], codes: readonly number[]) => {
       ids.forEach((id, i) => {
         const code = codes[i];
@@ -269,14 +283,12 @@ export class RedisInbox implements Inbox {
       });
     };
     if (this.perInbox) {
-      await Promise.all(
-        readerIds.map(async (id) => record([id], await SCRIPTS.deliver.run<number[]>(this.redis, keysOf(id), args))),
-      );
+      await Promise.all(readerIds.map(async (id) => record([id], await deliverTo([id]))));
       return outcome;
     }
     for (let start = 0; start < readerIds.length; start += SCRIPT_BATCH) {
       const batch = readerIds.slice(start, start + SCRIPT_BATCH);
-      record(batch, await SCRIPTS.deliver.run<number[]>(this.redis, batch.flatMap(keysOf), args));
+      record(batch, await deliverTo(batch));
     }
     return outcome;
   }

@@ -78,6 +78,17 @@ export class RedisKeys {
   }
 
   /**
+   * The names of a delivery's four keys per reader (feed, feedMeta, feedFollowees, live) up to
+   * the reader's id: the name is the head, the id, then "}". The fan-out's script is sent reader
+   * ids and names their keys itself (feed/scripts/deliver.lua): building and sending four names
+   * per inbox was most of what the fan-out cost the worker's CPU.
+   */
+  deliveryKeyHeads(): [feed: string, feedMeta: string, feedFollowees: string, live: string] {
+    const heads = [this.feed(0), this.feedMeta(0), this.feedFollowees(0), this.live(0)].map((key) => key.slice(0, -2));
+    return heads as [string, string, string, string];
+  }
+
+  /**
    * The fan-out watermark's keys share the hash tag {wm}: one cluster slot, so that its scripts
    * update them together (and apart from the queue's {fanout} slot, which the workers keep busy).
    */

@@ -1,6 +1,11 @@
 --[[
-  The fan-out's hot path: one blog into many inboxes. KEYS = inbox, meta, followees, live-mark
-  quads; ARGV = score, member, authorId, maxItems, ttlMs. Replies one code per inbox:
+  The fan-out's hot path: one blog into many inboxes. ARGV = score, member, authorId, maxItems,
+  ttlMs, the heads of the four key names (inbox, meta, followees, live mark: redis/keys.ts,
+  deliveryKeyHeads), then the readers' ids; KEYS = the first reader's inbox, which routes the
+  call on a cluster (there each reader gets a call of its own). A reader's keys are a head, the
+  id and "}": all in the reader's slot. The script names them itself because four key names per
+  inbox, built and sent by the worker, cost the worker more CPU than Redis spends on the inbox.
+  Replies one code per inbox:
   NOTHING, WRITTEN (its reader follows the author, by the inbox's own followees), UNSURE (written,
   but a follow change of the reader is pending: MySQL must say whether it stays), each plus LIVE
   when the reader has a live-feed subscription open (the live bus's mark, in the reader's slot).
@@ -30,10 +35,14 @@
 --- @include "includes/inbox"
 local NOTHING, WRITTEN, UNSURE, LIVE = 0, 1, 2, 4
 local score, member, author, max, ttl = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local inboxHead, metaHead, followeesHead, liveHead = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local FIRST_READER = 10
 local delivered = 'd:' .. member
 local codes = {}
-for i = 1, #KEYS, 4 do
-  local inbox, meta, followees, live = KEYS[i], KEYS[i + 1], KEYS[i + 2], KEYS[i + 3]
+for i = FIRST_READER, #ARGV do
+  local reader = ARGV[i]
+  local inbox, meta = inboxHead .. reader .. '}', metaHead .. reader .. '}'
+  local followees, live = followeesHead .. reader .. '}', liveHead .. reader .. '}'
   local code = NOTHING
   local m = redis.call('HMGET', meta, 'floor', 'building', 'pending')
   if m[1] and score >= tonumber(m[1]) then
