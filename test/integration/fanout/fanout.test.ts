@@ -247,6 +247,27 @@ describe("a task's only chunk, run in its dispatch", () => {
     expect((await inboxScores(app, followers, blogId)).every((score) => score !== null)).toBe(true);
   });
 
+  it('walks no follower when the blog was deleted before its dispatch (read with the task), and finishes the task', async () => {
+    const { author, followers, blogId, store, taskId } = await taskOfOneChunk('only-chunk-gone', 42_001, 5);
+    ok(await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: blogId }, author.token));
+    await waitFor('the delete', async () => {
+      const retracts = (await tasksOf(blogId)).filter((task: any) => task.kind === 'retract');
+      return retracts.length > 0 && retracts.every((task: any) => task.status === 'done');
+    });
+    const ran: unknown[] = [];
+    const queued: unknown[] = [];
+    await new FanoutDispatcher({
+      store,
+      queue: { add: async (jobs: unknown[]) => void queued.push(...jobs) },
+      chunkSize: 100,
+      runChunk: async (job) => void ran.push(job),
+    }).dispatch(taskId);
+    expect(ran).toEqual([]);
+    expect(queued).toEqual([]);
+    expect(await store.task(taskId)).toMatchObject({ status: 'done', dispatched: true, chunksTotal: 0 });
+    expect((await inboxScores(app, followers, blogId)).filter((score) => score !== null)).toEqual([]);
+  });
+
   it('takes its writes back when the blog was deleted while it ran, and still finishes the task', async () => {
     const { author, followers, blogId, store, taskId } = await taskOfOneChunk('only-chunk-deleted', 41_001, 5);
     const feed = app.services.feed;
