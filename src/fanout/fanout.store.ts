@@ -51,6 +51,26 @@ interface TaskRow {
   trace_context: string | null;
 }
 
+/** The columns of a TaskRow: task() and taskToDispatch() read the same row. */
+const TASK_COLUMNS = [
+  'id',
+  'kind',
+  'blog_id',
+  'author_id',
+  'score',
+  'status',
+  'dispatched',
+  'cursor_user_id',
+  'chunks_total',
+  'created_at',
+  'trace_context',
+];
+
+/** TASK_COLUMNS qualified by a table alias. */
+function taskColumns(alias: string): string {
+  return TASK_COLUMNS.map((column) => `${alias}.${column}`).join(', ');
+}
+
 function taskOf(row: TaskRow): FanoutTask {
   return {
     id: Number(row.id),
@@ -128,11 +148,9 @@ export class FanoutStore {
   }
 
   async task(taskId: number): Promise<FanoutTask | null> {
-    const [row] = await this.db.select<TaskRow>(
-      `SELECT id, kind, blog_id, author_id, score, status, dispatched, cursor_user_id, chunks_total, created_at, trace_context
-       FROM tb_fanout_task WHERE id = ?`,
-      [taskId],
-    );
+    const [row] = await this.db.select<TaskRow>(`SELECT ${taskColumns('t')} FROM tb_fanout_task t WHERE t.id = ?`, [
+      taskId,
+    ]);
     return row ? taskOf(row) : null;
   }
 
@@ -142,8 +160,7 @@ export class FanoutStore {
    */
   async taskToDispatch(taskId: number): Promise<{ task: FanoutTask; blogDeleted: boolean } | null> {
     const [row] = await this.db.select<TaskRow & { blog_live: number | null }>(
-      `SELECT t.id, t.kind, t.blog_id, t.author_id, t.score, t.status, t.dispatched, t.cursor_user_id, t.chunks_total,
-              t.created_at, t.trace_context, b.deleted_at IS NULL AND b.id IS NOT NULL AS blog_live
+      `SELECT ${taskColumns('t')}, b.deleted_at IS NULL AND b.id IS NOT NULL AS blog_live
        FROM tb_fanout_task t LEFT JOIN tb_blog b ON b.id = t.blog_id WHERE t.id = ?`,
       [taskId],
     );
