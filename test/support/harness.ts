@@ -96,6 +96,24 @@ export const testDatabase = (name: string): string => `feed_test_${NAMESPACE}${n
 /** The Redis key prefix a test file named `name` owns. */
 export const testKeyPrefix = (name: string): string => `test:${NAMESPACE}${name}:`;
 
+/**
+ * REDIS_COMMAND_TIMEOUT_MS of an app on the suite's shared Redis (or cluster), unless the test
+ * sets its own. The service's 300 ms says "Redis is in trouble" in production; here two test
+ * files share two cores with MariaDB and Redis, and a reply that arrived while the event loop
+ * was busy (a full GC, a burst of work) still counts as late when the timer runs first. One
+ * such false timeout opened the breaker in CI: a file's setup failed, and a test's live events
+ * were skipped while the breaker was open. The tests of a Redis that hangs or dies bring a
+ * redis-server of their own (REDIS_URL) and keep the production default or set theirs.
+ */
+const SUITE_REDIS_TIMEOUT_MS = '5000';
+
+function onSuiteRedis(env: Record<string, string>): boolean {
+  const suiteCluster = process.env.TEST_REDIS_CLUSTER_NODES;
+  return env.REDIS_CLUSTER_NODES !== undefined
+    ? env.REDIS_CLUSTER_NODES === suiteCluster
+    : env.REDIS_URL === REDIS_URL;
+}
+
 /** The stores part of a test app's environment: its own database (and key prefix), emptied. */
 async function freshStoresEnv(name: string, mysqlUrl = MYSQL_URL): Promise<Record<string, string>> {
   const database = testDatabase(name);
@@ -157,6 +175,7 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
       : {}),
     ...options.env,
   };
+  if (env.REDIS_COMMAND_TIMEOUT_MS === undefined && onSuiteRedis(env)) env.REDIS_COMMAND_TIMEOUT_MS = SUITE_REDIS_TIMEOUT_MS;
   const config = loadConfig(env);
   const sqlLog = new SqlStatementLog(console);
   const stores = await openStores(config, console, sqlLog);
