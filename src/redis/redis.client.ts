@@ -65,13 +65,18 @@ export function createRedis(
   const where = config.redisClusterNodes
     ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}`
     : new URL(config.redisUrl).host;
-  watchRedis(redis, BREAKER_COOL_DOWN_MS, (state, error) => {
-    if (state === 'open')
-      warn(
-        `Redis (${where}) does not answer (${error instanceof Error ? error.message : String(error)}): feeds from MySQL, rate limits in memory, inbox writes skipped`,
-      );
-    else if (state === 'closed') warn(`Redis (${where}) answers again`);
-  });
+  watchRedis(
+    redis,
+    BREAKER_COOL_DOWN_MS,
+    (state, error) => {
+      if (state === 'open')
+        warn(
+          `Redis (${where}) does not answer (${error instanceof Error ? error.message : String(error)}): feeds from MySQL, rate limits in memory, inbox writes skipped`,
+        );
+      else if (state === 'closed') warn(`Redis (${where}) answers again`);
+    },
+    config.redisCommandTimeoutMs,
+  );
   // Without a listener ioredis prints every failed reconnect as an unhandled error. Commands
   // fail on their own (and are reported where they fail); say once that Redis is away.
   let down = false;

@@ -109,9 +109,7 @@ const SUITE_REDIS_TIMEOUT_MS = '5000';
 
 function onSuiteRedis(env: Record<string, string>): boolean {
   const suiteCluster = process.env.TEST_REDIS_CLUSTER_NODES;
-  return env.REDIS_CLUSTER_NODES !== undefined
-    ? env.REDIS_CLUSTER_NODES === suiteCluster
-    : env.REDIS_URL === REDIS_URL;
+  return env.REDIS_CLUSTER_NODES !== undefined ? env.REDIS_CLUSTER_NODES === suiteCluster : env.REDIS_URL === REDIS_URL;
 }
 
 /** The stores part of a test app's environment: its own database (and key prefix), emptied. */
@@ -175,7 +173,8 @@ export async function startTestApp(name: string, options: TestAppOptions = {}): 
       : {}),
     ...options.env,
   };
-  if (env.REDIS_COMMAND_TIMEOUT_MS === undefined && onSuiteRedis(env)) env.REDIS_COMMAND_TIMEOUT_MS = SUITE_REDIS_TIMEOUT_MS;
+  if (env.REDIS_COMMAND_TIMEOUT_MS === undefined && onSuiteRedis(env))
+    env.REDIS_COMMAND_TIMEOUT_MS = SUITE_REDIS_TIMEOUT_MS;
   const config = loadConfig(env);
   const sqlLog = new SqlStatementLog(console);
   const stores = await openStores(config, console, sqlLog);
