@@ -108,10 +108,17 @@ export class FanoutStore {
     return Number(result.insertId);
   }
 
+  /**
+   * Marks events whose jobs were just added. A worker may be finishing one of them already, and
+   * its UPDATE locks the task's row and then changes its (status, id) index entry: this one must
+   * lock in the same order, row first (FORCE INDEX (PRIMARY)). Left to itself, MariaDB read the
+   * rows through that index, locked the entry first, and deadlocked with the worker (every
+   * bench:mixed run: the batch's mark rolled back, its tasks left for the relay).
+   */
   async markQueued(taskIds: readonly number[]): Promise<void> {
     if (taskIds.length === 0) return;
     await this.db.write(
-      "UPDATE tb_fanout_task SET status = 'queued', queued_at = ? WHERE id IN (?) AND status = 'pending'",
+      "UPDATE tb_fanout_task FORCE INDEX (PRIMARY) SET status = 'queued', queued_at = ? WHERE id IN (?) AND status = 'pending'",
       [this.now(), taskIds],
     );
   }
@@ -138,13 +145,13 @@ export class FanoutStore {
     return rows.map((row) => Number(row.id));
   }
 
-  /** Records that stale events were queued again, so the next pass leaves them alone for a while. */
+  /** Records that stale events were queued again, so the next pass leaves them alone for a while (row first, as markQueued). */
   async touchQueued(taskIds: readonly number[]): Promise<void> {
     if (taskIds.length === 0) return;
-    await this.db.write("UPDATE tb_fanout_task SET queued_at = ? WHERE id IN (?) AND status = 'queued'", [
-      this.now(),
-      taskIds,
-    ]);
+    await this.db.write(
+      "UPDATE tb_fanout_task FORCE INDEX (PRIMARY) SET queued_at = ? WHERE id IN (?) AND status = 'queued'",
+      [this.now(), taskIds],
+    );
   }
 
   async task(taskId: number): Promise<FanoutTask | null> {

@@ -2,11 +2,22 @@
  * The durable fan-out pipeline in one process: outbox events, chunking and resume, deletes
  * racing a delivery in flight.
  */
+import { createConnection } from 'mysql2/promise';
 import { FanoutDispatcher } from '../../../src/fanout/fanout.dispatcher';
 import { FanoutExecutor } from '../../../src/fanout/fanout.executor';
 import { FanoutStore } from '../../../src/fanout/fanout.store';
 import { fromGlobalId } from '../../../src/kernel/global-id';
-import { addFollowers, inboxScores, ok, publish, signUp, startTestApp, TestApp } from '../../support/harness';
+import {
+  addFollowers,
+  inboxScores,
+  MYSQL_URL,
+  ok,
+  publish,
+  signUp,
+  startTestApp,
+  testDatabase,
+  TestApp,
+} from '../../support/harness';
 import { waitFor } from '../../support/processes';
 
 let app: TestApp;
@@ -292,5 +303,51 @@ describe("a task's only chunk, run in its dispatch", () => {
     expect((await store.task(taskId))?.status).toBe('done');
     await waitFor('the delete', async () => (await tasksOf(blogId)).every((task: any) => task.status === 'done'));
     expect((await inboxScores(app, followers, blogId)).filter((score) => score !== null)).toEqual([]);
+  });
+});
+
+describe('the outbox marks under concurrent workers', () => {
+  /**
+   * The API marks a batch of tasks queued after adding their jobs, so a worker may be finishing
+   * one of them meanwhile. The mark once found its rows through the (status, id) index and
+   * locked that entry before the row, where the worker's finish locks the row and then changes
+   * the entry: MariaDB found a deadlock in every bench:mixed run. Both now lock the row first.
+   * Here a second connection holds the row, as a worker's finish does, while the mark runs.
+   */
+  it.each([
+    ['markQueued', (store: FanoutStore, id: number) => store.markQueued([id])],
+    ['touchQueued', (store: FanoutStore, id: number) => store.touchQueued([id])],
+  ])('%s waits behind a worker finishing the same task and never deadlocks with it', async (_name, mark) => {
+    const author = await signUp(app, `locks-${_name}`);
+    const blogId = Number(fromGlobalId(await publish(app, author, 'locked')).id);
+    const status = _name === 'markQueued' ? 'pending' : 'queued';
+    const inserted = await app.mysql.write(
+      `INSERT INTO tb_fanout_task (kind, blog_id, author_id, score, status, created_at, queued_at)
+       VALUES ('deliver', ?, ?, 1, ?, NOW(3), NOW(3))`,
+      [blogId, fromGlobalId(author.id).id, status],
+    );
+    const taskId = Number(inserted.insertId);
+    const worker = await createConnection({ uri: `${MYSQL_URL}/${testDatabase('fanout')}` });
+    try {
+      await worker.beginTransaction();
+      await worker.query('SELECT id FROM tb_fanout_task WHERE id = ? FOR UPDATE', [taskId]);
+      const marking = mark(new FanoutStore(app.mysql, () => new Date()), taskId);
+      await waitFor('the mark to wait for the row', async () => {
+        // InnoDB refreshes INNODB_TRX only when it was not read for 0.1 s: poll slower than that.
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        const [rows] = await worker.query('SELECT trx_state, trx_query FROM information_schema.INNODB_TRX');
+        return (rows as Array<{ trx_state: string; trx_query: string | null }>).some(
+          (trx) => trx.trx_state === 'LOCK WAIT' && /^UPDATE tb_fanout_task .*queued_at/.test(trx.trx_query ?? ''),
+        );
+      });
+      // The worker's finish: the status changes, and with it the (status, id) index entry.
+      await worker.query("UPDATE tb_fanout_task SET status = 'done', finished_at = NOW(3) WHERE id = ?", [taskId]);
+      await worker.commit();
+      await marking;
+      const [task] = await app.query('SELECT status FROM tb_fanout_task WHERE id = ?', [taskId]);
+      expect(task.status).toBe('done');
+    } finally {
+      await worker.end();
+    }
   });
 });
