@@ -311,16 +311,16 @@ describe('the outbox marks under concurrent workers', () => {
    * The API marks a batch of tasks queued after adding their jobs, so a worker may be finishing
    * one of them meanwhile. The mark once found its rows through the (status, id) index and
    * locked that entry before the row, where the worker's finish locks the row and then changes
-   * the entry: MariaDB found a deadlock in every bench:mixed run. Both now lock the row first.
+   * the entry: MariaDB found that deadlock 5 times in one bench:mixed run. Both now lock the row first.
    * Here a second connection holds the row, as a worker's finish does, while the mark runs.
    */
   it.each([
     ['markQueued', (store: FanoutStore, id: number) => store.markQueued([id])],
     ['touchQueued', (store: FanoutStore, id: number) => store.touchQueued([id])],
-  ])('%s waits behind a worker finishing the same task and never deadlocks with it', async (_name, mark) => {
-    const author = await signUp(app, `locks-${_name}`);
+  ])('%s waits behind a worker finishing the same task and never deadlocks with it', async (name, mark) => {
+    const author = await signUp(app, `locks-${name}`);
     const blogId = Number(fromGlobalId(await publish(app, author, 'locked')).id);
-    const status = _name === 'markQueued' ? 'pending' : 'queued';
+    const status = name === 'markQueued' ? 'pending' : 'queued';
     const inserted = await app.mysql.write(
       `INSERT INTO tb_fanout_task (kind, blog_id, author_id, score, status, created_at, queued_at)
        VALUES ('deliver', ?, ?, 1, ?, NOW(3), NOW(3))`,
