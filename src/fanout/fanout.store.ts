@@ -112,8 +112,8 @@ export class FanoutStore {
    * Marks events whose jobs were just added. A worker may be finishing one of them already, and
    * its UPDATE locks the task's row and then changes its (status, id) index entry: this one must
    * lock in the same order, row first (FORCE INDEX (PRIMARY)). Left to itself, MariaDB read the
-   * rows through that index, locked the entry first, and deadlocked with the worker (every
-   * bench:mixed run: the batch's mark rolled back, its tasks left for the relay).
+   * rows through that index, locked the entry first, and deadlocked with the worker (5 and 3
+   * times in two bench:mixed runs: the batch's mark rolled back, its tasks left for the relay).
    */
   async markQueued(taskIds: readonly number[]): Promise<void> {
     if (taskIds.length === 0) return;
