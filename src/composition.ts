@@ -239,7 +239,14 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
     now,
     maxFollowing: config.maxFollowing,
   });
-  const fanout = fanoutStore ? new FanoutService(fanoutStore, fanoutQueue, warn) : null;
+  const fanout = fanoutStore
+    ? new FanoutService({
+        store: fanoutStore,
+        queue: fanoutQueue,
+        warn,
+        leavingWatermark: () => feed.finishedInWatermark(),
+      })
+    : null;
   const blogs = new BlogService({
     db,
     store: new BlogStore(db),

@@ -118,6 +118,11 @@ export class KeptInboxes implements InboxKeeping, RedisInboxes {
     await this.watermark.sync(await this.generation.confirmed());
   }
 
+  async finishedInWatermark(): Promise<number> {
+    const epoch = this.generation.current();
+    return epoch ? this.watermark.finishedStillIn(epoch) : 0;
+  }
+
   async idle(): Promise<void> {
     await this.watermark.idle();
   }

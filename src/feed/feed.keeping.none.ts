@@ -45,5 +45,9 @@ export class NoInboxes implements InboxKeeping {
 
   async syncWatermark(): Promise<void> {}
 
+  async finishedInWatermark(): Promise<number> {
+    return 0;
+  }
+
   async idle(): Promise<void> {}
 }

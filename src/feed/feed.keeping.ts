@@ -60,6 +60,8 @@ export interface InboxKeeping {
   maintainWatermark(): Promise<void>;
   /** Rebuilds a lost watermark now (seed script, benchmarks, tests). */
   syncWatermark(): Promise<void>;
+  /** Finished deliver tasks still in the watermark (FanoutWatermark.finishedStillIn); 0 without one. */
+  finishedInWatermark(): Promise<number>;
   /** Resolves when the watermark's background work started so far is done. */
   idle(): Promise<void>;
 }

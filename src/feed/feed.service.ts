@@ -680,6 +680,11 @@ export class FeedService {
     await this.keeping.syncWatermark();
   }
 
+  /** Finished deliver tasks whose leave of the watermark is still on its way (FanoutService.idle). */
+  finishedInWatermark(): Promise<number> {
+    return this.keeping.finishedInWatermark();
+  }
+
   // ---------------------------------------------------------------------------------------
   // Follows
 

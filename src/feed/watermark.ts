@@ -176,6 +176,19 @@ export class FanoutWatermark {
     await inbox.clearInFlight(tasks.filter((task) => leaving.has(task.taskId)));
   }
 
+  /**
+   * How many tasks the set holds that the outbox says are finished: their leave, in the worker's
+   * callback just after the finishing statement, is on its way (or failed, and the relay's next
+   * orphan pass drops them). Until it is 0, readers of their authors still read MySQL for them.
+   */
+  async finishedStillIn(epoch: number): Promise<number> {
+    const { inbox, inFlight } = this.deps;
+    if (!inFlight) return 0;
+    const { tasks } = await inbox.inFlight(epoch);
+    if (tasks.length === 0) return 0;
+    return (await inFlight.finishedAmong(tasks.map((task) => task.taskId))).done.length;
+  }
+
   /** Resolves when a sync started so far is done (tests). */
   async idle(): Promise<void> {
     await this.syncing;

@@ -6,6 +6,7 @@ import { createConnection } from 'mysql2/promise';
 import { FanoutDispatcher } from '../../../src/fanout/fanout.dispatcher';
 import { FanoutExecutor } from '../../../src/fanout/fanout.executor';
 import { FanoutStore } from '../../../src/fanout/fanout.store';
+import { RedisInbox } from '../../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import {
   addFollowers,
@@ -348,6 +349,33 @@ describe('the outbox marks under concurrent workers', () => {
       expect(task.status).toBe('done');
     } finally {
       await worker.end();
+    }
+  });
+});
+
+describe('idle()', () => {
+  it('waits for a finished deliver task to leave the watermark: until then its readers read it from MySQL', async () => {
+    // The relay drops finished tasks from the watermark at its first pass and every 10th: at this
+    // interval only the first, so the task put back below stays until this test takes it out.
+    const quiet = await startTestApp('fanout_idle', { env: { OUTBOX_RELAY_INTERVAL_MS: '600000' } });
+    try {
+      const author = await signUp(quiet, 'leaving');
+      const blogId = await publish(quiet, author, 'on its way out');
+      await quiet.services.fanout!.idle();
+      const [task] = await quiet.db.query('SELECT id, author_id, score FROM tb_fanout_task WHERE blog_id = ?', [
+        fromGlobalId(blogId).id,
+      ]);
+      const inFlight = { taskId: Number(task.id), authorId: Number(task.author_id), score: Number(task.score) };
+      // Done in the outbox, still in the watermark: where the worker's callback has not run yet.
+      const inbox = new RedisInbox({ redis: quiet.redis, keys: quiet.keys, maxItems: 100, ttlSeconds: 3600 });
+      await inbox.markInFlight(inFlight);
+      expect(await quiet.services.feed.finishedInWatermark()).toBe(1);
+      await expect(quiet.services.fanout!.idle(300)).rejects.toThrow(/not out of the watermark\) after 300 ms/);
+      await quiet.services.feed.deliveryFinished([inFlight]);
+      await quiet.services.fanout!.idle(300);
+      expect(await quiet.services.feed.finishedInWatermark()).toBe(0);
+    } finally {
+      await quiet.close();
     }
   });
 });
