@@ -180,6 +180,8 @@ class Server {
   port = 0;
   private child: ChildProcess | undefined;
   private exited: Promise<void> = Promise.resolve();
+  /** kill() was called: the coming exit is ours. */
+  private killing = false;
 
   constructor(
     readonly role: 'primary' | 'replica',
@@ -273,8 +275,12 @@ class Server {
     // A pair left running must not keep the test process alive: it dies with it.
     child.unref();
     this.child = child;
+    this.killing = false;
     this.exited = new Promise((resolve) => {
-      child.once('exit', () => resolve());
+      child.once('exit', (code, signal) => {
+        if (!this.killing) this.reportUnexpectedExit(code, signal);
+        resolve();
+      });
       // No setpriv: 'error' instead of 'exit'.
       child.once('error', (error) => {
         appendFileSync(this.output, `${String(error)}\n`);
@@ -317,8 +323,21 @@ class Server {
     this.child!.kill(signal);
   }
 
+  /**
+   * A server that dies on its own (a crash, a signal from elsewhere) shows up in a test only as
+   * "Connection lost: The server closed the connection": its error log says why (a replica pass
+   * failed that way once, with nothing to read after).
+   */
+  private reportUnexpectedExit(code: number | null, signal: NodeJS.Signals | null): void {
+    const tail = this.log().split('\n').slice(-40).join('\n');
+    process.stderr.write(
+      `the ${this.role} mariadbd on port ${this.port} exited by itself (code ${code}, signal ${signal}); the end of its log:\n${tail}\n`,
+    );
+  }
+
   /** SIGKILL, which also ends a paused server; resolves once it is gone. */
   async kill(): Promise<void> {
+    this.killing = true;
     if (this.alive()) this.child!.kill('SIGKILL');
     await this.exited;
   }
