@@ -245,6 +245,7 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
         queue: fanoutQueue,
         warn,
         leavingWatermark: () => feed.finishedInWatermark(),
+        now,
       })
     : null;
   const blogs = new BlogService({

@@ -168,7 +168,7 @@ export class BlogService {
         }),
       ),
     );
-    if (taskId !== null) this.requireFanout().enqueue(taskId);
+    if (taskId !== null) this.requireFanout().enqueue(taskId, 'deliver', blog);
     // Nobody fans this blog out (the pull model, a big author): it is in every follower's feed
     // from its commit, and live followers hear of it now.
     else await this.live.published({ id: blog.dbId, score: blog.score, authorId: blog.authorId });
@@ -211,7 +211,7 @@ export class BlogService {
         return this.feed.inInboxes(blog) ? this.requireFanout().recordRetract(sql, blog) : null;
       })
       .finally(() => this.cache.writes.changed('b', blogId));
-    if (taskId !== null) this.requireFanout().enqueue(taskId);
+    if (taskId !== null) this.requireFanout().enqueue(taskId, 'retract', blog);
     // Watching followers hear that it left their feed (followFeedRemoved), in every process.
     await this.live.deleted({ id: blogId, authorId: blog.authorId });
   }

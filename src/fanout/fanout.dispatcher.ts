@@ -19,13 +19,15 @@
  * nothing else dispatched it.
  *
  * What a publish's dispatch costs MySQL is most of what a publish costs (one worker dispatches
- * every publish), so the common path is kept short: two reads (the task with whether its blog
- * was deleted, the followers) and that one write, one commit, where it took fourteen statements
- * and five commits. On the path with chunk jobs, a task that never recorded a chunk has none to
- * re-queue (no read), and the last chunks are recorded together with "dispatched".
+ * every publish), so the common path is kept short: one read (the followers; the job's first run
+ * knows its task from the job, see FreshTask in fanout.queue.ts) and that one write, one commit,
+ * where it took fourteen statements and five commits. A re-run, or a job the relay queued, reads
+ * the task and whether its blog was deleted in one statement. On the path with chunk jobs, a
+ * task that never recorded a chunk has none to re-queue (no read), and the last chunks are
+ * recorded together with "dispatched".
  */
 import { currentTraceParent, inSpan } from '../kernel/tracing';
-import { ChunkJob, chunkJob, FanoutQueue } from './fanout.queue';
+import { ChunkJob, chunkJob, FanoutQueue, FreshTask } from './fanout.queue';
 import { FanoutChunkRange, FanoutCompletion, FanoutStore, FanoutTask } from './fanout.store';
 
 /**
@@ -80,8 +82,14 @@ export class FanoutDispatcher {
     this.runChunk = deps.runChunk;
   }
 
-  async dispatch(taskId: number): Promise<void> {
-    const read = await this.store.taskToDispatch(taskId);
+  /**
+   * Dispatches a task: `fresh`, the task as its job carries it, only on the job's first run (see
+   * FreshTask); otherwise the task is read.
+   */
+  async dispatch(taskId: number, fresh?: FreshTask): Promise<void> {
+    const read = fresh
+      ? { task: taskOfFresh(taskId, fresh), blogDeleted: false }
+      : await this.store.taskToDispatch(taskId);
     if (!read || read.task.status === 'done') return;
     const { task, blogDeleted } = read;
     // A span in the trace of the request that recorded the event: its chunks' spans follow it.
@@ -153,6 +161,23 @@ export class FanoutDispatcher {
       await this.queue.add([jobOf(task, chunk, followerIds)], { redrive: true });
     }
   }
+}
+
+/** A task just recorded, as its dispatch job carries it: nothing of it dispatched yet. */
+function taskOfFresh(id: number, fresh: FreshTask): FanoutTask {
+  return {
+    id,
+    kind: fresh.kind,
+    blogId: fresh.blogId,
+    authorId: fresh.authorId,
+    score: fresh.score,
+    status: 'queued',
+    dispatched: false,
+    cursorUserId: 0,
+    chunksTotal: 0,
+    createdAt: new Date(fresh.queuedAt),
+    traceContext: fresh.trace ?? null,
+  };
 }
 
 /** A chunk's job; it carries the dispatch's trace (kernel/tracing.ts) when there is one. */

@@ -1,7 +1,9 @@
 /**
  * The fan-out queue (BullMQ on Redis): its name, its two kinds of job and their options.
  *
- * - `dispatch` {taskId}: walks the author's followers and creates chunk jobs.
+ * - `dispatch` {taskId, fresh?}: walks the author's followers and creates chunk jobs. `fresh`: the
+ *   task as its publish (or delete) recorded it, when the API queued the job right after the
+ *   commit; the relay's jobs carry none (see FreshTask).
  * - `chunk` {taskId, seq, kind, blogId, authorId, score, followerIds}: writes one chunk of inboxes. The
  *   job carries what the executor needs (the dispatcher has just read the follower ids), so
  *   running a chunk costs no reads of the task, the chunk or tb_follow: per-chunk overhead
@@ -38,8 +40,31 @@ import type { TaskKind } from './fanout.store';
 
 export const FANOUT_QUEUE = 'fanout';
 
+/**
+ * A task as its request recorded it, carried by the dispatch job the API queues after the commit:
+ * the job's first run knows the task without reading it (a statement of the four a publish's
+ * dispatch ran; SQL round trips are most of a publish's cost). Only the first run may trust it:
+ * a task read later may have been dispatched in part (a worker died mid-way), and a re-run
+ * (attempt or stalled job) reads the row. A blog deleted before the first run needs no read
+ * either: the delivery's finishing statement checks it (fanout.executor.ts).
+ */
+export interface FreshTask {
+  kind: TaskKind;
+  blogId: number;
+  authorId: number;
+  score: number;
+  /**
+   * When the job was queued (epoch ms), just after the commit: the fan-out lag of a fresh dispatch
+   * counts from here, a commit's time later than its row's created_at.
+   */
+  queuedAt: number;
+  /** The traceparent of the recording request (kernel/tracing.ts); absent when untraced. */
+  trace?: string;
+}
+
 export interface DispatchJob {
   taskId: number;
+  fresh?: FreshTask;
 }
 export interface ChunkJob {
   taskId: number;
@@ -78,8 +103,15 @@ export interface AddOptions {
   redrive?: boolean;
 }
 
-export function dispatchJob(taskId: number): { name: FanoutJobName; data: DispatchJob; opts: JobsOptions } {
-  return { name: 'dispatch', data: { taskId }, opts: { ...JOB_OPTIONS, jobId: `dispatch-${taskId}` } };
+export function dispatchJob(
+  taskId: number,
+  fresh?: FreshTask,
+): { name: FanoutJobName; data: DispatchJob; opts: JobsOptions } {
+  return {
+    name: 'dispatch',
+    data: fresh ? { taskId, fresh } : { taskId },
+    opts: { ...JOB_OPTIONS, jobId: `dispatch-${taskId}` },
+  };
 }
 
 /**

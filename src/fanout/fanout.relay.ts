@@ -78,13 +78,16 @@ export class OutboxRelay {
   private async queuePending(): Promise<void> {
     const pending = await this.store.pendingTaskIds(RELAY_GRACE_MS, RELAY_BATCH);
     if (pending.length > 0) {
-      await this.queue.add(pending.map(dispatchJob));
+      await this.queue.add(pending.map((taskId) => dispatchJob(taskId)));
       await this.store.markQueued(pending);
     }
     const stale = await this.store.staleQueuedTaskIds(this.redriveAfterMs, RELAY_BATCH);
     if (stale.length > 0) {
       // A job that used up its attempts (an outage longer than its backoff) is run again.
-      await this.queue.add(stale.map(dispatchJob), { redrive: true });
+      await this.queue.add(
+        stale.map((taskId) => dispatchJob(taskId)),
+        { redrive: true },
+      );
       await this.store.touchQueued(stale);
     }
   }

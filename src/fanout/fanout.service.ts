@@ -7,7 +7,9 @@
  * relay (fanout.relay.ts) queues it when Redis is back: publishing succeeds either way.
  */
 import type { Sql } from '../db/database';
-import { dispatchJob, FanoutQueue } from './fanout.queue';
+import { currentTraceParent } from '../kernel/tracing';
+import { DispatchJob, dispatchJob, FanoutQueue } from './fanout.queue';
+import type { TaskKind } from './fanout.store';
 import { FanoutStore } from './fanout.store';
 
 export interface FanoutBlog {
@@ -29,6 +31,8 @@ export interface FanoutServiceDeps {
    * author's readers still read it from MySQL. Absent: none.
    */
   leavingWatermark?: () => Promise<number>;
+  /** The clock of the outbox's rows (FanoutStore's). */
+  now?: () => Date;
 }
 
 /** How often idle() looks at the outbox. */
@@ -37,18 +41,20 @@ const IDLE_POLL_MS = 25;
 export class FanoutService {
   private readonly enqueuing = new Set<Promise<void>>();
   /** Events committed in this turn of the event loop, queued together at its end (null: none yet). */
-  private committed: number[] | null = null;
+  private committed: DispatchJob[] | null = null;
 
   private readonly store: FanoutStore;
   private readonly queue: FanoutQueue | null;
   private readonly warn: FanoutLog;
   private readonly leavingWatermark: () => Promise<number>;
+  private readonly now: () => Date;
 
   constructor(deps: FanoutServiceDeps) {
     this.store = deps.store;
     this.queue = deps.queue;
     this.warn = deps.warn;
     this.leavingWatermark = deps.leavingWatermark ?? (async () => 0);
+    this.now = deps.now ?? (() => new Date());
   }
 
   /** Records "deliver this blog to the author's followers"; call inside the publishing transaction. */
@@ -62,30 +68,44 @@ export class FanoutService {
   }
 
   /**
-   * Queues a committed event's dispatch job, in the background. The events committed in one turn
-   * of the event loop (concurrent publishes under load) go together: one round trip adds their
-   * jobs and one statement marks them queued, a commit less per publish than one each.
+   * Queues a committed event's dispatch job, in the background. The job carries the task (see
+   * FreshTask), so that its first run reads no row. The events committed in one turn of the event
+   * loop (concurrent publishes under load) go together: one round trip adds their jobs and one
+   * statement marks them queued, a commit less per publish than one each.
    */
-  enqueue(taskId: number): void {
+  enqueue(taskId: number, kind: TaskKind, blog: FanoutBlog): void {
     const { queue } = this;
     if (!queue) {
       this.warn(`fan-out task ${taskId} was recorded, but there is no queue (no Redis): it stays in the outbox`);
       return;
     }
+    const trace = currentTraceParent();
+    const job: DispatchJob = {
+      taskId,
+      fresh: {
+        kind,
+        blogId: blog.dbId,
+        authorId: blog.authorId,
+        score: blog.score,
+        queuedAt: this.now().getTime(),
+        ...(trace ? { trace } : {}),
+      },
+    };
     if (this.committed) {
-      this.committed.push(taskId);
+      this.committed.push(job);
       return;
     }
-    const taskIds = [taskId];
-    this.committed = taskIds;
+    const jobs = [job];
+    this.committed = jobs;
+    const taskIds = () => jobs.map((queued) => queued.taskId);
     const work = new Promise<void>((resolve) => setImmediate(resolve))
       .then(async () => {
         this.committed = null;
-        await queue.add(taskIds.map(dispatchJob));
-        await this.store.markQueued(taskIds);
+        await queue.add(jobs.map((queued) => dispatchJob(queued.taskId, queued.fresh)));
+        await this.store.markQueued(taskIds());
       })
       .catch((error: unknown) =>
-        this.warn(`fan-out tasks ${taskIds.join(', ')} stay in the outbox for the relay`, error),
+        this.warn(`fan-out tasks ${taskIds().join(', ')} stay in the outbox for the relay`, error),
       );
     this.enqueuing.add(work);
     void work.finally(() => this.enqueuing.delete(work));

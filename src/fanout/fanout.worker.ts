@@ -14,7 +14,15 @@ import { inSpan } from '../kernel/tracing';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { FanoutDispatcher } from './fanout.dispatcher';
 import { FanoutExecutor } from './fanout.executor';
-import { ChunkJob, FANOUT_QUEUE, FanoutJobData, FanoutJobName, FanoutQueue, queuePrefix } from './fanout.queue';
+import {
+  ChunkJob,
+  DispatchJob,
+  FANOUT_QUEUE,
+  FanoutJobData,
+  FanoutJobName,
+  FanoutQueue,
+  queuePrefix,
+} from './fanout.queue';
 import { FanoutPurger } from './fanout.purge';
 import { OutboxRelay } from './fanout.relay';
 import { FanoutLog } from './fanout.service';
@@ -128,8 +136,12 @@ export class FanoutWorkers {
   }
 
   private async runJob(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
-    if (job.name === 'dispatch') await this.dispatcher.dispatch(job.data.taskId);
-    else await this.runChunk(job.data as ChunkJob);
+    if (job.name === 'dispatch') {
+      const { taskId, fresh } = job.data as DispatchJob;
+      // Only a first run may trust what the job says of its task (FreshTask): attemptsStarted
+      // counts retries and stalled runs alike.
+      await this.dispatcher.dispatch(taskId, job.attemptsStarted <= 1 ? fresh : undefined);
+    } else await this.runChunk(job.data as ChunkJob);
   }
 
   /** A chunk, from its job, or inline in the dispatch of its task, the task's only one (fanout.dispatcher.ts). */

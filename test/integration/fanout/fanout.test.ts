@@ -4,6 +4,7 @@
  */
 import { createConnection } from 'mysql2/promise';
 import { FanoutDispatcher } from '../../../src/fanout/fanout.dispatcher';
+import type { FreshTask } from '../../../src/fanout/fanout.queue';
 import { FanoutExecutor } from '../../../src/fanout/fanout.executor';
 import { FanoutStore } from '../../../src/fanout/fanout.store';
 import { RedisInbox } from '../../../src/feed/inbox.redis';
@@ -202,31 +203,31 @@ it('a blog deleted while its delivery is in flight ends in no inbox', async () =
   }
 });
 
-describe("a task's only chunk, run in its dispatch", () => {
-  /** An author with `count` followers whose inboxes exist, a blog of theirs, and a deliver task of it that only this test runs. */
-  async function taskOfOneChunk(name: string, firstFollowerId: number, count: number) {
-    const author = await signUp(app, name);
-    const followers = await addFollowers(app, author, firstFollowerId, count);
-    const blogId = await publish(app, author, 'one chunk');
-    // (Not fanout.idle(): the tests above leave tasks of their own unfinished on purpose.)
-    await waitFor('its own fan-out', async () => (await tasksOf(blogId)).every((task: any) => task.status === 'done'));
-    // Out of the inboxes again: the task below is what must put it back (or not).
-    await app.services.feed.retract(followers, fromGlobalId(blogId).id);
-    const store = new FanoutStore(app.mysql, () => new Date());
-    const [{ score }] = await app.db.query('SELECT score FROM tb_fanout_task WHERE blog_id = ?', [
-      fromGlobalId(blogId).id,
-    ]);
-    const taskId = await app.mysql.transaction((sql) =>
-      store.insertTask(sql, 'deliver', {
-        blogId: fromGlobalId(blogId).id,
-        authorId: fromGlobalId(author.id).id,
-        score: Number(score),
-      }),
-    );
-    await store.markQueued([taskId]); // the relay leaves it to this test
-    return { author, followers, blogId, store, taskId };
-  }
+/** An author with `count` followers whose inboxes exist, a blog of theirs, and a deliver task of it that only this test runs. */
+async function taskOfOneChunk(name: string, firstFollowerId: number, count: number) {
+  const author = await signUp(app, name);
+  const followers = await addFollowers(app, author, firstFollowerId, count);
+  const blogId = await publish(app, author, 'one chunk');
+  // (Not fanout.idle(): the tests above leave tasks of their own unfinished on purpose.)
+  await waitFor('its own fan-out', async () => (await tasksOf(blogId)).every((task: any) => task.status === 'done'));
+  // Out of the inboxes again: the task below is what must put it back (or not).
+  await app.services.feed.retract(followers, fromGlobalId(blogId).id);
+  const store = new FanoutStore(app.mysql, () => new Date());
+  const [{ score }] = await app.db.query('SELECT score FROM tb_fanout_task WHERE blog_id = ?', [
+    fromGlobalId(blogId).id,
+  ]);
+  const taskId = await app.mysql.transaction((sql) =>
+    store.insertTask(sql, 'deliver', {
+      blogId: fromGlobalId(blogId).id,
+      authorId: fromGlobalId(author.id).id,
+      score: Number(score),
+    }),
+  );
+  await store.markQueued([taskId]); // the relay leaves it to this test
+  return { author, followers, blogId, store, taskId };
+}
 
+describe("a task's only chunk, run in its dispatch", () => {
   it('finishes the task in one statement: no chunk row, the completion told once, nothing queued', async () => {
     const { author, followers, blogId, store, taskId } = await taskOfOneChunk('only-chunk', 40_001, 5);
     const completions: Array<{ taskId: number; authorId: number }> = [];
@@ -306,6 +307,75 @@ describe("a task's only chunk, run in its dispatch", () => {
     expect((await inboxScores(app, followers, blogId)).filter((score) => score !== null)).toEqual([]);
   });
 });
+
+describe('a dispatch job that carries its task (its first run)', () => {
+  /** The task of taskOfOneChunk as the API's job carries it (FreshTask), and a store that counts reads of tasks. */
+  async function freshTaskOfOneChunk(name: string, firstFollowerId: number) {
+    const made = await taskOfOneChunk(name, firstFollowerId, 3);
+    const [row] = await app.db.query('SELECT blog_id, author_id, score FROM tb_fanout_task WHERE id = ?', [
+      made.taskId,
+    ]);
+    const fresh: FreshTask = {
+      kind: 'deliver',
+      blogId: Number(row.blog_id),
+      authorId: Number(row.author_id),
+      score: Number(row.score),
+      queuedAt: Date.now(),
+    };
+    const store = new TaskReadCountingStore(app.mysql, () => new Date());
+    const executor = new FanoutExecutor({ store, feed: app.services.feed, onComplete: () => {} });
+    const dispatcher = new FanoutDispatcher({
+      store,
+      queue: { add: async () => {} },
+      chunkSize: 100,
+      runChunk: (job, task) => executor.runOnlyChunk(job, task),
+    });
+    return { ...made, fresh, store, dispatcher };
+  }
+
+  it('delivers and finishes without reading the task', async () => {
+    const { followers, blogId, taskId, fresh, store, dispatcher } = await freshTaskOfOneChunk('fresh', 46_001);
+    await dispatcher.dispatch(taskId, fresh);
+    expect(store.taskReads).toBe(0);
+    expect(await store.task(taskId)).toMatchObject({ status: 'done', dispatched: true, chunksTotal: 1 });
+    expect((await inboxScores(app, followers, blogId)).every((score) => score === String(fresh.score))).toBe(true);
+  });
+
+  it('leaves a blog deleted before it in no inbox: the finish sees the delete, not a read', async () => {
+    const { author, followers, blogId, taskId, fresh, store, dispatcher } = await freshTaskOfOneChunk(
+      'fresh-gone',
+      47_001,
+    );
+    ok(await app.gql('mutation($b: ID!) { deleteBlog(blogId: $b) }', { b: blogId }, author.token));
+    await waitFor('the delete', async () =>
+      (await tasksOf(blogId)).some((task: any) => task.kind === 'retract' && task.status === 'done'),
+    );
+    await dispatcher.dispatch(taskId, fresh);
+    expect(store.taskReads).toBe(0);
+    expect((await store.task(taskId))?.status).toBe('done');
+    expect((await inboxScores(app, followers, blogId)).filter((score) => score !== null)).toEqual([]);
+  });
+
+  it('a run after another one reads the task, and finds it finished', async () => {
+    const { followers, blogId, taskId, fresh, store, dispatcher } = await freshTaskOfOneChunk('fresh-again', 48_001);
+    await dispatcher.dispatch(taskId, fresh);
+    await app.services.feed.retract(followers, fromGlobalId(blogId).id);
+    await dispatcher.dispatch(taskId); // a retried or stalled job: the worker passes no FreshTask
+    expect(store.taskReads).toBe(1);
+    // Finished by the first run: the second wrote nothing.
+    expect((await inboxScores(app, followers, blogId)).filter((score) => score !== null)).toEqual([]);
+  });
+});
+
+/** A FanoutStore that counts taskToDispatch, the read a fresh dispatch does without. */
+class TaskReadCountingStore extends FanoutStore {
+  taskReads = 0;
+
+  override async taskToDispatch(taskId: number) {
+    this.taskReads += 1;
+    return super.taskToDispatch(taskId);
+  }
+}
 
 describe('the outbox marks under concurrent workers', () => {
   /**
