@@ -15,7 +15,10 @@ import { dispatchJob, FanoutQueue } from './fanout.queue';
 import { FanoutStore } from './fanout.store';
 import type { FanoutLog } from './fanout.service';
 
-/** Events younger than this are left to the API's own enqueue, which is usually under way. */
+/**
+ * Events younger than this are left to the API's own enqueue, which is usually under way (its
+ * mark comes MARK_QUEUED_AFTER_MS, 100 ms, after its job: keep this well above).
+ */
 const RELAY_GRACE_MS = 500;
 /** Events queued per pass. */
 const RELAY_BATCH = 500;

@@ -33,7 +33,19 @@ export interface FanoutServiceDeps {
   leavingWatermark?: () => Promise<number>;
   /** The clock of the outbox's rows (FanoutStore's). */
   now?: () => Date;
+  /** MARK_QUEUED_AFTER_MS unless given (tests). */
+  markQueuedAfterMs?: number;
 }
+
+/**
+ * How long the tasks of added jobs wait to be marked queued, so that one statement marks many.
+ * The mark only tells the relay that a task needs no job from it (the relay looks at tasks
+ * pending for 500 ms, RELAY_GRACE_MS: keep this well below), and a mark after the task is done
+ * changes nothing (only pending tasks are marked). Under load one statement marks a tenth of a
+ * second of publishes instead of one turn of the event loop's (2 or 3): a statement and a commit
+ * less per publish, a cost that was its own round trip to MySQL.
+ */
+export const MARK_QUEUED_AFTER_MS = 100;
 
 /** How often idle() looks at the outbox. */
 const IDLE_POLL_MS = 25;
@@ -42,12 +54,16 @@ export class FanoutService {
   private readonly enqueuing = new Set<Promise<void>>();
   /** Events committed in this turn of the event loop, queued together at its end (null: none yet). */
   private committed: DispatchJob[] | null = null;
+  /** Tasks whose jobs were added, to be marked queued (MARK_QUEUED_AFTER_MS), and the timer that will. */
+  private unmarked: number[] = [];
+  private marking: NodeJS.Timeout | null = null;
 
   private readonly store: FanoutStore;
   private readonly queue: FanoutQueue | null;
   private readonly warn: FanoutLog;
   private readonly leavingWatermark: () => Promise<number>;
   private readonly now: () => Date;
+  private readonly markQueuedAfterMs: number;
 
   constructor(deps: FanoutServiceDeps) {
     this.store = deps.store;
@@ -55,6 +71,7 @@ export class FanoutService {
     this.warn = deps.warn;
     this.leavingWatermark = deps.leavingWatermark ?? (async () => 0);
     this.now = deps.now ?? (() => new Date());
+    this.markQueuedAfterMs = deps.markQueuedAfterMs ?? MARK_QUEUED_AFTER_MS;
   }
 
   /** Records "deliver this blog to the author's followers"; call inside the publishing transaction. */
@@ -70,8 +87,8 @@ export class FanoutService {
   /**
    * Queues a committed event's dispatch job, in the background. The job carries the task (see
    * FreshTask), so that its first run reads no row. The events committed in one turn of the event
-   * loop (concurrent publishes under load) go together: one round trip adds their jobs and one
-   * statement marks them queued, a commit less per publish than one each.
+   * loop (concurrent publishes under load) go together: one round trip adds their jobs, and one
+   * statement marks the tasks of every job added within MARK_QUEUED_AFTER_MS queued.
    */
   enqueue(taskId: number, kind: TaskKind, blog: FanoutBlog): void {
     const { queue } = this;
@@ -102,13 +119,40 @@ export class FanoutService {
       .then(async () => {
         this.committed = null;
         await queue.add(jobs.map((queued) => dispatchJob(queued.taskId, queued.fresh)));
-        await this.store.markQueued(taskIds());
+        this.markQueuedSoon(taskIds());
       })
       .catch((error: unknown) =>
         this.warn(`fan-out tasks ${taskIds().join(', ')} stay in the outbox for the relay`, error),
       );
     this.enqueuing.add(work);
     void work.finally(() => this.enqueuing.delete(work));
+  }
+
+  private markQueuedSoon(taskIds: number[]): void {
+    this.unmarked.push(...taskIds);
+    if (this.marking) return;
+    this.marking = setTimeout(() => void this.markQueuedNow(), this.markQueuedAfterMs);
+    // A process that exits first leaves them pending: the relay adds their jobs again (a no-op) and marks them.
+    this.marking.unref();
+  }
+
+  private markQueuedNow(): Promise<void> {
+    if (this.marking) clearTimeout(this.marking);
+    this.marking = null;
+    const taskIds = this.unmarked;
+    this.unmarked = [];
+    if (taskIds.length === 0) return Promise.resolve();
+    const work = this.store
+      .markQueued(taskIds)
+      .catch((error: unknown) =>
+        this.warn(
+          `fan-out tasks ${taskIds.join(', ')} are queued but not marked: the relay adds their jobs again (a no-op) and marks them`,
+          error,
+        ),
+      );
+    this.enqueuing.add(work);
+    void work.finally(() => this.enqueuing.delete(work));
+    return work;
   }
 
   /**
@@ -118,7 +162,8 @@ export class FanoutService {
    */
   async idle(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    await Promise.allSettled([...this.enqueuing]);
+    // Marks included: a test that counts statements after idle() must not see one land later.
+    await this.flush();
     const leaving = () => this.leavingWatermark().catch(() => 0);
     while ((await this.store.unfinishedTaskCount()) > 0 || (await leaving()) > 0) {
       if (Date.now() > deadline)
@@ -127,8 +172,9 @@ export class FanoutService {
     }
   }
 
-  /** Waits for the background enqueues of this process (shutdown). */
+  /** Waits for the background enqueues of this process, and marks their tasks queued now (shutdown). */
   async flush(): Promise<void> {
     await Promise.allSettled([...this.enqueuing]);
+    await this.markQueuedNow();
   }
 }

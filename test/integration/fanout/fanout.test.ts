@@ -4,11 +4,12 @@
  */
 import { createConnection } from 'mysql2/promise';
 import { FanoutDispatcher } from '../../../src/fanout/fanout.dispatcher';
-import type { FreshTask } from '../../../src/fanout/fanout.queue';
+import type { FanoutQueue, FreshTask } from '../../../src/fanout/fanout.queue';
+import { FanoutService } from '../../../src/fanout/fanout.service';
 import { FanoutExecutor } from '../../../src/fanout/fanout.executor';
 import { FanoutStore } from '../../../src/fanout/fanout.store';
 import { RedisInbox } from '../../../src/feed/inbox.redis';
-import { fromGlobalId } from '../../../src/kernel/global-id';
+import { fromGlobalId, toGlobalId } from '../../../src/kernel/global-id';
 import {
   addFollowers,
   inboxScores,
@@ -447,5 +448,75 @@ describe('idle()', () => {
     } finally {
       await quiet.close();
     }
+  });
+});
+
+describe("the API's marks of queued tasks", () => {
+  /** A FanoutService whose queue takes every job, on a store that records each markQueued. */
+  function service(markQueuedAfterMs: number) {
+    const marks: number[][] = [];
+    const store = new (class extends FanoutStore {
+      override async markQueued(taskIds: readonly number[]) {
+        marks.push([...taskIds]);
+        return super.markQueued(taskIds);
+      }
+    })(app.mysql, () => new Date());
+    const queue = { add: async () => {} } as unknown as FanoutQueue;
+    const fanout = new FanoutService({ store, queue, warn: () => {}, markQueuedAfterMs });
+    return { marks, store, fanout };
+  }
+
+  /**
+   * Tasks recorded (pending) for a blog of a new author, dated an hour ahead so that the relay
+   * leaves them alone (it queues tasks pending for 500 ms); `done` finishes them for the tests after.
+   */
+  async function pendingTasks(name: string, count: number) {
+    const author = await signUp(app, name);
+    const blogId = fromGlobalId(await publish(app, author, 'marked')).id;
+    await waitFor('its own fan-out', async () =>
+      (await tasksOf(toGlobalId('Blog', blogId))).every((task: any) => task.status === 'done'),
+    );
+    const store = new FanoutStore(app.mysql, () => new Date(Date.now() + 3_600_000));
+    const blog = { dbId: blogId, authorId: fromGlobalId(author.id).id, score: 1 };
+    const taskIds: number[] = [];
+    for (let i = 0; i < count; i += 1)
+      taskIds.push(
+        await app.mysql.transaction((sql) =>
+          store.insertTask(sql, 'deliver', { blogId, authorId: blog.authorId, score: 1 }),
+        ),
+      );
+    const done = () => app.db.query("UPDATE tb_fanout_task SET status = 'done' WHERE id IN (?)", [taskIds]);
+    return { blog, taskIds, done };
+  }
+
+  const statuses = async (taskIds: number[]) =>
+    (await app.db.query('SELECT status FROM tb_fanout_task WHERE id IN (?) ORDER BY id', [taskIds])).map(
+      (row: any) => row.status,
+    );
+
+  it('marks the tasks of jobs added in separate turns with one statement', async () => {
+    const { blog, taskIds, done } = await pendingTasks('marks-one', 3);
+    const { marks, fanout } = service(60_000);
+    for (const taskId of taskIds) {
+      fanout.enqueue(taskId, 'deliver', blog);
+      await new Promise((resolve) => setImmediate(resolve)); // each its own turn: its own add
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(marks).toEqual([]);
+    expect(await statuses(taskIds)).toEqual(['pending', 'pending', 'pending']);
+    await fanout.flush(); // as at shutdown (and in idle()): now, not after the delay
+    expect(marks).toEqual([taskIds]);
+    expect(await statuses(taskIds)).toEqual(['queued', 'queued', 'queued']);
+    await done();
+  });
+
+  it('marks them by itself after the delay', async () => {
+    const { blog, taskIds, done } = await pendingTasks('marks-later', 2);
+    const { marks, fanout } = service(50);
+    for (const taskId of taskIds) fanout.enqueue(taskId, 'deliver', blog);
+    await waitFor('the mark', async () => marks.length > 0);
+    expect(marks).toEqual([taskIds]);
+    expect(await statuses(taskIds)).toEqual(['queued', 'queued']);
+    await done();
   });
 });
