@@ -312,7 +312,7 @@ export type WorkerDatabase =
   /** The process's own pool: a worker process, which serves no requests. */
   | { kind: 'shared'; db: MysqlDatabase }
   /**
-   * A pool of their own (DATABASE_POOL_SIZE connections), in an API process: a burst of chunk
+   * Pools of their own (DATABASE_POOL_SIZE connections each, see db/mysql.ts), in an API process: a burst of chunk
    * jobs, FANOUT_CONCURRENCY at once per worker, must never hold the connections that requests
    * wait for. `sqlLog` counts its statements.
    */

@@ -78,7 +78,7 @@ export interface Config {
    * circuit breaker opens: a Redis that hangs is treated like one that is down.
    */
   redisCommandTimeoutMs: number;
-  /** Connections in the API's MySQL pool (the in-process fan-out workers have a pool of their own). */
+  /** Connections in each of the API's two MySQL pools, statements and transactions (the in-process fan-out workers have pools of their own). */
   databasePoolSize: number;
   /** A MySQL statement running longer is stopped and the request gets SERVICE_UNAVAILABLE; 0 = no limit. */
   databaseStatementTimeoutMs: number;
