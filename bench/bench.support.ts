@@ -1,6 +1,7 @@
 /** Small helpers shared by the benchmarks: flags, percentiles, progress, a GraphQL client, a profiler. */
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { Config, loadConfig } from '../src/kernel/config';
@@ -129,4 +130,18 @@ export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void
     if (keys.length > 0) await redis.unlink(...keys);
     cursor = next;
   } while (cursor !== '0');
+}
+
+/**
+ * A child's whole stdout and its exit code. Waits for 'close', not 'exit': a child may exit
+ * before its last output is read, and a load runner's result line is larger than a pipe's buffer
+ * (the JSON.parse of a truncated line failed a bench:mixed run).
+ */
+export function outputOf(child: ChildProcess): Promise<{ code: number | null; output: string }> {
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
 }

@@ -330,7 +330,7 @@ async function redisBenchmarkZadd(config: Config, requests: number): Promise<num
     let text = '';
     child.stdout.on('data', (chunk) => (text += chunk));
     child.on('error', reject);
-    child.on('exit', (code) =>
+    child.on('close', (code) =>
       code === 0 ? resolve(text) : reject(new Error(`redis-benchmark exited with ${code}: ${text}`)),
     );
   });

@@ -46,6 +46,7 @@ import {
   freshBenchDatabase,
   graphql,
   ms,
+  outputOf,
   rate,
   startProfiler,
 } from './bench.support';
@@ -431,9 +432,7 @@ async function load(spec: {
   const child = spawn(process.execPath, [join(__dirname, 'load.runner.js'), file], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  let output = '';
-  child.stdout.on('data', (chunk) => (output += chunk));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const { code, output } = await outputOf(child);
   if (code !== 0) throw new Error(`load runner exited with ${code}`);
   return JSON.parse(output.trim().split('\n').pop()!) as LoadResult;
 }

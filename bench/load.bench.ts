@@ -18,7 +18,7 @@ import { warn } from '../src/kernel/observability';
 import { poolLimits } from '../src/stores';
 import { toGlobalId } from '../src/kernel/global-id';
 import { createRedis } from '../src/redis/redis.client';
-import { benchConfig, flag, freshBenchDatabase, ms, rate } from './bench.support';
+import { benchConfig, flag, freshBenchDatabase, ms, outputOf, rate } from './bench.support';
 
 const DURATION = flag('duration', 60);
 const CLIENTS = flag('clients', 64);
@@ -79,9 +79,7 @@ async function main(): Promise<void> {
   const child = spawn(process.execPath, [join(__dirname, 'mixed.runner.js'), file], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  let output = '';
-  child.stdout.on('data', (chunk) => (output += chunk));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const { code, output } = await outputOf(child);
   if (code !== 0) throw new Error(`the load runner exited with ${code}`);
   const result = JSON.parse(output.trim().split('\n').pop()!) as Record<string, any>;
 

@@ -53,7 +53,7 @@ import { warn } from '../src/kernel/observability';
 import { cursorsForPage, encodeCursor, START } from '../src/kernel/pagination/cursor';
 import { createRedis } from '../src/redis/redis.client';
 import { poolLimits } from '../src/stores';
-import { benchConfig, freshBenchDatabase, ms, progress, rate } from './bench.support';
+import { benchConfig, freshBenchDatabase, ms, outputOf, progress, rate } from './bench.support';
 import type { GeneratorResult, GeneratorSpec } from './mixed.generator';
 import {
   DEFAULT_SHARES,
@@ -1066,13 +1066,15 @@ async function runGenerator(specFile: string, onStart?: () => void): Promise<Gen
   const child = spawn(process.execPath, [join(__dirname, 'mixed.generator.js'), specFile], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    const before = output;
-    output += chunk.toString();
-    if (!before.includes('started\n') && output.includes('started\n')) onStart?.();
+  // The generator prints "started" when its clients are connected, before its result line.
+  let head = '';
+  child.stdout.on('data', function watchForStart(chunk: Buffer) {
+    head += chunk.toString();
+    if (!head.includes('started\n')) return;
+    child.stdout.off('data', watchForStart);
+    onStart?.();
   });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  const { code, output } = await outputOf(child);
   if (code !== 0) throw new Error(`the load generator exited with ${code}`);
   return JSON.parse(output.trim().split('\n').pop()!) as GeneratorResult;
 }
