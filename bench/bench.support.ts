@@ -133,9 +133,9 @@ export async function deleteByPrefix(redis: Redis, prefix: string): Promise<void
 }
 
 /**
- * A child's whole stdout and its exit code. Waits for 'close', not 'exit': a child may exit
- * before its last output is read, and a load runner's result line is larger than a pipe's buffer
- * (the JSON.parse of a truncated line failed a bench:mixed run).
+ * A child's whole stdout and its exit code. Waits for 'close', not 'exit': 'exit' may come
+ * before the last of the child's output is read, and a load runner's result line is larger than
+ * a pipe's buffer. (The child must also flush that line before it exits: see mixed.generator.ts.)
  */
 export function outputOf(child: ChildProcess): Promise<{ code: number | null; output: string }> {
   let output = '';

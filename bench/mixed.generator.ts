@@ -289,8 +289,10 @@ async function main(): Promise<void> {
       };
     });
   }
-  console.log(JSON.stringify(result));
   agent.destroy();
+  // The line outgrows a pipe's buffer, and process.exit() drops what stdout has not written yet
+  // (runs failed on a line cut at 219,264 characters): exit once the write is flushed.
+  await new Promise<void>((resolve) => process.stdout.write(`${JSON.stringify(result)}\n`, () => resolve()));
 }
 
 main().then(
