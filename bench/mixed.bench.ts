@@ -391,6 +391,7 @@ async function main(): Promise<void> {
       onStart?: () => void,
     ): Promise<PhaseResult> => {
       const before = await counters();
+      const sourcesBefore = await probes.pageSources();
       const lagsBefore = probes.lags.length;
       const stalls = watchStalls();
       const cpuOver = watchCpu(pids);
@@ -401,8 +402,10 @@ async function main(): Promise<void> {
       // What the phase's publishes cost is theirs: wait for their fan-out before reading the counters.
       await app.services.fanout?.idle(120_000).catch((error: unknown) => console.warn(`${label}: ${String(error)}`));
       const after = await counters();
+      const sources = pageSourceShares(sourcesBefore, await probes.pageSources());
       await profiling?.stop(label);
       const requests = requestsOf(generator);
+      const perRequest = (n: number) => (n / Math.max(1, requests)).toFixed(1);
       const errors = Object.values(generator.operations).reduce((sum, op) => sum + op.errors, 0);
       const throughput = requests / generator.seconds;
       console.log(
@@ -417,7 +420,9 @@ async function main(): Promise<void> {
           `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms; ` +
           `CPU: server ${cpu.server}%, MariaDB ${cpu.mysql ?? '?'}%, Redis ${cpu.redis ?? '?'}%, ` +
           `machine ${cpu.machine}% of ${cpu.cores * 100}%; InnoDB pages from disk ` +
-          `${after.diskReads === null || before.diskReads === null ? '?' : ((after.diskReads - before.diskReads) / Math.max(1, requestsOf(generator))).toFixed(2)} a request)`,
+          `${after.diskReads === null || before.diskReads === null ? '?' : ((after.diskReads - before.diskReads) / Math.max(1, requestsOf(generator))).toFixed(2)} a request; ` +
+          `SQL ${perRequest(after.statements - before.statements)} and Redis ${perRequest(after.redisCommands - before.redisCommands)} a request` +
+          `${sources ? `; feed pages ${sources}` : ''})`,
       );
       for (const o of OPERATIONS) {
         const first = generator.operations[o]?.firstError;
@@ -650,6 +655,17 @@ interface Probes {
  * (fanout_lag_seconds, publish to last inbox write), every rebuild snapshot (FeedStore.snapshot,
  * with the rows it returned: followees and entries), and feed_page_reads_total by source.
  */
+/** Where a phase's feed pages came from (feed_page_reads_total): "inbox 97%, pull 2%, cold 1%", or null without pages. */
+function pageSourceShares(before: Record<string, number>, after: Record<string, number>): string | null {
+  const counts = Object.keys(after).map((source) => [source, after[source] - (before[source] ?? 0)] as const);
+  const total = counts.reduce((sum, [, n]) => sum + n, 0);
+  if (total === 0) return null;
+  return counts
+    .filter(([, n]) => n > 0)
+    .map(([source, n]) => `${source} ${Math.round((n / total) * 100)}%`)
+    .join(', ');
+}
+
 function instrument(app: RunningApp): Probes {
   const probes: Probes = {
     lags: [],

@@ -4,14 +4,16 @@
  * `trace: false`). See database.ts for the rules every store follows.
  *
  * Why two pools (DATABASE_POOL_SIZE connections each): single statements (a page's reads, most
- * of a request's) and transactions take their connections from pools of their own. A
- * transaction holds its connection for several round trips, some of them to Redis (a publish
+ * of a request's) and transactions take their connections from pools of their own, a bulkhead.
+ * A transaction holds its connection for several round trips, some of them to Redis (a publish
  * takes the new blog's cache lease and enters the fan-out watermark before its commit), and for
- * its commit's flush of the redo log; in one pool, a burst of writes left the reads queued
- * behind them for a connection (bench:mixed's mix of pages with 15% writes ran at 884/s with one
- * pool of 10 and 1,133/s with 10 + 10, on one machine). Neither kind can now take all the
- * connections from the other, and a transaction that awaits a single statement cannot starve
- * itself of a connection. Connections open only when needed, so an idle pool costs nothing.
+ * its commit's flush of the redo log. In one pool, a burst of writes, or a Redis that hangs while
+ * publishes wait on it up to their deadline, could take every connection and queue the reads behind
+ * them, pages that fall back to MySQL included; now neither kind can take the other's
+ * connections, and a transaction that awaits a single statement cannot starve itself of one.
+ * (bench:mixed did not tell the two layouts apart on a machine with 2 cores: the mix ran at
+ * 0.75x of its parts with one pool of 10 and 0.74x with 10 + 10, within the run-to-run spread.)
+ * Connections open only when needed, so an idle pool costs nothing.
  */
 import mysql, { Pool, PoolConnection, PoolOptions } from 'mysql2';
 import {
