@@ -124,7 +124,10 @@ const LABELS: Record<Operation, string> = {
 
 interface Counters {
   statements: number;
+  /** Commands Redis processed, a script's own calls included (total_commands_processed). */
   redisCommands: number;
+  /** Reads from client sockets (total_reads_processed): about one per round trip, or per pipelined batch. */
+  redisReads: number;
   rowsRead: number | null;
   /** InnoDB pages read from disk (Innodb_buffer_pool_reads): the buffer pool's misses. */
   diskReads: number | null;
@@ -381,7 +384,7 @@ async function main(): Promise<void> {
 
     const counters = async (): Promise<Counters> => ({
       statements: sqlLog.statements,
-      redisCommands: await redisServer.commands(),
+      ...(await redisServer.stats()),
       rowsRead: await rows.total(),
       diskReads: await rows.diskReads(),
     });
@@ -421,7 +424,8 @@ async function main(): Promise<void> {
           `CPU: server ${cpu.server}%, MariaDB ${cpu.mysql ?? '?'}%, Redis ${cpu.redis ?? '?'}%, ` +
           `machine ${cpu.machine}% of ${cpu.cores * 100}%; InnoDB pages from disk ` +
           `${after.diskReads === null || before.diskReads === null ? '?' : ((after.diskReads - before.diskReads) / Math.max(1, requestsOf(generator))).toFixed(2)} a request; ` +
-          `SQL ${perRequest(after.statements - before.statements)} and Redis ${perRequest(after.redisCommands - before.redisCommands)} a request` +
+          `SQL ${perRequest(after.statements - before.statements)}, Redis commands ${perRequest(after.redisCommands - before.redisCommands)} ` +
+          `in ${perRequest(after.redisReads - before.redisReads)} reads a request` +
           `${sources ? `; feed pages ${sources}` : ''})`,
       );
       for (const o of OPERATIONS) {
@@ -437,6 +441,7 @@ async function main(): Promise<void> {
         costs: {
           statements: after.statements - before.statements,
           redisCommands: after.redisCommands - before.redisCommands,
+          redisReads: after.redisReads - before.redisReads,
           rowsRead: after.rowsRead === null || before.rowsRead === null ? null : after.rowsRead - before.rowsRead,
           diskReads: after.diskReads === null || before.diskReads === null ? null : after.diskReads - before.diskReads,
         },
@@ -841,6 +846,7 @@ function pooled(phases: readonly PhaseResult[]): PhaseResult {
     costs: {
       statements: sum((phase) => phase.costs.statements),
       redisCommands: sum((phase) => phase.costs.redisCommands),
+      redisReads: sum((phase) => phase.costs.redisReads),
       rowsRead,
       diskReads: phases.every((phase) => phase.costs.diskReads !== null)
         ? sum((phase) => phase.costs.diskReads!)
@@ -1098,8 +1104,8 @@ async function runGenerator(specFile: string, onStart?: () => void): Promise<Gen
 interface PrivateRedis {
   url: string;
   pid: number | null;
-  /** Commands the server has processed so far (INFO stats). */
-  commands(): Promise<number>;
+  /** Commands the server has processed so far, and reads from client sockets (INFO stats). */
+  stats(): Promise<{ redisCommands: number; redisReads: number }>;
   flushAll(): Promise<void>;
   stop(): void;
 }
@@ -1119,9 +1125,10 @@ async function startPrivateRedis(): Promise<PrivateRedis> {
   return {
     url: `redis://127.0.0.1:${port}`,
     pid: server.pid ?? null,
-    async commands() {
+    async stats() {
       const info = await client.info('stats');
-      return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? NaN);
+      const stat = (name: string) => Number(new RegExp(`${name}:(\\d+)`).exec(info)?.[1] ?? NaN);
+      return { redisCommands: stat('total_commands_processed'), redisReads: stat('total_reads_processed') };
     },
     async flushAll() {
       await client.flushall();
