@@ -112,7 +112,9 @@ export function benchConfig(
  * server creates and migrates it at start). Returns its URL.
  */
 export async function freshBenchDatabase(name: string): Promise<string> {
-  const base = loadConfig({ ...process.env, JWT_SECRET: BENCH_JWT_SECRET });
+  // Only the server's URL is wanted: FEED_MODEL=push or hybrid without REDIS_URL (a benchmark
+  // that starts a Redis of its own) would fail the embedded mode's check.
+  const base = loadConfig({ ...process.env, FEED_MODEL: undefined, JWT_SECRET: BENCH_JWT_SECRET });
   const server = new URL(base.databaseUrl);
   server.pathname = '/';
   const admin = await createConnection({ uri: server.toString() });
