@@ -75,12 +75,8 @@ export class MysqlPool implements MysqlDatabase {
       ...(limits.clientTimeoutMs === undefined ? {} : { connectTimeout: limits.clientTimeoutMs }),
     };
     this.clientTimeoutMs = limits.clientTimeoutMs;
-    this.statements = mysql.createPool(options);
-    this.transactions = mysql.createPool(options);
-    if (limits.statementTimeoutMs > 0) {
-      limitStatementTime(this.statements, limits.statementTimeoutMs, log.sink);
-      limitStatementTime(this.transactions, limits.statementTimeoutMs, log.sink);
-    }
+    this.statements = createPool(options, limits, log.sink);
+    this.transactions = createPool(options, limits, log.sink);
   }
 
   select<Row>(statement: string, params: Params = []): Promise<Row[]> {
@@ -108,7 +104,7 @@ export class MysqlPool implements MysqlDatabase {
    * that timed out may still be running on the replica.
    */
   async selectOnce<Row>(statement: string, params: Params = []): Promise<Row[]> {
-    const connection = await this.connection().catch((error: unknown) => {
+    const connection = await this.connection(this.statements).catch((error: unknown) => {
       throw new StatementNotSent(error);
     });
     try {
@@ -152,7 +148,7 @@ export class MysqlPool implements MysqlDatabase {
     await Promise.all([this.statements, this.transactions].map(endPool));
   }
 
-  private connection(pool: Pool = this.statements): Promise<PoolConnection> {
+  private connection(pool: Pool): Promise<PoolConnection> {
     return new Promise<PoolConnection>((resolve, reject) =>
       pool.getConnection((error, connection) => (error ? reject(error) : resolve(connection))),
     );
@@ -199,6 +195,13 @@ export class MysqlPool implements MysqlDatabase {
       );
     });
   }
+}
+
+/** A pool whose connections each stop statements after DATABASE_STATEMENT_TIMEOUT_MS (when set). */
+function createPool(options: PoolOptions, limits: PoolLimits, sink: LogSink): Pool {
+  const pool = mysql.createPool(options);
+  if (limits.statementTimeoutMs > 0) limitStatementTime(pool, limits.statementTimeoutMs, sink);
+  return pool;
 }
 
 function endPool(pool: Pool): Promise<void> {
