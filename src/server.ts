@@ -33,9 +33,6 @@ async function main(): Promise<void> {
   const app = await startApp({ config, db: stores.db, redis: stores.redis });
   const workers = config.embedded ? 'no fan-out' : `FANOUT_WORKERS=${config.fanoutWorkers}`;
   const traced = config.operations.otlpEndpoint ? `, traces to ${config.operations.otlpEndpoint}` : '';
-  logger.info(
-    `follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers}${traced})`,
-  );
   stopOnSignals(
     'finishing in-flight requests',
     async () => {
@@ -44,6 +41,11 @@ async function main(): Promise<void> {
       await tracing.shutdown();
     },
     config.shutdownTimeoutMs,
+  );
+  // Announced once the handlers are in place: a SIGTERM sent on seeing this line (a supervisor,
+  // a test) is a graceful stop, never the default action that kills the process mid-step.
+  logger.info(
+    `follow-feed listening on ${app.url} (NODE_ENV=${config.nodeEnv}, FEED_MODEL=${config.feedModel}, ${workers}${traced})`,
   );
 }
 

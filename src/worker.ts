@@ -60,9 +60,6 @@ async function main(): Promise<void> {
     metricsToken: config.metricsToken,
     readiness: () => readiness(db, redis, () => breakerOf(redis)?.state ?? 'closed', workers.running()),
   });
-  logger.info(
-    `fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid}); probes and metrics on ${probes.url}`,
-  );
   stopOnSignals(
     'finishing running fan-out jobs',
     async () => {
@@ -73,6 +70,11 @@ async function main(): Promise<void> {
       await tracing.shutdown();
     },
     config.shutdownTimeoutMs,
+  );
+  // Announced once the handlers are in place: a SIGTERM sent on seeing this line (a supervisor,
+  // a test) is a graceful stop, never the default action that kills the process mid-step.
+  logger.info(
+    `fan-out worker running ${count} worker(s) x ${config.fanoutConcurrency} jobs (pid ${process.pid}); probes and metrics on ${probes.url}`,
   );
 }
 

@@ -50,7 +50,9 @@ async function loadedBy(
     await waitFor(`${script} to start`, async () => child.output().includes(ready), 30_000);
     await whileRunning();
   } finally {
-    expect(await child.kill('SIGTERM')).toBe(0);
+    // Its output with the exit code when it is not 0: what the process said before it died.
+    const code = await child.kill('SIGTERM');
+    expect({ code, output: code === 0 ? '' : child.output() }).toEqual({ code: 0, output: '' });
   }
   return JSON.parse(readFileSync(report, 'utf8')) as string[];
 }
