@@ -95,7 +95,7 @@ export interface BlogServiceDeps {
   /** null in the embedded mode, where nothing is fanned out (the pull model). */
   fanout: FanoutService | null;
   /** Publishes (which blogs are fanned out, and the tracking of their delivery), and says which blogs inboxes hold. */
-  feed: Pick<FeedService, 'publish' | 'inInboxes' | 'followedAmong'>;
+  feed: Pick<FeedService, 'publish' | 'inInboxes' | 'followedAmong' | 'pulledBlogChange'>;
   /** Live subscribers to tell of a blog that no fan-out delivers, and of a deleted blog. */
   live: Pick<LiveFeed, 'published' | 'deleted'>;
   now: () => Date;
@@ -106,7 +106,7 @@ export class BlogService {
   private readonly db: Database;
   private readonly store: BlogStore;
   private readonly fanout: FanoutService | null;
-  private readonly feed: Pick<FeedService, 'publish' | 'inInboxes' | 'followedAmong'>;
+  private readonly feed: Pick<FeedService, 'publish' | 'inInboxes' | 'followedAmong' | 'pulledBlogChange'>;
   private readonly live: Pick<LiveFeed, 'published' | 'deleted'>;
   private readonly now: () => Date;
   private readonly cache: BlogCaching;
@@ -202,15 +202,21 @@ export class BlogService {
     const blog = await this.findById(blogId);
     if (!blog) throw notFound(`blog ${blogId} does not exist`);
     if (blog.authorId !== viewerId) throw forbidden('only the author may delete a blog');
+    const pulled = !this.feed.inInboxes(blog);
     const taskId = await this.db
       .transaction(async (sql) => {
         if (!(await this.store.softDelete(sql, blogId, this.now()))) throw notFound(`blog ${blogId} does not exist`);
         // Pages stop serving the cached copy before the delete commits (cache/cache.service.ts).
         await this.cache.writes.changing(sql, 'b', blogId);
-        // A blog that no inbox holds (hybrid: a big author's) needs no walk over the followers.
-        return this.feed.inInboxes(blog) ? this.requireFanout().recordRetract(sql, blog) : null;
+        // A blog that no inbox holds (hybrid: a big author's) needs no walk over the followers,
+        // and leaves the lists of pulled blogs that processes keep (feed/pulled-blogs.ts).
+        if (pulled) await this.feed.pulledBlogChange(blog.authorId, 'changing');
+        return pulled ? null : this.requireFanout().recordRetract(sql, blog);
       })
-      .finally(() => this.cache.writes.changed('b', blogId));
+      .finally(async () => {
+        await this.cache.writes.changed('b', blogId);
+        if (pulled) await this.feed.pulledBlogChange(blog.authorId, 'changed');
+      });
     if (taskId !== null) this.requireFanout().enqueue(taskId, 'retract', blog);
     // Watching followers hear that it left their feed (followFeedRemoved), in every process.
     await this.live.deleted({ id: blogId, authorId: blog.authorId });

@@ -101,6 +101,10 @@ export class KeptInboxes implements InboxKeeping, RedisInboxes {
     return this.inbox.renewBigAuthors(step, await this.generation.confirmed());
   }
 
+  async renewPulledBlogs(authorId: number, step: 'changing' | 'changed'): Promise<void> {
+    return this.inbox.renewPulledBlogs(authorId, step, await this.generation.confirmed());
+  }
+
   deliveryStarted(sql: Sql, task: TaskInFlight): Promise<void> {
     return this.watermark.started(sql, task);
   }

@@ -37,6 +37,8 @@ export class NoInboxes implements InboxKeeping {
 
   async renewBigAuthors(): Promise<void> {}
 
+  async renewPulledBlogs(): Promise<void> {}
+
   async deliveryStarted(): Promise<void> {}
 
   async deliveryFinished(): Promise<void> {}

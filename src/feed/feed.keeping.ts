@@ -52,6 +52,8 @@ export interface InboxKeeping {
   openInbox(userId: number, epoch: number | null): Promise<void>;
   /** Replaces the big-author generation (see FeedService.bigAuthorChange); rejects when Redis does not take it. */
   renewBigAuthors(step: 'changing' | 'changed'): Promise<void>;
+  /** Replaces an author's pulled-blog token (see FeedService.pulledBlogChange); rejects when Redis does not take it. */
+  renewPulledBlogs(authorId: number, step: 'changing' | 'changed'): Promise<void>;
   /** A deliver task is about to commit in `sql`, its transaction (see watermark.ts). */
   deliveryStarted(sql: Sql, task: TaskInFlight): Promise<void>;
   /** Every chunk of these deliver tasks is written. */

@@ -41,7 +41,7 @@ import type { Sql } from '../db/database';
 import type { FeedModel } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
 import { badUserInput, unavailable } from '../kernel/errors';
-import { FeedPosition, InvalidCursorError, ScoredId } from '../kernel/pagination/cursor';
+import { FeedPosition, InvalidCursorError, ScoredId, START } from '../kernel/pagination/cursor';
 import {
   fetchSize,
   NewerPageRequest,
@@ -53,6 +53,7 @@ import {
   sliceNewerPage,
 } from '../kernel/pagination/page';
 import { BigFolloweeLists } from './big-followees';
+import { PULLED_BLOGS_KEPT, PulledBlogLists, PulledList, pulledAfter } from './pulled-blogs';
 import { MAX_REMOVED_PER_EVENT } from '../live/live.bus';
 import type { InboxKeeping } from './feed.keeping';
 import { KeptInboxes } from './feed.keeping.kept';
@@ -247,6 +248,9 @@ export class FeedService {
   /** Other background work of pages (settling stale follow changes), for idle(). */
   private readonly chores = new Set<Promise<void>>();
   private readonly bigFollowees = new BigFolloweeLists();
+  private readonly pulledLists = new PulledBlogLists();
+  /** Lists being read from MySQL, by author and token: pages that need the same one wait for one read. */
+  private readonly pulledFills = new Map<string, Promise<PulledList>>();
   private readonly activityWrittenAt = new Map<number, number>();
   private readonly owner = `${hostname()}:${process.pid}`;
   /** The generation this process has caught up in (see above); null while it has not. */
@@ -309,6 +313,7 @@ export class FeedService {
         const { generation, watermark } = this.keeping.redis();
         const epoch = await generation.confirmed();
         this.bigFollowees.clear();
+        this.pulledLists.clear();
         await watermark.catchUp(epoch);
         // Every change in the outbox, not those written before now: after the clock stepped
         // back, a change written before the step would look younger than now and stay out.
@@ -455,7 +460,7 @@ export class FeedService {
     const bigAuthors = await this.bigFolloweesOf(inbox, epoch, viewerId, view, generation);
     if (bigAuthors.length > 0) {
       sources.push({
-        items: await this.store.pulledBlogs(bigAuthors, read.from, read.limit, this.fresh(read.from)),
+        items: await this.pulledBlogsOf(inbox, epoch, bigAuthors, read.from, read.limit),
         limit: read.limit,
         floor: null,
       });
@@ -521,6 +526,67 @@ export class FeedService {
     return authorIds;
   }
 
+  /**
+   * What FeedStore.pulledBlogs answers for these big authors (the first `limit` of each one's
+   * not-fanned-out blogs after `from`), from the lists this process keeps while their tokens hold
+   * (pulled-blogs.ts): a list whose token changed is read again (one statement per author, on the
+   * primary), and only what a list cannot say (an author without a settled token, a page below
+   * a list's last blog) is read from MySQL as before.
+   */
+  private async pulledBlogsOf(
+    inbox: Inbox,
+    epoch: number,
+    authorIds: readonly number[],
+    from: FeedPosition,
+    limit: number,
+  ): Promise<ScoredId[]> {
+    if (limit === 0) return [];
+    const tokens = await inbox.pulledBlogTokens(authorIds, epoch);
+    const answers = await Promise.all(
+      authorIds.map(async (authorId, i) => {
+        const list = await this.pulledListOf(inbox, epoch, authorId, tokens[i]);
+        return list && pulledAfter(list, from, limit);
+      }),
+    );
+    const unanswered = authorIds.filter((_, i) => answers[i] === null);
+    const fromMysql =
+      unanswered.length === 0 ? [] : await this.store.pulledBlogs(unanswered, from, limit, this.fresh(from));
+    return answers.flatMap((answer) => answer ?? []).concat(fromMysql);
+  }
+
+  /** The author's kept list under `token`, read from MySQL when there is none; null without a settled token. */
+  private async pulledListOf(
+    inbox: Inbox,
+    epoch: number,
+    authorId: number,
+    token: string | null,
+  ): Promise<PulledList | null> {
+    if (token === null) {
+      // None of this generation (new, or lost), or a change committing: set one if none, so that
+      // later pages can keep a list (an unsettled one stays).
+      inbox
+        .renewPulledBlogs(authorId, 'missing', epoch)
+        .catch((error: unknown) => this.warn(`setting the pulled-blog token of author ${authorId} failed`, error));
+      return null;
+    }
+    const kept = this.pulledLists.get(authorId, token);
+    if (kept) return kept;
+    const key = `${authorId}:${token}`;
+    let fill = this.pulledFills.get(key);
+    if (!fill) {
+      fill = this.store
+        .pulledBlogs([authorId], START, PULLED_BLOGS_KEPT, true)
+        .then((newest) => {
+          const list = { newest, complete: newest.length < PULLED_BLOGS_KEPT };
+          this.pulledLists.set(authorId, token, list);
+          return list;
+        })
+        .finally(() => this.pulledFills.delete(key));
+      this.pulledFills.set(key, fill);
+    }
+    return fill;
+  }
+
   // ---------------------------------------------------------------------------------------
   // Publishing and fan-out
 
@@ -554,6 +620,7 @@ export class FeedService {
     transact: PublishTransaction<B>,
   ): Promise<Published<B>> {
     let becameBig = false;
+    let pulled = false;
     try {
       return await transact(async (sql, writes) => {
         const decision = await this.decidePush(sql, authorId);
@@ -562,6 +629,9 @@ export class FeedService {
         const blog = await writes.insertBlog(decision.pushed);
         // Readers stop trusting their kept lists of big followees until this one is committed.
         if (becameBig) await this.bigAuthorChange('changing');
+        // And their kept lists of this author's pulled blogs (pulled-blogs.ts).
+        pulled = !decision.pushed;
+        if (pulled) await this.pulledBlogChange(authorId, 'changing');
         let taskId: number | null = null;
         if (decision.pushed) {
           taskId = await writes.recordDeliver(blog);
@@ -577,6 +647,7 @@ export class FeedService {
       // The author's first blog that readers pull is committed (or rolled back): kept lists of
       // big followees lack them.
       if (becameBig) await this.bigAuthorChange('changed');
+      if (pulled) await this.pulledBlogChange(authorId, 'changed');
     }
   }
 
@@ -619,6 +690,24 @@ export class FeedService {
       this.repairWhenPossible(
         () => this.keeping.renewBigAuthors('changed'),
         'gave up replacing the big-author generation: kept lists of big followees may miss an author until their readers follow or unfollow',
+      );
+    });
+  }
+
+  /**
+   * A not-fanned-out blog of this author is about to commit or be deleted ('changing'), or it
+   * has committed or rolled back ('changed'): the author's pulled-blog token is replaced
+   * (pulled-blogs.ts), so that no process serves a list kept from before. Like bigAuthorChange,
+   * never fails the write: when Redis is away, this process forgets its lists and the 'changed'
+   * step is retried every second until it is done.
+   */
+  async pulledBlogChange(authorId: number, step: 'changing' | 'changed'): Promise<void> {
+    await this.keeping.renewPulledBlogs(authorId, step).catch((error: unknown) => {
+      this.pulledLists.clear();
+      this.warn(`replacing the pulled-blog token of author ${authorId} (${step}) failed; retrying every second`, error);
+      this.repairWhenPossible(
+        () => this.keeping.renewPulledBlogs(authorId, 'changed'),
+        `gave up replacing the pulled-blog token of author ${authorId}: pages may miss their newest blogs until they publish or delete again`,
       );
     });
   }

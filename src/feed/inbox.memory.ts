@@ -73,6 +73,8 @@ export class MemoryInbox implements Inbox {
   watermark: MemoryWatermark | null = null;
   /** The big-author generation; null when none is set (never, or lost). */
   bigAuthors: string | null = null;
+  /** Each author's pulled-blog token (absent: none set, or lost). */
+  pulledTokens = new Map<number, string>();
   /** Redis's clock (TIME), in ms. */
   clockMs = 0;
   /** Readers the live bus has marked live (their `live:{id}` key exists). */
@@ -107,11 +109,22 @@ export class MemoryInbox implements Inbox {
     this.states = new Map();
     this.watermark = null;
     this.bigAuthors = null;
+    this.pulledTokens = new Map();
   }
 
   /** A copy of everything, as a dump would hold it. */
-  snapshot(): { states: Map<number, MemoryInboxState>; watermark: MemoryWatermark | null; bigAuthors: string | null } {
-    return { states: cloneStates(this.states), watermark: cloneWatermark(this.watermark), bigAuthors: this.bigAuthors };
+  snapshot(): {
+    states: Map<number, MemoryInboxState>;
+    watermark: MemoryWatermark | null;
+    bigAuthors: string | null;
+    pulledTokens: Map<number, string>;
+  } {
+    return {
+      states: cloneStates(this.states),
+      watermark: cloneWatermark(this.watermark),
+      bigAuthors: this.bigAuthors,
+      pulledTokens: new Map(this.pulledTokens),
+    };
   }
 
   /** Redis restarted from that dump: everything written since is gone. */
@@ -119,6 +132,7 @@ export class MemoryInbox implements Inbox {
     this.states = cloneStates(dump.states);
     this.watermark = cloneWatermark(dump.watermark);
     this.bigAuthors = dump.bigAuthors;
+    this.pulledTokens = new Map(dump.pulledTokens);
   }
 
   /** Entries in canonical order. */
@@ -145,12 +159,28 @@ export class MemoryInbox implements Inbox {
   }
 
   async renewBigAuthors(reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void> {
-    this.tokens += 1; // never repeats, like Redis's random tokens
+    this.bigAuthors = this.renewed(this.bigAuthors, reason, epoch);
+  }
+
+  async pulledBlogTokens(authorIds: readonly number[], epoch: number): Promise<Array<string | null>> {
+    return authorIds.map((id) => {
+      const token = this.pulledTokens.get(id);
+      return token !== undefined && token.startsWith(`${epoch}:`) ? token : null;
+    });
+  }
+
+  async renewPulledBlogs(authorId: number, reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void> {
+    this.pulledTokens.set(authorId, this.renewed(this.pulledTokens.get(authorId) ?? null, reason, epoch));
+  }
+
+  /** A generation token replaced for `reason` (big-authors-missing.lua for 'missing'). */
+  private renewed(current: string | null, reason: 'changing' | 'changed' | 'missing', epoch: number): string {
     if (reason === 'missing') {
-      const current = /^~?(\d+):/.exec(this.bigAuthors ?? '');
-      if (current && Number(current[1]) === epoch) return;
+      const of = /^~?(\d+):/.exec(current ?? '');
+      if (current !== null && of && Number(of[1]) === epoch) return current;
     }
-    this.bigAuthors = `${reason === 'changing' ? UNSETTLED : ''}${epoch}:${this.tokens}`;
+    this.tokens += 1; // never repeats, like Redis's random tokens
+    return `${reason === 'changing' ? UNSETTLED : ''}${epoch}:${this.tokens}`;
   }
 
   private present(readerId: number): MemoryInboxState | null {

@@ -233,11 +233,29 @@ export class RedisInbox implements Inbox {
   }
 
   async renewBigAuthors(reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void> {
-    const key = this.keys.bigAuthors();
+    await this.renewToken(this.keys.bigAuthors(), reason, epoch);
+  }
+
+  /** Replaces a generation token (the big-author generation, an author's pulled-blog token). */
+  private async renewToken(key: string, reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void> {
     const token = randomBytes(12).toString('base64url');
     if (reason === 'changing') await this.redis.set(key, `${UNSETTLED}${epoch}:${token}`, 'PX', BIG_AUTHOR_CHANGE_MS);
     else if (reason === 'changed') await this.redis.set(key, `${epoch}:${token}`);
     else await SCRIPTS['big-authors-missing'].run(this.redis, [key], [String(epoch), token]);
+  }
+
+  async pulledBlogTokens(authorIds: readonly number[], epoch: number): Promise<Array<string | null>> {
+    if (authorIds.length === 0) return [];
+    const keys = authorIds.map((id) => this.keys.pulledBlogs(id));
+    // Each author's key is in a slot of its own on a cluster: one GET each, sent together.
+    const tokens = this.perInbox
+      ? await Promise.all(keys.map((key) => this.redis.get(key)))
+      : await this.redis.mget(...keys);
+    return tokens.map((token) => ofEpoch(token, epoch));
+  }
+
+  async renewPulledBlogs(authorId: number, reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void> {
+    await this.renewToken(this.keys.pulledBlogs(authorId), reason, epoch);
   }
 
   /**

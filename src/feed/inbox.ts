@@ -222,6 +222,19 @@ export interface Inbox {
    * - 'missing': only when there is none of this epoch (the first reader after a loss).
    */
   renewBigAuthors(reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void>;
+  /**
+   * The pulled-blog tokens of these authors (feed/pulled-blogs.ts), in their order: the settled
+   * token of generation `epoch`, or null (none, another generation's, or unsettled: a change is
+   * committing). One round trip.
+   */
+  pulledBlogTokens(authorIds: readonly number[], epoch: number): Promise<Array<string | null>>;
+  /**
+   * Replaces an author's pulled-blog token, as renewBigAuthors does the big-author generation:
+   * 'changing' just before a not-fanned-out blog of theirs commits or is deleted (unsettled, it
+   * expires after BIG_AUTHOR_CHANGE_MS), 'changed' after, 'missing' only when there is none of
+   * this epoch.
+   */
+  renewPulledBlogs(authorId: number, reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void>;
 
   /** Writes one blog into the inboxes of many readers (see Deliveries). */
   deliver(readerIds: readonly number[], delivery: Delivery): Promise<DeliveryOutcome>;

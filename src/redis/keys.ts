@@ -21,6 +21,9 @@
  * | {wm}:author:<id>    | sorted set | one author's tasks in flight (member = task id, score)     |
  * | {wm}:bigauthors     | string     | the big-author generation: "<generation>:<random>",        |
  * |                     |            | replaced when an author's first not-fanned-out blog commits |
+ * | pulled:<authorId>   | string     | one big author's pulled-blog token: "<generation>:<random>",|
+ * |                     |            | replaced when a blog of theirs that was not fanned out     |
+ * |                     |            | commits or is deleted (feed/pulled-blogs.ts)               |
  * | rl:{limit}:{key}    | string     | a rate-limit counter (graphql/rate-limits.ts)              |
  * | live:{userId}       | hash       | the user has a live-feed subscription open: field = a      |
  * |                     |            | process holding one, value = its last refresh (Redis ms);  |
@@ -109,6 +112,14 @@ export class RedisKeys {
   /** The big-author generation (hybrid): a token that changes when someone becomes a big author. */
   bigAuthors(): string {
     return `${this.prefix}{wm}:bigauthors`;
+  }
+
+  /**
+   * One big author's pulled-blog token (hybrid): changes when a not-fanned-out blog of theirs
+   * commits or is deleted, so that lists of those blogs kept by API processes are read again.
+   */
+  pulledBlogs(authorId: number): string {
+    return `${this.prefix}pulled:${authorId}`;
   }
 
   /** The counters of one rate limit (rate-limiter-flexible appends the limited key). */

@@ -1,6 +1,7 @@
 --[[
-  Sets a big-author generation when there is none of this epoch (a first reader after a loss or
-  a new epoch); an unsettled one of this epoch stays. KEYS = generation; ARGV = epoch, token.
+  Sets a generation token (the big-author generation, or an author's pulled-blog token) when
+  there is none of this epoch (a first reader after a loss or a new epoch); an unsettled one of
+  this epoch stays. KEYS = the token's key; ARGV = epoch, token.
 ]]
 local current = redis.call('GET', KEYS[1])
 if current then
