@@ -23,7 +23,7 @@
  *
  * Phases, MIXED_DURATION seconds each (15): every operation alone at its peak (closed loop,
  * MIXED_CONNECTIONS clients, 32), then the mix at its peak, MIXED_ROUNDS times (2; pooled, see
- * ROUNDS); then the mix open-loop at half that rate (latency from each request's due time, as wrk2); then "Redis lost": the same open-loop mix
+ * ROUNDS), each after 3 s of the mix not counted (see SETTLE_SECONDS); then the mix open-loop at half that rate (latency from each request's due time, as wrk2); then "Redis lost": the same open-loop mix
  * for MIXED_LOST_SECONDS (60), FLUSHALL after MIXED_LOST_AT seconds (10), the feed pages' p99 per
  * second until inboxes serve the pages again, and what the rebuilds read from MySQL.
  * Per operation: SQL statements (API and worker), Redis commands (INFO stats of the private
@@ -91,6 +91,14 @@ const CONNECTIONS = knob('MIXED_CONNECTIONS', 32, 32);
  * requests and latencies are pooled (the headline ratios), and each round's ratios are printed.
  */
 const ROUNDS = knob('MIXED_ROUNDS', 2, 1);
+/**
+ * Seconds of the mix, not counted, before each peak phase. A phase leaves work for whatever runs
+ * next: the follow phase changes the follow version of most active readers, so the next pages
+ * read their big followees again (one statement each), and without this the mix, which comes
+ * right after it, paid for the follow phase's follows (0.17 statements a request against 0.02
+ * from its own). Each peak phase starts from the state the mix itself keeps.
+ */
+const SETTLE_SECONDS = Math.min(DURATION, 3);
 const LOST_SECONDS = knob('MIXED_LOST_SECONDS', 60, 20);
 const LOST_AT = knob('MIXED_LOST_AT', 10, 3);
 const SEED = knob('MIXED_SEED', 22, 22, 0);
@@ -448,6 +456,16 @@ async function main(): Promise<void> {
       };
     };
 
+    /** SETTLE_SECONDS of the mix, not counted, and its fan-out finished. */
+    const settle = async (): Promise<void> => {
+      await generate({
+        shares: SHARES,
+        mode: { kind: 'closed', connections: CONNECTIONS },
+        durationSeconds: SETTLE_SECONDS,
+      });
+      await app.services.fanout?.idle(120_000).catch((error: unknown) => console.warn(`settling: ${String(error)}`));
+    };
+
     console.log('');
     await generate({ shares: {}, mode: { kind: 'each', connections: CONNECTIONS }, durationSeconds: 0 });
     await phase('warm-up (mix, not counted)', {
@@ -462,6 +480,7 @@ async function main(): Promise<void> {
       const suffix = ROUNDS > 1 ? ` (round ${round})` : '';
       for (const operation of OPERATIONS) {
         if (SHARES[operation] === 0) continue;
+        await settle();
         (aloneRounds[operation] ??= []).push(
           await phase(`${LABELS[operation]}, alone at peak${suffix}`, {
             shares: { [operation]: 1 },
@@ -470,6 +489,7 @@ async function main(): Promise<void> {
           }),
         );
       }
+      await settle();
       mixRounds.push(
         await phase(`mix at peak${suffix}`, {
           shares: SHARES,
