@@ -28,7 +28,8 @@
  * second until inboxes serve the pages again, and what the rebuilds read from MySQL.
  * Per operation: SQL statements (API and worker), Redis commands (INFO stats of the private
  * server) and MySQL rows read (MariaDB's TABLE_STATISTICS, when the server has it) per request,
- * measured in its phase alone; a publish's include its fan-out.
+ * measured in its phase alone; a publish's include its fan-out, and so does every rate: a phase's
+ * requests over its time until the fan-out they caused was done (see PhaseResult.drainSeconds).
  *
  * MIXED_QUICK=1: a smoke run (5,000 users, 5,000 blogs, 500 active, 3 s phases, 1 round, 20 s Redis lost). MIXED_JSON=1: the
  * figures as one JSON line at the end. BENCH_NAME=<name>: a database of this run's own.
@@ -147,8 +148,19 @@ interface PhaseResult {
   /** Counter deltas over the phase (after the fan-out it caused finished). */
   costs: Counters;
   requests: number;
+  /**
+   * How long the fan-out of the phase's publishes ran on after its last request. A closed loop
+   * of publishes can outrun their fan-out, which then finishes after the phase: its time is the
+   * phase's too (see busySeconds).
+   */
+  drainSeconds: number;
   fanoutLagSeconds: number[];
   server: ServerStalls;
+}
+
+/** The time a phase kept the service busy: its requests, then the fan-out they left. Rates are per this. */
+function busySeconds(phase: PhaseResult): number {
+  return phase.generator.seconds + phase.drainSeconds;
 }
 
 /**
@@ -409,16 +421,19 @@ async function main(): Promise<void> {
       const profiling = await startCpuProfile(sqlLog);
       const generator = await generate(spec, onStart);
       const server = stalls();
-      const cpu = cpuOver();
-      // What the phase's publishes cost is theirs: wait for their fan-out before reading the counters.
+      // What the phase's publishes cost is theirs: wait for their fan-out before reading the counters
+      // (and the CPU, which then covers it).
+      const drainStart = performance.now();
       await app.services.fanout?.idle(120_000).catch((error: unknown) => console.warn(`${label}: ${String(error)}`));
+      const drainSeconds = (performance.now() - drainStart) / 1000;
+      const cpu = cpuOver();
       const after = await counters();
       const sources = pageSourceShares(sourcesBefore, await probes.pageSources());
       await profiling?.stop(label);
       const requests = requestsOf(generator);
       const perRequest = (n: number) => (n / Math.max(1, requests)).toFixed(1);
       const errors = Object.values(generator.operations).reduce((sum, op) => sum + op.errors, 0);
-      const throughput = requests / generator.seconds;
+      const throughput = requests / (generator.seconds + drainSeconds);
       console.log(
         `${label.padEnd(34)} ${rate(throughput).padStart(8)}  ${OPERATIONS.filter((o) => generator.operations[o])
           .map(
@@ -426,7 +441,8 @@ async function main(): Promise<void> {
           )
           .join(
             ', ',
-          )} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%; ` +
+          )} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (fan-out done ${Math.round(drainSeconds * 1000)} ms after the last request; ` +
+          `generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%; ` +
           `server loop delay p99 ${server.loopDelayP99Ms.toFixed(1)} max ${server.loopDelayMaxMs.toFixed(1)} ms, ` +
           `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms; ` +
           `CPU: server ${cpu.server}%, MariaDB ${cpu.mysql ?? '?'}%, Redis ${cpu.redis ?? '?'}%, ` +
@@ -444,6 +460,7 @@ async function main(): Promise<void> {
         name: label,
         generator,
         requests,
+        drainSeconds,
         server,
         fanoutLagSeconds: probes.lags.slice(lagsBefore),
         costs: {
@@ -510,7 +527,7 @@ async function main(): Promise<void> {
         mix,
       ),
     );
-    const peakRate = mixPeak.requests / mixPeak.generator.seconds;
+    const peakRate = mixPeak.requests / busySeconds(mixPeak);
     const halfRate = Math.max(1, Math.round(peakRate / 2));
     const half = await phase(`mix at half peak (${halfRate}/s, open loop)`, {
       shares: SHARES,
@@ -856,6 +873,7 @@ function pooled(phases: readonly PhaseResult[]): PhaseResult {
       abandoned: sum((phase) => phase.generator.abandoned),
     },
     requests: sum((phase) => phase.requests),
+    drainSeconds: sum((phase) => phase.drainSeconds),
     fanoutLagSeconds: phases.flatMap((phase) => phase.fanoutLagSeconds),
     server: {
       loopDelayP99Ms: max((phase) => phase.server.loopDelayP99Ms),
@@ -888,10 +906,10 @@ function ratiosOf(alone: Partial<Record<Operation, PhaseResult>>, mix: PhaseResu
   const rates: Partial<Record<Operation, number>> = {};
   for (const operation of OPERATIONS) {
     const phase = alone[operation];
-    if (phase) rates[operation] = phase.requests / phase.generator.seconds;
+    if (phase) rates[operation] = phase.requests / busySeconds(phase);
   }
   const predicted = partsCapacity(SHARES, rates);
-  const mixRate = mix.requests / mix.generator.seconds;
+  const mixRate = mix.requests / busySeconds(mix);
   return {
     predicted,
     mixRate,
@@ -914,7 +932,7 @@ function report(input: {
   const ratesAlone: Partial<Record<Operation, number>> = {};
   for (const operation of OPERATIONS) {
     const phase = alone[operation];
-    if (phase) ratesAlone[operation] = phase.requests / phase.generator.seconds;
+    if (phase) ratesAlone[operation] = phase.requests / busySeconds(phase);
   }
   const predicted = partsCapacity(SHARES, ratesAlone);
   const perRequest = (phase: PhaseResult, value: number | null) =>
@@ -925,7 +943,7 @@ function report(input: {
     return op ? `${op.p50.toFixed(1)} / ${op.p99.toFixed(1)}` : '-';
   };
   const opRate = (phase: PhaseResult, operation: Operation) =>
-    (phase.generator.operations[operation]?.count ?? 0) / phase.generator.seconds;
+    (phase.generator.operations[operation]?.count ?? 0) / busySeconds(phase);
 
   console.log('');
   console.log('Per operation (latency p50 / p99 in ms; costs per request measured alone, a publish with its fan-out)');
