@@ -240,6 +240,32 @@ export async function countStatements<T>(
   }
 }
 
+/**
+ * Two API processes on one MySQL and Redis in the hybrid model, where two followers make a big
+ * author: `writer` with its fan-out workers, and `reader` as users run it (NODE_ENV=production)
+ * with none, so that the statements counted there are its pages' alone.
+ */
+export async function startHybridPair(name: string): Promise<{ writer: TestApp; reader: TestApp }> {
+  const writer = await startTestApp(name, { env: { FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2' } });
+  const reader = await startTestApp(name, {
+    shareWith: writer,
+    env: { NODE_ENV: 'production', FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2', FANOUT_WORKERS: '0' },
+  });
+  return { writer, reader };
+}
+
+/** The viewer's first feed page of `first` on `app`, and the SQL statements it took there. */
+export async function pageWithStatements(
+  app: TestApp,
+  viewer: TestUser,
+  first = 20,
+): Promise<{ ids: string[]; sql: number }> {
+  const { result: data, statements } = await countStatements(app, async () =>
+    ok(await app.gql(FEED_PAGE, { first }, viewer.token)),
+  );
+  return { ids: data.followFeed.edges.map((edge: any) => edge.node.id), sql: statements };
+}
+
 export function ok<T = any>(response: GqlResponse<T>): T {
   if (response.errors?.length || response.data === undefined || response.data === null) {
     throw new Error(`expected success, got ${JSON.stringify(response)}`);

@@ -7,17 +7,15 @@
  * other reads, and every page equals the truth. Statements are counted on the reading process.
  */
 import {
-  countStatements,
-  FEED_PAGE,
   feedTruth,
   follow,
-  ok,
   publish,
   signUp,
-  startTestApp,
   TestApp,
   TestUser,
   deleteKeys,
+  startHybridPair,
+  pageWithStatements,
 } from '../../support/harness';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 
@@ -30,13 +28,7 @@ let rising: TestUser;
 let big: TestUser;
 
 beforeAll(async () => {
-  // No fan-out workers on the reading process: its statement count is the pages' alone.
-  writer = await startTestApp('big_followees', { env: { FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2' } });
-  // The reading process as users run it (NODE_ENV=production).
-  reader = await startTestApp('big_followees', {
-    shareWith: writer,
-    env: { NODE_ENV: 'production', FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2', FANOUT_WORKERS: '0' },
-  });
+  ({ writer, reader } = await startHybridPair('big_followees'));
   viewer = await signUp(writer, 'viewer');
   rising = await signUp(writer, 'rising');
   big = await signUp(writer, 'big');
@@ -58,13 +50,7 @@ async function settle(): Promise<void> {
   await writer.services.feed.idle();
 }
 
-/** The viewer's first page on the reading process, and the SQL statements it took there. */
-async function page(): Promise<{ ids: string[]; sql: number }> {
-  const { result: data, statements } = await countStatements(reader, async () =>
-    ok(await reader.gql(FEED_PAGE, { first: 20 }, viewer.token)),
-  );
-  return { ids: data.followFeed.edges.map((edge: any) => edge.node.id), sql: statements };
-}
+const page = () => pageWithStatements(reader, viewer);
 
 const truth = () => feedTruth(writer, dbId(viewer));
 

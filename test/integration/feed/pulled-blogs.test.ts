@@ -15,9 +15,10 @@ import {
   ok,
   publish,
   signUp,
-  startTestApp,
   TestApp,
   TestUser,
+  startHybridPair,
+  pageWithStatements,
 } from '../../support/harness';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { PULLED_BLOGS_KEPT } from '../../../src/feed/pulled-blogs';
@@ -31,12 +32,7 @@ let big: TestUser;
 let other: TestUser;
 
 beforeAll(async () => {
-  writer = await startTestApp('pulled_blogs', { env: { FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2' } });
-  // No fan-out workers on the reading process: its statement count is the pages' alone.
-  reader = await startTestApp('pulled_blogs', {
-    shareWith: writer,
-    env: { NODE_ENV: 'production', FEED_MODEL: 'hybrid', BIG_V_FOLLOWERS: '2', FANOUT_WORKERS: '0' },
-  });
+  ({ writer, reader } = await startHybridPair('pulled_blogs'));
   viewer = await signUp(writer, 'viewer');
   big = await signUp(writer, 'big');
   other = await signUp(writer, 'other');
@@ -64,13 +60,7 @@ async function settle(): Promise<void> {
   await reader.services.feed.idle();
 }
 
-/** The viewer's first page on the reading process, and the SQL statements it took there. */
-async function page(): Promise<{ ids: string[]; sql: number }> {
-  const { result: data, statements } = await countStatements(reader, async () =>
-    ok(await reader.gql(FEED_PAGE, { first: 20 }, viewer.token)),
-  );
-  return { ids: data.followFeed.edges.map((edge: any) => edge.node.id), sql: statements };
-}
+const page = () => pageWithStatements(reader, viewer);
 
 /** Pages until one runs no statement (the lists and the hydration cache filled), at most `tries`. */
 async function steadyPage(tries = 5): Promise<{ ids: string[]; sql: number }> {
