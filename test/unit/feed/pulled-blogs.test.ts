@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { compareCanonical, FeedPosition, ScoredId } from '../../../src/kernel/pagination/cursor';
-import { PulledBlogLists, pulledAfter } from '../../../src/feed/pulled-blogs';
+import { PULLED_LIST_TRUST_MS, PulledBlogLists, pulledAfter } from '../../../src/feed/pulled-blogs';
 
 const list = (ids: number[]) => ({ newest: ids.map((id) => ({ id, score: id })), complete: true });
 
@@ -34,6 +34,17 @@ it('forgets the least recently used author first', () => {
   expect(lists.get(2, 't')).toBeNull();
   expect(lists.get(1, 't')).not.toBeNull();
   expect(lists.get(3, 't')).not.toBeNull();
+});
+
+it('trusts no list past PULLED_LIST_TRUST_MS, whatever its token (a rolling deploy from a version that kept tokens as they were)', () => {
+  let now = 0;
+  const lists = new PulledBlogLists(10, PULLED_LIST_TRUST_MS, () => now);
+  lists.set(1, 't', list([1]));
+  now = PULLED_LIST_TRUST_MS - 1;
+  expect(lists.get(1, 't')).not.toBeNull();
+  now = PULLED_LIST_TRUST_MS;
+  expect(lists.get(1, 't')).toBeNull();
+  expect(lists.size).toBe(0);
 });
 
 /** What MySQL answers (FeedStore.pulledBlogs for one author): the first `limit` after the position, its offset ignored. */
