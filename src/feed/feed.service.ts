@@ -53,7 +53,7 @@ import {
   sliceNewerPage,
 } from '../kernel/pagination/page';
 import { BigFolloweeLists } from './big-followees';
-import { PULLED_BLOGS_KEPT, PulledBlogLists, PulledList, pulledAfter } from './pulled-blogs';
+import { PULLED_BLOGS_KEPT, PULLED_FILLS_PER_PAGE, PulledBlogLists, PulledList, pulledAfter } from './pulled-blogs';
 import { MAX_REMOVED_PER_EVENT } from '../live/live.bus';
 import type { InboxKeeping } from './feed.keeping';
 import { KeptInboxes } from './feed.keeping.kept';
@@ -542,9 +542,13 @@ export class FeedService {
   ): Promise<ScoredId[]> {
     if (limit === 0) return [];
     const tokens = await inbox.pulledBlogTokens(authorIds, epoch);
+    // A reader of thousands of big authors fills a few lists per page; the others' blogs come in
+    // the one statement below until their lists are kept.
+    let fills = 0;
+    const mayFill = () => (fills += 1) <= PULLED_FILLS_PER_PAGE;
     const answers = await Promise.all(
       authorIds.map(async (authorId, i) => {
-        const list = await this.pulledListOf(inbox, epoch, authorId, tokens[i]);
+        const list = await this.pulledListOf(inbox, epoch, authorId, tokens[i], mayFill);
         return list && pulledAfter(list, from, limit);
       }),
     );
@@ -554,12 +558,16 @@ export class FeedService {
     return answers.flatMap((answer) => answer ?? []).concat(fromMysql);
   }
 
-  /** The author's kept list under `token`, read from MySQL when there is none; null without a settled token. */
+  /**
+   * The author's kept list under `token`, read from MySQL when there is none and `mayFill()`
+   * says so; null without a settled token or a fill.
+   */
   private async pulledListOf(
     inbox: Inbox,
     epoch: number,
     authorId: number,
     token: string | null,
+    mayFill: () => boolean,
   ): Promise<PulledList | null> {
     if (token === null) {
       // None of this generation (new, or lost), or a change committing: set one if none, so that
@@ -574,6 +582,7 @@ export class FeedService {
     const key = `${authorId}:${token}`;
     let fill = this.pulledFills.get(key);
     if (!fill) {
+      if (!mayFill()) return null;
       fill = this.store
         .pulledBlogs([authorId], START, PULLED_BLOGS_KEPT, true)
         .then((newest) => {

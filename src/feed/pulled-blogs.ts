@@ -48,6 +48,14 @@ export const PULLED_BLOGS_KEPT = 64;
 export const PULLED_LIST_TRUST_MS = 10_000;
 
 /**
+ * Lists one page reads from MySQL at most (one statement each, sent together). A reader who
+ * follows thousands of big authors would otherwise start thousands of statements on a page of a
+ * cold process, or every PULLED_LIST_TRUST_MS; the authors past this many are read in the page's
+ * one statement, as without kept lists, and their lists are filled by the next pages.
+ */
+export const PULLED_FILLS_PER_PAGE = 16;
+
+/**
  * Authors whose list one process keeps. Big authors are few by definition (BIG_V_FOLLOWERS
  * followers or more): 10,000 lists of 64 ids are about 30 MB at most.
  */

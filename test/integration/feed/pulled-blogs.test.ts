@@ -21,7 +21,7 @@ import {
   pageWithStatements,
 } from '../../support/harness';
 import { fromGlobalId } from '../../../src/kernel/global-id';
-import { PULLED_BLOGS_KEPT } from '../../../src/feed/pulled-blogs';
+import { PULLED_BLOGS_KEPT, PULLED_FILLS_PER_PAGE } from '../../../src/feed/pulled-blogs';
 
 const dbId = (user: TestUser) => fromGlobalId(user.id).id;
 
@@ -158,6 +158,32 @@ it('scrolls below what a list keeps from MySQL, every blog once and in order', a
   // The first page from the kept lists; the last lies below big's kept list and reads MySQL.
   expect(statements[0]).toBe(0);
   expect(statements[statements.length - 1]).toBeGreaterThan(0);
+});
+
+it('fills at most PULLED_FILLS_PER_PAGE lists a page for a reader of many big authors, every page exact', async () => {
+  const heavy = await signUp(writer, 'many');
+  const fan = await signUp(writer, 'manyfan');
+  const count = PULLED_FILLS_PER_PAGE * 2;
+  for (let i = 0; i < count; i += 1) {
+    const author = await signUp(writer, `many${i}`);
+    await follow(writer, heavy, author);
+    await follow(writer, fan, author);
+    await publish(writer, author, `many ${i}`); // 2 followers: not fanned out
+  }
+  await settle();
+  const expected = await feedTruth(writer, dbId(heavy));
+  // The blogs and authors into the hydration cache through the other process, whose lists are its own.
+  expect((await pageWithStatements(writer, heavy, 50)).ids).toEqual(expected);
+  const pages: Array<{ ids: string[]; sql: number }> = [];
+  for (let i = 0; i < 4; i += 1) {
+    pages.push(await pageWithStatements(reader, heavy, 50));
+    await reader.services.feed.idle();
+  }
+  for (const p of pages) expect(p.ids).toEqual(expected);
+  // The first page: the viewer's session (their first request to this process), the list of big
+  // followees, PULLED_FILLS_PER_PAGE fills and one statement for the other authors; the second
+  // fills the rest; then none.
+  expect(pages.map((p) => p.sql)).toEqual([PULLED_FILLS_PER_PAGE + 3, PULLED_FILLS_PER_PAGE, 0, 0]);
 });
 
 it('trusts no list after Redis lost the tokens', async () => {
