@@ -2,7 +2,9 @@
  * The MySQL pools (src/db/mysql.ts): single statements and transactions take their connections
  * from two pools, so a burst of transactions that hold their connections (a publish's waits on
  * Redis, a commit's flush) never makes a page's read wait for a connection, and a transaction
- * never waits for a statement's. Each pool keeps its own limit.
+ * never waits for a statement's. Each pool keeps its own limit. Transactions start with their
+ * first statement (the transaction pool's connections run with autocommit off), so they must
+ * still be all or nothing and leave nothing open behind them.
  */
 import { SqlStatementLog } from '../../../src/db/database';
 import { openMysql } from '../../../src/db/migrate';
@@ -76,6 +78,73 @@ describe('the MySQL pools of statements and of transactions', () => {
     // One transaction connection, reused; the statements' connection is another one.
     expect(a).toBe(b);
     expect(Number(statements)).not.toBe(a);
+  });
+
+  test('a transaction sends no START TRANSACTION, and is still all or nothing', async () => {
+    const printed: string[] = [];
+    const counting = new MysqlPool(
+      `${MYSQL_URL}/${DATABASE}`,
+      { poolSize: 1, statementTimeoutMs: 0 },
+      new SqlStatementLog({ ...QUIET, info: (line: string) => printed.push(line) }, true),
+    );
+    try {
+      await counting.write('CREATE TABLE IF NOT EXISTS t_atomic (id INT PRIMARY KEY) ENGINE=InnoDB');
+      await counting.write('DELETE FROM t_atomic');
+      // The first transaction of a connection switches it (one statement, once).
+      await counting.transaction((sql) => sql.write('INSERT INTO t_atomic (id) VALUES (1)'));
+      printed.length = 0;
+      await counting.transaction(async (sql) => {
+        await sql.write('INSERT INTO t_atomic (id) VALUES (2)');
+        await sql.write('INSERT INTO t_atomic (id) VALUES (3)');
+      });
+      expect(printed).toEqual([
+        '[sql] INSERT INTO t_atomic (id) VALUES (2)',
+        '[sql] INSERT INTO t_atomic (id) VALUES (3)',
+        '[sql] COMMIT',
+      ]);
+      // A failure after a write takes the write back.
+      await expect(
+        counting.transaction(async (sql) => {
+          await sql.write('INSERT INTO t_atomic (id) VALUES (4)');
+          await sql.write('INSERT INTO t_atomic (id) VALUES (1)');
+        }),
+      ).rejects.toThrow(/Duplicate entry '1'/);
+      const rows = await counting.select<{ id: number }>('SELECT id FROM t_atomic ORDER BY id');
+      expect(rows.map((row) => row.id)).toEqual([1, 2, 3]);
+    } finally {
+      await counting.close();
+    }
+  });
+
+  test('a transaction leaves no lock and no snapshot behind on its connection', async () => {
+    await db.write('CREATE TABLE IF NOT EXISTS t_locks (id INT PRIMARY KEY, v INT) ENGINE=InnoDB');
+    await db.write('DELETE FROM t_locks');
+    await db.write('INSERT INTO t_locks (id, v) VALUES (1, 0)');
+    // Locks the row, then commits: the row must be free for a statement at once after.
+    await db.transaction((sql) => sql.select('SELECT v FROM t_locks WHERE id = 1 FOR UPDATE'));
+    await db.write('SET SESSION innodb_lock_wait_timeout = 1');
+    try {
+      await expect(db.write('UPDATE t_locks SET v = 1 WHERE id = 1')).resolves.toMatchObject({ affectedRows: 1 });
+    } finally {
+      await db.write('SET SESSION innodb_lock_wait_timeout = DEFAULT');
+    }
+    // The next transaction on the same connection reads what was committed after the last one
+    // (a snapshot left open by the previous transaction would still show v = 0).
+    await db.write('UPDATE t_locks SET v = 2 WHERE id = 1');
+    const [row] = await db.transaction((sql) => sql.select<{ v: number }>('SELECT v FROM t_locks WHERE id = 1'));
+    expect(row.v).toBe(2);
+    // Within one transaction, a commit made meanwhile by another connection is seen under READ
+    // COMMITTED and not under the default REPEATABLE READ: the snapshot is the transaction's own.
+    const rereadAround = (isolation?: 'READ COMMITTED') =>
+      db.transaction(async (sql) => {
+        const [before] = await sql.select<{ v: number }>('SELECT v FROM t_locks WHERE id = 1');
+        await db.write('UPDATE t_locks SET v = v + 1 WHERE id = 1');
+        const [after] = await sql.select<{ v: number }>('SELECT v FROM t_locks WHERE id = 1');
+        return after.v - before.v;
+      }, isolation);
+    expect(await rereadAround()).toBe(0);
+    expect(await rereadAround('READ COMMITTED')).toBe(1);
+    expect(await rereadAround()).toBe(0);
   });
 
   test('close() ends both pools', async () => {
