@@ -178,12 +178,9 @@ export class MysqlPool implements MysqlDatabase {
         await this.run(connection, 'SET SESSION autocommit = 0', []);
         this.manualCommit.add(connection);
       }
-      // The isolation level is one of two constants (the Isolation type), never input. A
-      // transaction that sets one starts explicitly, as it always did (the follow's two).
-      if (isolation) {
-        await this.run(connection, `SET TRANSACTION ISOLATION LEVEL ${isolation}`, []);
-        await this.run(connection, 'START TRANSACTION', []);
-      }
+      // The isolation level is one of two constants (the Isolation type), never input; it holds
+      // for the next transaction only, the one the first statement below starts.
+      if (isolation) await this.run(connection, `SET TRANSACTION ISOLATION LEVEL ${isolation}`, []);
       const result = await work(sql);
       await this.run(connection, 'COMMIT', []);
       return result;

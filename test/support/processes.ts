@@ -9,15 +9,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 
+/**
+ * Ports freePort hands out: below the kernel's ephemeral range (32768-60999 on Linux), so that no
+ * outgoing connection of a parallel test can be given the port between freePort's check and the
+ * server's listen (a port the kernel picked for us, listen(0), is an ephemeral one: a worker's
+ * EADDRINUSE in CI). A Redis Cluster node also uses its port + 10000 for its bus, still below 32768.
+ */
+const FREE_PORTS = { from: 20_000, to: 22_700 };
+
+/** A port nobody listens on now, outside the ephemeral range (see FREE_PORTS). */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let attempt = 0; attempt < 100; attempt += 1) {
+    const port = FREE_PORTS.from + Math.floor(Math.random() * (FREE_PORTS.to - FREE_PORTS.from));
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port found in ${FREE_PORTS.from}-${FREE_PORTS.to} after 100 attempts`);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
+    server.on('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 

@@ -134,7 +134,8 @@ describe('the MySQL pools of statements and of transactions', () => {
     const [row] = await db.transaction((sql) => sql.select<{ v: number }>('SELECT v FROM t_locks WHERE id = 1'));
     expect(row.v).toBe(2);
     // Within one transaction, a commit made meanwhile by another connection is seen under READ
-    // COMMITTED and not under the default REPEATABLE READ: the snapshot is the transaction's own.
+    // COMMITTED and not under the default REPEATABLE READ: the snapshot is the transaction's own,
+    // and a level set for one transaction (without START TRANSACTION) holds for that one only.
     const rereadAround = (isolation?: 'READ COMMITTED') =>
       db.transaction(async (sql) => {
         const [before] = await sql.select<{ v: number }>('SELECT v FROM t_locks WHERE id = 1');
