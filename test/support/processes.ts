@@ -12,8 +12,9 @@ import { Redis } from 'ioredis';
 /**
  * Ports freePort hands out: below the kernel's ephemeral range (32768-60999 on Linux), so that no
  * outgoing connection of a parallel test can be given the port between freePort's check and the
- * server's listen (a port the kernel picked for us, listen(0), is an ephemeral one: a worker's
- * EADDRINUSE in CI). A Redis Cluster node also uses its port + 10000 for its bus, still below 32768.
+ * server's listen (a port the kernel picked for us, listen(0), is an ephemeral one: a local run's
+ * EADDRINUSE in worker-process.test.ts). A Redis Cluster node also uses its port + 10000 for its
+ * bus, still below 32768.
  */
 const FREE_PORTS = { from: 20_000, to: 22_700 };
 
