@@ -126,8 +126,8 @@ export class HydrationCache implements CacheWrites {
   private trusted = false;
   private settling: Promise<void> | null = null;
   private timer: NodeJS.Timeout | undefined;
-  /** How many settles have run (tests tell their statements from a page's). */
-  settles = 0;
+  /** The SQL statements settles have run (tests tell them from a page's). */
+  settleStatements = 0;
   /** Whether a settle runs now (tests wait for it before they count statements). */
   get settlingNow(): boolean {
     return this.settling !== null;
@@ -178,12 +178,13 @@ export class HydrationCache implements CacheWrites {
   }
 
   private async settleDebts(): Promise<void> {
-    this.settles += 1;
     for (;;) {
       const debts = await this.store.debts();
+      this.settleStatements += 1;
       if (debts.length > 0) {
         await Promise.all(debts.map((debt) => this.redis.del(...this.keysOf(debt.kind, debt.refId))));
         await this.store.settled(debts.map((debt) => debt.id));
+        this.settleStatements += 1;
       }
       if (debts.length < DEBTS_PER_READ) break;
     }

@@ -240,28 +240,24 @@ async function startTestAppOnce(name: string, options: TestAppOptions): Promise<
   };
 }
 
-/** The data of a response that must have succeeded; fails the test with the errors otherwise. */
 /**
  * The SQL statements `work` runs on `app`, and its result. The hydration cache settles its debts
- * every SETTLE_EVERY_MS with a statement of its own: a count starts when no settle runs, and
- * `work` runs again when one started meanwhile.
+ * every SETTLE_EVERY_MS with statements of its own, which are not `work`'s: a count starts when
+ * no settle runs (one that has not finished may leave the cache untrusted for `work`), and the
+ * statements of a settle that ran meanwhile are taken off. `work` runs once: running it again
+ * would count a second page, which finds the lists and caches the first one filled.
  */
 export async function countStatements<T>(
   app: TestApp,
   work: () => Promise<T>,
 ): Promise<{ result: T; statements: number }> {
   const cache = app.services.hydration;
-  for (;;) {
-    if (cache?.settlingNow) {
-      await cache.settle();
-      continue;
-    }
-    const settles = cache?.settles ?? 0;
-    const before = app.sqlLog.statements;
-    const result = await work();
-    const statements = app.sqlLog.statements - before;
-    if ((cache?.settles ?? 0) === settles) return { result, statements };
-  }
+  while (cache?.settlingNow) await cache.settle();
+  const settleBefore = cache?.settleStatements ?? 0;
+  const before = app.sqlLog.statements;
+  const result = await work();
+  const settled = (cache?.settleStatements ?? 0) - settleBefore;
+  return { result, statements: app.sqlLog.statements - before - settled };
 }
 
 /**
@@ -290,6 +286,7 @@ export async function pageWithStatements(
   return { ids: data.followFeed.edges.map((edge: any) => edge.node.id), sql: statements };
 }
 
+/** The data of a response that must have succeeded; fails the test with the errors otherwise. */
 export function ok<T = any>(response: GqlResponse<T>): T {
   if (response.errors?.length || response.data === undefined || response.data === null) {
     throw new Error(`expected success, got ${JSON.stringify(response)}`);
