@@ -42,8 +42,20 @@ export interface PoolLimits {
   clientTimeoutMs?: number;
 }
 
-/** Attempts of a transaction that InnoDB rolled back as a deadlock victim. */
-const TRANSACTION_ATTEMPTS = 3;
+/**
+ * Attempts of a transaction that InnoDB rolled back as a deadlock victim (or after a lock wait
+ * timeout). Concurrent follows, mutes and blocks of the same users take their rows in different
+ * orders (a follow its follow row first, a mute its user row), and a burst of them made one
+ * transaction the victim three times in a row under CI's load.
+ */
+const TRANSACTION_ATTEMPTS = 5;
+
+/**
+ * Before attempt n + 1, a random wait of up to RETRY_JITTER_MS * 2^(n - 1) ms (5, 10, 20, 40):
+ * transactions that deadlocked together and run again at once tend to meet again in the same
+ * order; a random wait lets one of them finish first.
+ */
+const RETRY_JITTER_MS = 5;
 
 type Runner = Pick<Pool, 'query'> | Pick<PoolConnection, 'query'>;
 
@@ -146,6 +158,7 @@ export class MysqlPool implements MysqlDatabase {
       } catch (error) {
         if (attempt >= TRANSACTION_ATTEMPTS || !isTransient(error)) throw error;
       }
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * RETRY_JITTER_MS * 2 ** (attempt - 1)));
     }
   }
 

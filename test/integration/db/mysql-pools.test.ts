@@ -148,6 +148,37 @@ describe('the MySQL pools of statements and of transactions', () => {
     expect(await rereadAround()).toBe(0);
   });
 
+  test('a deadlock victim runs again, and both transactions commit', async () => {
+    const two = new MysqlPool(`${MYSQL_URL}/${DATABASE}`, { poolSize: 2, statementTimeoutMs: 0 }, new SqlStatementLog(QUIET));
+    try {
+      await two.write('CREATE TABLE t_crossing (id INT PRIMARY KEY, v INT NOT NULL)');
+      await two.write('INSERT INTO t_crossing VALUES (1, 0), (2, 0)');
+      // Each locks its first row, waits until the other has too, then asks for the other's: InnoDB
+      // rolls one back. Only first attempts wait, so the victim's next attempt goes through.
+      const attempts = [0, 0];
+      let locked = 0;
+      let meet!: () => void;
+      const met = new Promise<void>((resolve) => (meet = resolve));
+      const crossing = (index: 0 | 1) =>
+        two.transaction(async (sql) => {
+          attempts[index] += 1;
+          const [first, second] = index === 0 ? [1, 2] : [2, 1];
+          await sql.write('UPDATE t_crossing SET v = v + 1 WHERE id = ?', [first]);
+          if (attempts[index] === 1) {
+            locked += 1;
+            if (locked === 2) meet();
+            await met;
+          }
+          await sql.write('UPDATE t_crossing SET v = v + 1 WHERE id = ?', [second]);
+        });
+      await Promise.all([crossing(0), crossing(1)]);
+      expect([...attempts].sort()).toEqual([1, 2]);
+      expect(await two.select<{ v: number }>('SELECT v FROM t_crossing ORDER BY id')).toEqual([{ v: 2 }, { v: 2 }]);
+    } finally {
+      await two.close();
+    }
+  });
+
   test('close() ends both pools', async () => {
     const closing = new MysqlPool(
       `${MYSQL_URL}/${DATABASE}`,
