@@ -174,7 +174,7 @@ async function main(): Promise<void> {
     WORKER_PROCESSES > 0
       ? null
       : startFanoutWorkers(
-          { config, redis, fanoutQueue, metrics: app.services.metrics, warn },
+          { config, redis, fanoutQueue, metrics: app.services.metrics, warn, fanout: app.services.fanout },
           Math.max(1, flag('workers', 1)),
           { kind: 'shared', db },
         );

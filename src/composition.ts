@@ -320,7 +320,7 @@ export type WorkerDatabase =
 
 /** `count` fan-out workers, with the outbox relay and the purge (migrations have run: the process's pool opened first). */
 export function startFanoutWorkers(
-  core: Pick<Core, 'config' | 'redis' | 'fanoutQueue' | 'metrics' | 'warn'>,
+  core: Pick<Core, 'config' | 'redis' | 'fanoutQueue' | 'metrics' | 'warn'> & Partial<Pick<Core, 'fanout'>>,
   count: number,
   database: WorkerDatabase,
   now: () => Date = () => new Date(),
@@ -337,9 +337,12 @@ export function startFanoutWorkers(
   const workers = new FanoutWorkers({ config, store, feed, queue, now, warn, metrics });
   feed.start();
   workers.start(count);
+  // The publishes of this process are dispatched here first (FanoutWorkers.dispatchHere).
+  if (count > 0) core.fanout?.runDispatchesHere((job) => workers.dispatchHere(job));
   return {
     running: () => workers.running(),
     async stop() {
+      core.fanout?.runDispatchesHere(null);
       await workers.stop();
       feed.stop();
       await Promise.allSettled([liveBuses.readers.close(), liveBuses.authors.close()]);

@@ -92,14 +92,28 @@ export class FanoutDispatcher {
       : await this.store.taskToDispatch(taskId);
     if (!read || read.task.status === 'done') return;
     const { task, blogDeleted } = read;
-    // A span in the trace of the request that recorded the event: its chunks' spans follow it.
-    const attributes = {
-      'fanout.task_id': task.id,
-      'fanout.kind': task.kind,
-      'fanout.blog_id': task.blogId,
-      'fanout.author_id': task.authorId,
-    };
-    await inSpan('fanout dispatch', task.traceContext, attributes, () => this.dispatchTask(task, blogDeleted));
+    await inDispatchSpan(task, () => this.dispatchTask(task, blogDeleted));
+  }
+
+  /**
+   * A task just committed, dispatched in the process that committed it (FanoutWorkers.dispatchHere)
+   * when its followers fit in one chunk, as its dispatch job would: the chunk delivered inline and
+   * the task finished (true). False, after one read and nothing written, when they do not (its
+   * dispatch job walks them) or when this dispatcher runs no chunk inline. The read asks for one
+   * follower more than a chunk holds: enough to tell, bounded whatever the author's following.
+   */
+  async dispatchIfOneChunk(taskId: number, fresh: FreshTask): Promise<boolean> {
+    const { runChunk } = this;
+    if (!runChunk) return false;
+    const task = taskOfFresh(taskId, fresh);
+    return inDispatchSpan(task, async () => {
+      const followerIds = await this.store.followerIdsAfter(task.authorId, 0, this.chunkSize + 1);
+      if (followerIds.length > this.chunkSize) return false;
+      const [chunk] = chunkRanges(followerIds, 0, 0, this.chunkSize);
+      if (chunk) await runChunk(jobOf(task, chunk, followerIds).data, task);
+      else await this.finishDispatched(task.id, true);
+      return true;
+    });
   }
 
   private async dispatchTask(task: FanoutTask, blogDeleted: boolean): Promise<void> {
@@ -110,9 +124,14 @@ export class FanoutDispatcher {
       if (walk.inline && this.runChunk) return this.runChunk(walk.inline, task);
       // Marked with the last chunks, before their jobs were queued: the last of them to finish completes the task.
       if (walk.dispatched) return;
-      await this.store.markDispatched(task.id);
     }
-    const completed = await this.store.completeIfDone(task.id);
+    await this.finishDispatched(task.id, !task.dispatched);
+  }
+
+  /** Every chunk of the task is recorded (`mark`: say so now); completes it if they are all done. */
+  private async finishDispatched(taskId: number, mark: boolean): Promise<void> {
+    if (mark) await this.store.markDispatched(taskId);
+    const completed = await this.store.completeIfDone(taskId);
     if (completed !== null) this.onComplete?.(completed.task, completed.lagSeconds);
   }
 
@@ -161,6 +180,17 @@ export class FanoutDispatcher {
       await this.queue.add([jobOf(task, chunk, followerIds)], { redrive: true });
     }
   }
+}
+
+/** A span in the trace of the request that recorded the event: its chunks' spans follow it. */
+function inDispatchSpan<T>(task: FanoutTask, work: () => Promise<T>): Promise<T> {
+  const attributes = {
+    'fanout.task_id': task.id,
+    'fanout.kind': task.kind,
+    'fanout.blog_id': task.blogId,
+    'fanout.author_id': task.authorId,
+  };
+  return inSpan('fanout dispatch', task.traceContext, attributes, work);
 }
 
 /** A task just recorded, as its dispatch job carries it: nothing of it dispatched yet. */

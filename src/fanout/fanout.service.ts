@@ -47,6 +47,12 @@ export interface FanoutServiceDeps {
  */
 export const MARK_QUEUED_AFTER_MS = 100;
 
+/**
+ * Dispatches a task of this process's own publishes here (FanoutWorkers.dispatchHere): null
+ * when it was delivered and finished, else the job to queue.
+ */
+export type DispatchHere = (job: DispatchJob) => Promise<DispatchJob | null>;
+
 /** How often idle() looks at the outbox. */
 const IDLE_POLL_MS = 25;
 
@@ -57,6 +63,8 @@ export class FanoutService {
   /** Tasks whose jobs were added, to be marked queued (MARK_QUEUED_AFTER_MS), and the timer that will. */
   private unmarked: number[] = [];
   private marking: NodeJS.Timeout | null = null;
+  /** The in-process workers' dispatch, while they run (runDispatchesHere). */
+  private here: DispatchHere | null = null;
 
   private readonly store: FanoutStore;
   private readonly queue: FanoutQueue | null;
@@ -79,6 +87,15 @@ export class FanoutService {
     return this.store.insertTask(sql, 'deliver', { blogId: blog.dbId, authorId: blog.authorId, score: blog.score });
   }
 
+  /**
+   * Where this process runs fan-out workers, its committed events are first offered to them
+   * (FanoutWorkers.dispatchHere), and only those they leave are queued; null: every event is
+   * queued (the workers stopped, or none run here).
+   */
+  runDispatchesHere(here: DispatchHere | null): void {
+    this.here = here;
+  }
+
   /** Records "take this blog out of every inbox"; call inside the deleting transaction. */
   recordRetract(sql: Sql, blog: FanoutBlog): Promise<number> {
     return this.store.insertTask(sql, 'retract', { blogId: blog.dbId, authorId: blog.authorId, score: blog.score });
@@ -88,7 +105,10 @@ export class FanoutService {
    * Queues a committed event's dispatch job, in the background. The job carries the task (see
    * FreshTask), so that its first run reads no row. The events committed in one turn of the event
    * loop (concurrent publishes under load) go together: one round trip adds their jobs, and one
-   * statement marks the tasks of every job added within MARK_QUEUED_AFTER_MS queued.
+   * statement marks the tasks of every job added within MARK_QUEUED_AFTER_MS queued. Where this
+   * process runs workers, they dispatch the events they can here first (runDispatchesHere): those
+   * are never marked queued, so that if this process dies before they finish, the relay queues
+   * them as it queues an event whose enqueue failed.
    */
   enqueue(taskId: number, kind: TaskKind, blog: FanoutBlog): void {
     const { queue } = this;
@@ -114,18 +134,31 @@ export class FanoutService {
     }
     const jobs = [job];
     this.committed = jobs;
-    const taskIds = () => jobs.map((queued) => queued.taskId);
+    let left = jobs;
     const work = new Promise<void>((resolve) => setImmediate(resolve))
       .then(async () => {
         this.committed = null;
-        await queue.add(jobs.map((queued) => dispatchJob(queued.taskId, queued.fresh)));
-        this.markQueuedSoon(taskIds());
+        left = await this.dispatchHereFirst(jobs);
+        if (left.length === 0) return;
+        await queue.add(left.map((queued) => dispatchJob(queued.taskId, queued.fresh)));
+        this.markQueuedSoon(left.map((queued) => queued.taskId));
       })
       .catch((error: unknown) =>
-        this.warn(`fan-out tasks ${taskIds().join(', ')} stay in the outbox for the relay`, error),
+        this.warn(
+          `fan-out tasks ${left.map((queued) => queued.taskId).join(', ')} stay in the outbox for the relay`,
+          error,
+        ),
       );
     this.enqueuing.add(work);
     void work.finally(() => this.enqueuing.delete(work));
+  }
+
+  /** The jobs that the workers of this process did not dispatch here (all of them where none run). */
+  private async dispatchHereFirst(jobs: DispatchJob[]): Promise<DispatchJob[]> {
+    const { here } = this;
+    if (!here) return jobs;
+    const left = await Promise.all(jobs.map((job) => here(job)));
+    return left.filter((job): job is DispatchJob => job !== null);
   }
 
   private markQueuedSoon(taskIds: number[]): void {

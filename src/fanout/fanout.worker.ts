@@ -56,7 +56,10 @@ export class FanoutWorkers {
   private readonly dispatcher: FanoutDispatcher;
   private readonly executor: FanoutExecutor;
   /** The jobs this process runs now: stop() waits for them itself, not through BullMQ's close. */
-  private readonly jobsInFlight = new Set<Promise<void>>();
+  private readonly jobsInFlight = new Set<Promise<unknown>>();
+  /** Dispatches running here for this process's own publishes (dispatchHere). */
+  private dispatchingHere = 0;
+  private stopping = false;
 
   constructor(private readonly deps: FanoutWorkerDeps) {
     const { store, feed } = deps;
@@ -128,11 +131,45 @@ export class FanoutWorkers {
   }
 
   private process(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
-    const run = this.runJob(job);
+    return this.tracked(this.runJob(job));
+  }
+
+  /** `run`, which stop() waits for. */
+  private tracked<T>(run: Promise<T>): Promise<T> {
     this.jobsInFlight.add(run);
     const forget = () => this.jobsInFlight.delete(run);
     run.then(forget, forget);
     return run;
+  }
+
+  /**
+   * A task this process has just committed (FanoutService.enqueue), dispatched here at once when
+   * its followers fit in one chunk, as most authors' do: no dispatch job is added, taken and
+   * finished in Redis (about 40 commands in three scripts, and the worker's bookkeeping), which
+   * cost more than writing a few dozen inboxes, and the blog reaches them without waiting behind
+   * other jobs. What makes this safe is what makes a job safe: the task is in the outbox, its
+   * writes are idempotent and only one finish counts, so a process that dies meanwhile leaves the
+   * task pending and the relay queues it (after RELAY_GRACE_MS), as it does when an enqueue fails.
+   *
+   * Resolves null when the task was delivered and finished here; else the job to queue: the same
+   * one (more followers than a chunk; FANOUT_CONCURRENCY dispatches already running here; the
+   * workers stopping; or FANOUT_JOBS_PER_SECOND set, which only jobs obey), or one without its
+   * `fresh` part after a failure here, whose run reads the task again (and BullMQ retries it).
+   */
+  async dispatchHere(job: DispatchJob): Promise<DispatchJob | null> {
+    const { config, warn, metrics } = this.deps;
+    if (!job.fresh || this.stopping || config.fanoutJobsPerSecond > 0) return job;
+    if (this.dispatchingHere >= config.fanoutConcurrency) return job;
+    this.dispatchingHere += 1;
+    try {
+      return (await this.tracked(this.dispatcher.dispatchIfOneChunk(job.taskId, job.fresh))) ? null : job;
+    } catch (error) {
+      metrics?.jobFailed('dispatch', jobErrorCode(error));
+      warn(`fan-out task ${job.taskId} failed in the process that published it; it is queued for the workers`, error);
+      return { taskId: job.taskId };
+    } finally {
+      this.dispatchingHere -= 1;
+    }
   }
 
   private async runJob(job: Job<FanoutJobData, void, FanoutJobName>): Promise<void> {
@@ -164,6 +201,7 @@ export class FanoutWorkers {
 
   /** Lets running jobs finish (a SIGTERM'd worker hands nothing half-done back), then stops. */
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.relay.stop();
     await this.purger.stop();
     // Closing stops BullMQ fetching jobs at once; the running ones then finish on their own.

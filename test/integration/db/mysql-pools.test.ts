@@ -149,7 +149,11 @@ describe('the MySQL pools of statements and of transactions', () => {
   });
 
   test('a deadlock victim runs again, and both transactions commit', async () => {
-    const two = new MysqlPool(`${MYSQL_URL}/${DATABASE}`, { poolSize: 2, statementTimeoutMs: 0 }, new SqlStatementLog(QUIET));
+    const two = new MysqlPool(
+      `${MYSQL_URL}/${DATABASE}`,
+      { poolSize: 2, statementTimeoutMs: 0 },
+      new SqlStatementLog(QUIET),
+    );
     try {
       await two.write('CREATE TABLE t_crossing (id INT PRIMARY KEY, v INT NOT NULL)');
       await two.write('INSERT INTO t_crossing VALUES (1, 0), (2, 0)');

@@ -1,0 +1,111 @@
+/**
+ * A publish's fan-out dispatched in the process that committed it (FanoutWorkers.dispatchHere,
+ * where that process runs workers): a task whose followers fit in one chunk is delivered and
+ * finished there, with no dispatch job added to the queue; a bigger one is queued as before; one
+ * whose dispatch fails there is handed to the queue; and one that the process took but never
+ * finished (it died) is queued by the relay.
+ */
+import { createFeedService } from '../../../src/composition';
+import { MysqlPool } from '../../../src/db/mysql';
+import { SqlStatementLog } from '../../../src/db/database';
+import { FanoutStore } from '../../../src/fanout/fanout.store';
+import { FanoutWorkers } from '../../../src/fanout/fanout.worker';
+import { fromGlobalId } from '../../../src/kernel/global-id';
+import {
+  addFollowers,
+  inboxScores,
+  MYSQL_URL,
+  publish,
+  signUp,
+  startTestApp,
+  TestApp,
+  testDatabase,
+} from '../../support/harness';
+
+const CHUNK = 20;
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await startTestApp('fanout_here', { env: { FEED_MODEL: 'push', FANOUT_CHUNK_SIZE: String(CHUNK) } });
+});
+afterAll(() => app.close());
+
+async function taskOf(blogId: string): Promise<{ id: number; status: string; chunks_total: number }> {
+  const [task] = await app.db.query('SELECT id, status, chunks_total FROM tb_fanout_task WHERE blog_id = ?', [
+    fromGlobalId(blogId).id,
+  ]);
+  return { id: Number(task.id), status: task.status, chunks_total: Number(task.chunks_total) };
+}
+
+/** The dispatch jobs added to the queue for these tasks (BullMQ's event stream keeps every "added"). */
+async function dispatchJobsAdded(taskIds: number[]): Promise<string[]> {
+  const queue = app.services.fanoutQueue!.queue;
+  const entries = await app.redis.xrange(queue.toKey('events'), '-', '+');
+  const wanted = new Set(taskIds.map((id) => `dispatch-${id}`));
+  return entries
+    .map(([, fields]) =>
+      Object.fromEntries(fields.flatMap((_, i) => (i % 2 === 0 ? [[fields[i], fields[i + 1]]] : []))),
+    )
+    .filter((event) => event.event === 'added' && wanted.has(event.jobId))
+    .map((event) => event.jobId);
+}
+
+async function expectDelivered(followers: number[], blogId: string): Promise<void> {
+  const [blog] = await app.db.query('SELECT created_at FROM tb_blog WHERE id = ?', [fromGlobalId(blogId).id]);
+  expect(new Set(await inboxScores(app, followers, blogId))).toEqual(new Set([String(blog.created_at.getTime())]));
+}
+
+it('delivers a task of one chunk in the publishing process, without a dispatch job', async () => {
+  const author = await signUp(app, 'small');
+  const followers = await addFollowers(app, author, 1000, CHUNK);
+  const blogId = await publish(app, author, 'one chunk');
+  await app.services.fanout!.idle();
+  const task = await taskOf(blogId);
+  expect(task).toMatchObject({ status: 'done', chunks_total: 1 });
+  await expectDelivered(followers, blogId);
+  expect(await dispatchJobsAdded([task.id])).toEqual([]);
+});
+
+it('queues a task of more followers than a chunk, whose job records its chunks', async () => {
+  const author = await signUp(app, 'bigger');
+  const followers = await addFollowers(app, author, 2000, CHUNK + 1);
+  const blogId = await publish(app, author, 'two chunks');
+  await app.services.fanout!.idle();
+  const task = await taskOf(blogId);
+  expect(task).toMatchObject({ status: 'done', chunks_total: 2 });
+  await expectDelivered(followers, blogId);
+  expect(await dispatchJobsAdded([task.id])).toEqual([`dispatch-${task.id}`]);
+});
+
+it('hands a task whose dispatch failed here to the queue, to be read again', async () => {
+  // Workers whose MySQL pool is closed: the dispatch's first read fails.
+  const closed = new MysqlPool(
+    `${MYSQL_URL}/${testDatabase('fanout_here')}`,
+    { poolSize: 1, statementTimeoutMs: 0 },
+    new SqlStatementLog(console),
+  );
+  await closed.close();
+  const warnings: string[] = [];
+  const warn = (message: string) => warnings.push(message);
+  const store = new FanoutStore(closed, () => new Date());
+  const feed = createFeedService(app.config, closed, app.redis, { warn, inFlight: store });
+  const workers = new FanoutWorkers({ config: app.config, store, feed, queue: app.services.fanoutQueue!, warn });
+  const fresh = { kind: 'deliver' as const, blogId: 1, authorId: 1, score: Date.now(), queuedAt: Date.now() };
+  expect(await workers.dispatchHere({ taskId: 424242, fresh })).toEqual({ taskId: 424242 });
+  expect(warnings).toEqual([
+    'fan-out task 424242 failed in the process that published it; it is queued for the workers',
+  ]);
+});
+
+it('a task the publishing process took and never finished (it died) is queued by the relay', async () => {
+  // As if the process died right after taking it: nothing done, nothing queued, nothing marked.
+  app.services.fanout!.runDispatchesHere(async () => null);
+  const author = await signUp(app, 'orphan');
+  const followers = await addFollowers(app, author, 3000, 3);
+  const blogId = await publish(app, author, 'taken and dropped');
+  await app.services.fanout!.idle();
+  const task = await taskOf(blogId);
+  expect(task.status).toBe('done');
+  await expectDelivered(followers, blogId);
+  expect(await dispatchJobsAdded([task.id])).toEqual([`dispatch-${task.id}`]);
+});
