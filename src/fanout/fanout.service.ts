@@ -134,31 +134,40 @@ export class FanoutService {
     }
     const jobs = [job];
     this.committed = jobs;
-    let left = jobs;
-    const work = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(async () => {
-        this.committed = null;
-        left = await this.dispatchHereFirst(jobs);
-        if (left.length === 0) return;
-        await queue.add(left.map((queued) => dispatchJob(queued.taskId, queued.fresh)));
-        this.markQueuedSoon(left.map((queued) => queued.taskId));
-      })
-      .catch((error: unknown) =>
-        this.warn(
-          `fan-out tasks ${left.map((queued) => queued.taskId).join(', ')} stay in the outbox for the relay`,
-          error,
-        ),
-      );
+    const work = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      this.committed = null;
+      const { here } = this;
+      return here ? this.dispatchHereFirst(here, queue, jobs) : this.queueJobs(queue, jobs);
+    });
     this.enqueuing.add(work);
     void work.finally(() => this.enqueuing.delete(work));
   }
 
-  /** The jobs that the workers of this process did not dispatch here (all of them where none run). */
-  private async dispatchHereFirst(jobs: DispatchJob[]): Promise<DispatchJob[]> {
-    const { here } = this;
-    if (!here) return jobs;
-    const left = await Promise.all(jobs.map((job) => here(job)));
-    return left.filter((job): job is DispatchJob => job !== null);
+  /**
+   * Offers each job to the workers of this process, and queues each one they leave as soon as
+   * they say so: a task past one chunk (known after one read) does not wait for the delivery of
+   * the small ones beside it.
+   */
+  private async dispatchHereFirst(here: DispatchHere, queue: FanoutQueue, jobs: DispatchJob[]): Promise<void> {
+    await Promise.all(
+      jobs.map(async (job) => {
+        const left = await here(job).catch((error: unknown) => {
+          this.warn(`fan-out task ${job.taskId} could not be dispatched here; it is queued`, error);
+          return job;
+        });
+        if (left) await this.queueJobs(queue, [left]);
+      }),
+    );
+  }
+
+  /** Adds these jobs in one round trip and marks their tasks queued soon; on failure they stay pending, for the relay. */
+  private async queueJobs(queue: FanoutQueue, jobs: DispatchJob[]): Promise<void> {
+    try {
+      await queue.add(jobs.map((job) => dispatchJob(job.taskId, job.fresh)));
+      this.markQueuedSoon(jobs.map((job) => job.taskId));
+    } catch (error) {
+      this.warn(`fan-out tasks ${jobs.map((job) => job.taskId).join(', ')} stay in the outbox for the relay`, error);
+    }
   }
 
   private markQueuedSoon(taskIds: number[]): void {

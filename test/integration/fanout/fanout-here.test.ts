@@ -8,6 +8,8 @@
 import { createFeedService } from '../../../src/composition';
 import { MysqlPool } from '../../../src/db/mysql';
 import { SqlStatementLog } from '../../../src/db/database';
+import type { FanoutQueue } from '../../../src/fanout/fanout.queue';
+import { FanoutService } from '../../../src/fanout/fanout.service';
 import { FanoutStore } from '../../../src/fanout/fanout.store';
 import { FanoutWorkers } from '../../../src/fanout/fanout.worker';
 import { fromGlobalId } from '../../../src/kernel/global-id';
@@ -21,6 +23,7 @@ import {
   TestApp,
   testDatabase,
 } from '../../support/harness';
+import { waitFor } from '../../support/processes';
 
 const CHUNK = 20;
 let app: TestApp;
@@ -95,6 +98,29 @@ it('hands a task whose dispatch failed here to the queue, to be read again', asy
   expect(warnings).toEqual([
     'fan-out task 424242 failed in the process that published it; it is queued for the workers',
   ]);
+});
+
+it('queues a task the workers here leave without waiting for the delivery of the ones beside it', async () => {
+  // Task ids no row has: the queue is a recorder, and the marks of queued tasks change nothing.
+  const [small, big] = [900_001, 900_002];
+  const added: number[] = [];
+  const queue = {
+    add: async (jobs: Array<{ data: { taskId: number } }>) => {
+      added.push(...jobs.map((job) => job.data.taskId));
+    },
+  } as unknown as FanoutQueue;
+  const fanout = new FanoutService({ store: new FanoutStore(app.mysql, () => new Date()), queue, warn: () => {} });
+  let release!: () => void;
+  const delivering = new Promise<void>((resolve) => (release = resolve));
+  fanout.runDispatchesHere(async (job) => (job.taskId === small ? delivering.then(() => null) : job));
+  const blog = { dbId: 1, authorId: 1, score: Date.now() };
+  // One turn of the event loop: one batch.
+  fanout.enqueue(small, 'deliver', blog);
+  fanout.enqueue(big, 'deliver', blog);
+  await waitFor('the big task queued', async () => added.includes(big));
+  release();
+  await fanout.flush();
+  expect(added).toEqual([big]);
 });
 
 it('a task the publishing process took and never finished (it died) is queued by the relay', async () => {
