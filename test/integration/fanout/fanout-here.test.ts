@@ -15,8 +15,11 @@ import { FanoutWorkers } from '../../../src/fanout/fanout.worker';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import {
   addFollowers,
+  FEED_PAGE,
+  follow,
   inboxScores,
   MYSQL_URL,
+  ok,
   publish,
   signUp,
   startTestApp,
@@ -123,15 +126,27 @@ it('queues a task the workers here leave without waiting for the delivery of the
   expect(added).toEqual([big]);
 });
 
-it('a task the publishing process took and never finished (it died) is queued by the relay', async () => {
+it('a task the publishing process took and never finished (it died) is queued by the relay, and pages show it meanwhile', async () => {
   // As if the process died right after taking it: nothing done, nothing queued, nothing marked.
   app.services.fanout!.runDispatchesHere(async () => null);
   const author = await signUp(app, 'orphan');
+  const reader = await signUp(app, 'orphanreader');
+  await follow(app, reader, author);
+  ok(await app.gql(FEED_PAGE, { first: 5 }, reader.token)); // the reader's inbox, built
   const followers = await addFollowers(app, author, 3000, 3);
   const blogId = await publish(app, author, 'taken and dropped');
+  // Until the relay has queued it and a worker delivered it, the task stays in the fan-out
+  // watermark: every page the reader reads meanwhile has the blog on top.
+  let pages = 0;
+  while ((await taskOf(blogId)).status !== 'done') {
+    const page = ok(await app.gql(FEED_PAGE, { first: 5 }, reader.token));
+    expect(page.followFeed.edges[0].node.id).toBe(blogId);
+    pages += 1;
+  }
+  expect(pages).toBeGreaterThan(0);
   await app.services.fanout!.idle();
   const task = await taskOf(blogId);
   expect(task.status).toBe('done');
-  await expectDelivered(followers, blogId);
+  await expectDelivered([...followers, fromGlobalId(reader.id).id], blogId);
   expect(await dispatchJobsAdded([task.id])).toEqual([`dispatch-${task.id}`]);
 });
