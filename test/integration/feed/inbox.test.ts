@@ -4,7 +4,7 @@
  * The feeds they serve are checked in every mode by feed.test.ts and follow.test.ts.
  */
 import { Redis } from 'ioredis';
-import { RedisInbox } from '../../../src/feed/inbox.redis';
+import { RedisInbox, SCRIPT_BATCH } from '../../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
 import { freePort, PrivateRedis } from '../../support/processes';
@@ -320,5 +320,43 @@ describe('a delivery that lands while a follow change is pending', () => {
     expect(await app.redis.zscore(app.keys.feed(readerId), member(78))).toBe('1000');
     await inbox.clearPending(readerId, 2);
     expect(await app.redis.zscore(app.keys.feed(readerId), member(78))).toBe('1000');
+  });
+});
+
+describe("a delivery's live readers", () => {
+  const AUTHOR = 910_001;
+  const FIRST_READER = 910_100;
+
+  // deliver.lua looks the live marks of a batch up together, halving the batch until each part
+  // is all live or none: every mix of live and not, with and without an inbox, must come out exact.
+  it('are exactly the readers with a live mark, written or without an inbox, across several script calls', async () => {
+    const inbox = new RedisInbox({
+      redis: app.redis,
+      keys: app.keys,
+      maxItems: app.config.feedMaxItems,
+      ttlSeconds: app.config.activeDays * 86_400,
+    });
+    const generation = await currentGeneration(app);
+    const readers = Array.from({ length: 2 * SCRIPT_BATCH + 37 }, (_, i) => FIRST_READER + i);
+    // Every third reader has no inbox; every other of the rest follows the author; live marks on
+    // a scattered tenth, one run of 40 in a row, and the last reader.
+    const withInbox = readers.filter((_, i) => i % 3 !== 0);
+    const following = withInbox.filter((_, i) => i % 2 === 0);
+    const live = new Set(readers.filter((_, i) => i % 10 === 7 || (i >= 300 && i < 340) || i === readers.length - 1));
+    for (const id of withInbox) await inbox.create(id, 0, generation);
+    for (const id of following) await inbox.applyFollow(id, { version: 1, authorId: AUTHOR }, [], null);
+    for (const id of live) await app.redis.hset(app.keys.live(id), 'bench-process', '1');
+
+    const outcome = await inbox.deliver(readers, { entry: { id: 91, score: 2_000 }, authorId: AUTHOR });
+    const withoutInbox = readers.filter((id) => !withInbox.includes(id));
+    const expectedLive = [...following, ...withoutInbox].filter((id) => live.has(id)).sort((a, b) => a - b);
+    expect([...outcome.live].sort((a, b) => a - b)).toEqual(expectedLive);
+    expect([...outcome.written].sort((a, b) => a - b)).toEqual(following);
+    expect(outcome.unsure).toEqual([]);
+    // A batch where nobody is live reports nobody.
+    await Promise.all([...live].map((id) => app.redis.del(app.keys.live(id))));
+    const quiet = await inbox.deliver(readers, { entry: { id: 92, score: 2_001 }, authorId: AUTHOR });
+    expect(quiet.live).toEqual([]);
+    expect(quiet.written.length).toBe(following.length);
   });
 });
