@@ -57,6 +57,8 @@ import {
 const DURATION = flag('duration', 8);
 /** Pairs of runs, the plain handler then the GraphQL push page, measured in turn (--rounds). */
 const ROUNDS = Math.max(1, flag('rounds', 3));
+/** An unmeasured run of each before the pairs. */
+const WARM_UP_SECONDS = 3;
 const CONNECTIONS = flag('connections', 32);
 const READERS = 300;
 const AUTHORS = 100;
@@ -173,6 +175,9 @@ async function main(): Promise<void> {
   // The GraphQL page and the plain handler in turns, ROUNDS pairs: a drift of this machine's
   // speed (a third between minutes here) meets both sides of each pair's ratio; the median pair's
   // ratio is the figure, and the table shows each side's median run.
+  // Both warmed up first, unmeasured: the first seconds of a run pay for the JIT.
+  for (const url of [plain.url, apps.push.url])
+    await load({ url, bodies: firstBodies, tokens, connections: CONNECTIONS, durationSeconds: WARM_UP_SECONDS });
   const pairs: Array<{ plain: LoadResult; push: LoadResult }> = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
     const plainRun = await run(plain.url, firstBodies);

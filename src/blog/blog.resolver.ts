@@ -1,6 +1,7 @@
 import { Arg, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
 import { cursorsForPage, encodeCursor, START } from '../kernel/pagination/cursor';
 import { Context, optionalViewerId, requireViewerId } from '../graphql/context';
+import type { Loaders } from '../graphql/loaders';
 import { idOfType } from '../kernel/global-id';
 import { User } from '../user/user.types';
 import { Blog, BlogEdge, PublishBlogInput, UpdateBlogInput } from './blog.types';
@@ -78,17 +79,23 @@ export class BlogResolver {
     return blogId;
   }
 
+  // author and isLiked answer at once what a page's hydration primed (PeekableLoader, graphql/loaders.ts).
   @FieldResolver(() => User, { description: 'Who published it' })
-  async author(@Root() blog: Blog, @Ctx() { loaders }: Context): Promise<User> {
-    const author = await loaders.user.load(blog.authorId);
-    if (!author) throw new Error(`blog ${blog.dbId} has no author row (user ${blog.authorId})`);
-    return author;
+  author(@Root() blog: Blog, @Ctx() { loaders }: Context): Promise<User> | User {
+    return loaders.user.peek(blog.authorId) ?? loadAuthor(blog, loaders);
   }
 
   @FieldResolver(() => Boolean, { description: 'Whether the viewer likes this blog; false for an anonymous viewer' })
   isLiked(@Root() blog: Blog, @Ctx() { auth, loaders }: Context): Promise<boolean> | boolean {
-    return optionalViewerId(auth) === null ? false : loaders.likedByViewer.load(blog.dbId);
+    if (optionalViewerId(auth) === null) return false;
+    return loaders.likedByViewer.peek(blog.dbId) ?? loaders.likedByViewer.load(blog.dbId);
   }
+}
+
+async function loadAuthor(blog: Blog, loaders: Loaders): Promise<User> {
+  const author = await loaders.user.load(blog.authorId);
+  if (!author) throw new Error(`blog ${blog.dbId} has no author row (user ${blog.authorId})`);
+  return author;
 }
 
 /** publishBlog and publishBlogEdge: the viewer's rate limit, then the blog (blog.service.ts). */
