@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { PeekableLoader } from '../../../src/graphql/loaders';
 
 type Step =
-  | { op: 'prime'; key: number; value: string | 'error' | 'promise' }
+  | { op: 'prime'; key: number; value: 'a' | 'b' | 'error' | 'promise' }
   | { op: 'load'; key: number }
   | { op: 'clear'; key: number }
   | { op: 'clearAll' };
