@@ -379,12 +379,7 @@ export async function addFollowers(app: TestApp, author: TestUser, firstId: numb
   const authorId = Number(Buffer.from(author.id, 'base64').toString().split(':')[1]);
   const ids = Array.from({ length: count }, (_, i) => firstId + i);
   // Their inboxes as a follow leaves them: valid, holding the follow (version 1) and nothing else.
-  const inbox = new RedisInbox({
-    redis: app.redis,
-    keys: app.keys,
-    maxItems: app.config.feedMaxItems,
-    ttlSeconds: app.config.activeDays * 86_400,
-  });
+  const inbox = redisInboxOf(app);
   const epoch = await currentGeneration(app);
   const openFollowing = async (readerId: number) => {
     await inbox.create(readerId, 0, epoch);
@@ -419,6 +414,16 @@ export async function dropInbox(app: TestApp, readerDbId: number): Promise<void>
 }
 
 /** The Redis generation the app's inboxes are written in (feed/generation.ts). */
+/** The app's Redis inbox adapter, as its services make it (its keys, item limit and time to live). */
+export function redisInboxOf(app: TestApp): RedisInbox {
+  return new RedisInbox({
+    redis: app.redis,
+    keys: app.keys,
+    maxItems: app.config.feedMaxItems,
+    ttlSeconds: app.config.activeDays * 86_400,
+  });
+}
+
 export async function currentGeneration(app: TestApp): Promise<number> {
   const [row] = await app.query<{ epoch: string }>('SELECT epoch FROM tb_feed_generation WHERE id = 1');
   return Number(row.epoch);

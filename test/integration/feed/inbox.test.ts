@@ -4,7 +4,7 @@
  * The feeds they serve are checked in every mode by feed.test.ts and follow.test.ts.
  */
 import { Redis } from 'ioredis';
-import { RedisInbox, SCRIPT_BATCH } from '../../../src/feed/inbox.redis';
+import { SCRIPT_BATCH } from '../../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
 import { freePort, PrivateRedis } from '../../support/processes';
@@ -19,6 +19,7 @@ import {
   publish,
   publishInTurns,
   readerOfThree,
+  redisInboxOf,
   scrollFeed,
   signUp,
   startTestApp,
@@ -278,13 +279,7 @@ describe('a delivery that lands while a follow change is pending', () => {
   // Reader ids of their own (no tb_user rows needed: the inbox alone is under test).
   const AUTHOR = 900_001;
   const member = (blogId: number) => String(blogId).padStart(20, '0');
-  const inboxOf = () =>
-    new RedisInbox({
-      redis: app.redis,
-      keys: app.keys,
-      maxItems: app.config.feedMaxItems,
-      ttlSeconds: app.config.activeDays * 86_400,
-    });
+  const inboxOf = () => redisInboxOf(app);
 
   /** A reader whose inbox follows AUTHOR (version 1), with follow change `changeId` marked pending. */
   async function pendingReader(readerId: number, changeId: number) {
@@ -330,12 +325,7 @@ describe("a delivery's live readers", () => {
   // deliver.lua looks the live marks of a batch up together, halving the batch until each part
   // is all live or none: every mix of live and not, with and without an inbox, must come out exact.
   it('are exactly the readers with a live mark, written or without an inbox, across several script calls', async () => {
-    const inbox = new RedisInbox({
-      redis: app.redis,
-      keys: app.keys,
-      maxItems: app.config.feedMaxItems,
-      ttlSeconds: app.config.activeDays * 86_400,
-    });
+    const inbox = redisInboxOf(app);
     const generation = await currentGeneration(app);
     const readers = Array.from({ length: 2 * SCRIPT_BATCH + 37 }, (_, i) => FIRST_READER + i);
     // Every third reader has no inbox; every other of the rest follows the author; live marks on
