@@ -178,13 +178,17 @@ async function main(): Promise<void> {
   // Both warmed up first, unmeasured: the first seconds of a run pay for the JIT.
   for (const url of [plain.url, apps.push.url])
     await load({ url, bodies: firstBodies, tokens, connections: CONNECTIONS, durationSeconds: WARM_UP_SECONDS });
+  // --profile: CPU profiles of the first pair's two runs, to compare what each spends.
+  const profiled = async (round: number, file: string, measure: () => Promise<LoadResult>) => {
+    const profiler = round === 1 && process.argv.includes('--profile') ? await startProfiler() : null;
+    const result = await measure();
+    if (profiler) console.log(`CPU profile written to ${await profiler.stop(file)}`);
+    return result;
+  };
   const pairs: Array<{ plain: LoadResult; push: LoadResult }> = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const plainRun = await run(plain.url, firstBodies);
-    const profiler = round === 1 && process.argv.includes('--profile') ? await startProfiler() : null;
-    const pushRun = await run(apps.push.url, firstBodies);
-    if (profiler)
-      console.log(`CPU profile of the GraphQL push run written to ${await profiler.stop('feed-push.cpuprofile')}`);
+    const plainRun = await profiled(round, 'feed-plain.cpuprofile', () => run(plain.url, firstBodies));
+    const pushRun = await profiled(round, 'feed-push.cpuprofile', () => run(apps.push.url, firstBodies));
     pairs.push({ plain: plainRun, push: pushRun });
   }
   const results = {

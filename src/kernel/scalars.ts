@@ -13,7 +13,12 @@ export const DateTimeScalar = new GraphQLScalarType({
   name: 'DateTime',
   description: 'An instant in UTC, ISO-8601 with milliseconds, e.g. 2026-11-30T09:52:42.123Z',
   specifiedByURL: 'https://www.rfc-editor.org/rfc/rfc3339',
-  serialize: (value) => DateTimeResolver.serialize(value).toISOString(),
+  // A valid Date (every DateTime the resolvers answer) is written at once; anything else goes
+  // through graphql-scalars' checks, which answer the same for a Date at several times the cost.
+  serialize: (value) =>
+    value instanceof Date && !Number.isNaN(value.getTime())
+      ? value.toISOString()
+      : DateTimeResolver.serialize(value).toISOString(),
 });
 
 /** Longest URL the URL scalar accepts, in characters: the width of the columns that store one (tb_user.icon). */
