@@ -25,6 +25,11 @@ type ViewerKeysetPages = (viewerId: number | null, fetches: readonly KeysetFetch
 export interface LoaderSources {
   blogsByIds(ids: readonly number[]): Promise<Map<number, Blog>>;
   usersByIds(ids: readonly number[]): Promise<Map<number, User>>;
+  /** Users by id, and which of them the viewer follows, in one statement. */
+  usersWithFollowed(
+    viewerId: number,
+    ids: readonly number[],
+  ): Promise<{ users: Map<number, User>; followed: Set<number> }>;
   likedAmong(viewerId: number, blogIds: readonly number[]): Promise<Set<number>>;
   followedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>>;
   /** The social lists as the viewer (null: anonymous) sees them: without users blocked either way. */
@@ -37,7 +42,7 @@ export interface LoaderSources {
 /** The domain services the loaders read through. */
 export interface LoaderServices {
   blogs: Pick<BlogService, 'findByIds'>;
-  users: Pick<UserService, 'findByIds'>;
+  users: Pick<UserService, 'findByIds' | 'findByIdsWithFollowed'>;
   likes: Pick<LikeService, 'likedAmong' | 'likers'>;
   follows: Pick<FollowService, 'followedAmong' | 'followers' | 'following' | 'commonFollows'>;
 }
@@ -47,6 +52,7 @@ export function loaderSources({ blogs, users, likes, follows }: LoaderServices):
   return {
     blogsByIds: (ids) => blogs.findByIds(ids),
     usersByIds: (ids) => users.findByIds(ids),
+    usersWithFollowed: (viewer, ids) => users.findByIdsWithFollowed(ids, viewer),
     likedAmong: (viewer, ids) => likes.likedAmong(viewer, ids),
     followedAmong: (viewer, ids) => follows.followedAmong(viewer, ids),
     followers: (viewer, fetches) => follows.followers(viewer, fetches),
@@ -189,12 +195,22 @@ export function clearLoaders(loaders: Loaders): void {
 }
 
 export function createLoaders(sources: LoaderSources, viewerId: number | null): Loaders {
+  const followedByViewer = membership(viewerId, (viewer, ids) => sources.followedAmong(viewer, ids));
+  // A signed-in viewer's users are read with the viewer's follow flags, which are primed for
+  // User.isFollowedByViewer: a profile page's user and its flag cost one statement, not two.
+  // (A flag already loaded or primed, by a follow in this request say, is left as it is.)
+  const users = async (ids: readonly number[]): Promise<Map<number, User>> => {
+    if (viewerId === null) return sources.usersByIds(ids);
+    const found = await sources.usersWithFollowed(viewerId, ids);
+    for (const id of found.users.keys()) followedByViewer.prime(id, found.followed.has(id));
+    return found.users;
+  };
   return {
     blog: byId((ids) => sources.blogsByIds(ids)),
-    user: byId((ids) => sources.usersByIds(ids)),
-    userRow: byId((ids) => sources.usersByIds(ids)),
+    user: byId(users),
+    userRow: byId(users),
     likedByViewer: membership(viewerId, (viewer, ids) => sources.likedAmong(viewer, ids)),
-    followedByViewer: membership(viewerId, (viewer, ids) => sources.followedAmong(viewer, ids)),
+    followedByViewer,
     followers: keysetPages((fetches) => sources.followers(viewerId, fetches)),
     following: keysetPages((fetches) => sources.following(viewerId, fetches)),
     commonFollows: keysetPages((fetches) =>

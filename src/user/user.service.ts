@@ -79,6 +79,14 @@ export class UserService {
     return this.store.findByIds(ids, sql);
   }
 
+  /** Users by id, and which of them `viewerId` follows, in one read (UserStore.findByIdsWithFollowed). */
+  findByIdsWithFollowed(
+    ids: readonly number[],
+    viewerId: number,
+  ): Promise<{ users: Map<number, User>; followed: Set<number> }> {
+    return this.store.findByIdsWithFollowed(ids, viewerId);
+  }
+
   async findById(id: number, sql?: Sql): Promise<User | null> {
     return (await this.findByIds([id], sql)).get(id) ?? null;
   }

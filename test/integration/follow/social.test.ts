@@ -318,6 +318,40 @@ describe('statements per request', () => {
     return { hub, blogId, fans };
   }
 
+  it("reads a profile's user and the viewer's follow flag in one statement", async () => {
+    const viewer = await signUp(app, 'flagviewer');
+    const followed = await signUp(app, 'flagfollowed');
+    const stranger = await signUp(app, 'flagstranger');
+    await follow(app, viewer, followed);
+    const PROFILE = `query($id: ID!) { user(id: $id) { nickName followerCount isFollowedByViewer } }`;
+    for (const [target, flag] of [
+      [followed, true],
+      [stranger, false],
+    ] as const) {
+      const seen = await statements(PROFILE, { id: target.id }, viewer.token);
+      expect(seen.data.user).toEqual({
+        nickName: target.nickName,
+        followerCount: flag ? 1 : 0,
+        isFollowedByViewer: flag,
+      });
+      expect(seen.count).toBe(1);
+    }
+    // Anonymous: no flag to read.
+    const anonymous = await statements(PROFILE, { id: followed.id });
+    expect(anonymous.data.user.isFollowedByViewer).toBe(false);
+    expect(anonymous.count).toBe(1);
+    // A list's users come with their flags too: the root user, the page and its users.
+    await follow(app, viewer, stranger);
+    await follow(app, followed, stranger);
+    const LIST = `query($id: ID!) { user(id: $id) { following(first: 10) { edges { node { nickName isFollowedByViewer } } } } }`;
+    const list = await statements(LIST, { id: viewer.id }, followed.token);
+    expect(list.data.user.following.edges.map((edge: any) => edge.node)).toEqual([
+      { nickName: stranger.nickName, isFollowedByViewer: true },
+      { nickName: followed.nickName, isFollowedByViewer: false },
+    ]);
+    expect(list.count).toBe(3);
+  });
+
   // One kind of list per level: pages of two kinds side by side are two statements that may
   // answer in different ticks, and then their users are two statements too.
   const NESTED_FOLLOWS = `query($id: ID!) { user(id: $id) { following(first: 50) { edges { node { nickName
