@@ -79,6 +79,34 @@ export async function startProfiler(): Promise<{ stop(file: string): Promise<str
   };
 }
 
+/**
+ * --heap-profile: where this process allocates, a V8 sampling heap profile (one sample every
+ * 32 kB allocated) that keeps the objects garbage collected since (so it counts all
+ * allocation, not only what is still alive), for Chrome's DevTools or speedscope.
+ */
+export async function startHeapSampler(): Promise<{ stop(file: string): Promise<string> }> {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) =>
+      session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))),
+    );
+  await post('HeapProfiler.enable');
+  await post('HeapProfiler.startSampling', {
+    samplingInterval: 32 * 1024,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  return {
+    async stop(file) {
+      const { profile } = await post('HeapProfiler.stopSampling');
+      writeFileSync(file, JSON.stringify(profile));
+      session.disconnect();
+      return file;
+    },
+  };
+}
+
 /** The JWT secret of the benchmarks' own servers. */
 const BENCH_JWT_SECRET = 'bench-secret-of-the-benchmarks-own-servers-only';
 

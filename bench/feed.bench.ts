@@ -51,6 +51,7 @@ import {
   outputOf,
   percentile,
   rate,
+  startHeapSampler,
   startProfiler,
 } from './bench.support';
 
@@ -178,17 +179,25 @@ async function main(): Promise<void> {
   // Both warmed up first, unmeasured: the first seconds of a run pay for the JIT.
   for (const url of [plain.url, apps.push.url])
     await load({ url, bodies: firstBodies, tokens, connections: CONNECTIONS, durationSeconds: WARM_UP_SECONDS });
-  // --profile: CPU profiles of the first pair's two runs, to compare what each spends.
-  const profiled = async (round: number, file: string, measure: () => Promise<LoadResult>) => {
-    const profiler = round === 1 && process.argv.includes('--profile') ? await startProfiler() : null;
+  // --profile: CPU profiles of the first pair's two runs, to compare what each spends;
+  // --heap-profile: where each of them allocates (sampled heap profiles) instead.
+  const profiled = async (round: number, name: string, measure: () => Promise<LoadResult>) => {
+    const heap = process.argv.includes('--heap-profile');
+    const profiler =
+      round === 1 && (heap || process.argv.includes('--profile'))
+        ? await (heap ? startHeapSampler() : startProfiler())
+        : null;
     const result = await measure();
-    if (profiler) console.log(`CPU profile written to ${await profiler.stop(file)}`);
+    if (profiler)
+      console.log(
+        `${heap ? 'heap' : 'CPU'} profile written to ${await profiler.stop(`${name}.${heap ? 'heapprofile' : 'cpuprofile'}`)}`,
+      );
     return result;
   };
   const pairs: Array<{ plain: LoadResult; push: LoadResult }> = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
-    const plainRun = await profiled(round, 'feed-plain.cpuprofile', () => run(plain.url, firstBodies));
-    const pushRun = await profiled(round, 'feed-push.cpuprofile', () => run(apps.push.url, firstBodies));
+    const plainRun = await profiled(round, 'feed-plain', () => run(plain.url, firstBodies));
+    const pushRun = await profiled(round, 'feed-push', () => run(apps.push.url, firstBodies));
     pairs.push({ plain: plainRun, push: pushRun });
   }
   const results = {

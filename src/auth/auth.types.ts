@@ -1,7 +1,7 @@
 import { Field, ObjectType } from 'type-graphql';
 import { User } from '../user/user.types';
 
-@ObjectType({ description: 'A signed-in session' })
+@ObjectType({ simpleResolvers: true, description: 'A signed-in session' })
 export class AuthPayload {
   @Field(() => String, { description: 'Send as the header  Authorization: Bearer <token>' })
   token!: string;

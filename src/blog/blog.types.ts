@@ -5,7 +5,7 @@ import { toGlobalId } from '../kernel/global-id';
 import { Node } from '../kernel/node';
 import { DateTimeScalar } from '../kernel/scalars';
 
-@ObjectType({ implements: Node, description: 'A post: a title, a text and up to 9 images' })
+@ObjectType({ simpleResolvers: true, implements: Node, description: 'A post: a title, a text and up to 9 images' })
 export class Blog implements Node {
   @Field(() => ID, { description: 'Opaque global id' })
   id!: string;
@@ -77,7 +77,7 @@ export interface KeyedBlogRow extends BlogRow {
   deleted_at: Date | null;
 }
 
-@ObjectType({ description: 'A blog and its position in a connection' })
+@ObjectType({ simpleResolvers: true, description: 'A blog and its position in a connection' })
 export class BlogEdge {
   @Field(() => String, { description: 'Pass as `after` (or `before`) to continue from this blog' })
   cursor!: string;
@@ -86,7 +86,7 @@ export class BlogEdge {
   node!: Blog;
 }
 
-@ObjectType({ description: 'A page of blogs, newest first (ties: larger blog id first)' })
+@ObjectType({ simpleResolvers: true, description: 'A page of blogs, newest first (ties: larger blog id first)' })
 export class BlogConnection {
   @Field(() => [BlogEdge], { description: 'The blogs of this page, newest first' })
   edges!: BlogEdge[];

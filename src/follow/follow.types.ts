@@ -3,6 +3,7 @@ import { Field, ObjectType } from 'type-graphql';
 import { User } from '../user/user.types';
 
 @ObjectType({
+  simpleResolvers: true,
   description: 'The result of followUser: both users with their counts after the change, for a normalized cache',
 })
 export class FollowUserPayload {

@@ -5,7 +5,7 @@ import { PageInfo } from '../kernel/pagination/connection';
 import { Node } from '../kernel/node';
 import { UrlScalar } from '../kernel/scalars';
 
-@ObjectType({ implements: Node, description: 'A person who publishes blogs and follows others' })
+@ObjectType({ simpleResolvers: true, implements: Node, description: 'A person who publishes blogs and follows others' })
 export class User implements Node {
   @Field(() => ID, { description: 'Opaque global id' })
   id!: string;
@@ -82,7 +82,7 @@ export interface UserRow {
   following_count: number;
 }
 
-@ObjectType({ description: 'A user and its position in a connection' })
+@ObjectType({ simpleResolvers: true, description: 'A user and its position in a connection' })
 export class UserEdge {
   @Field(() => String, { description: 'Pass as `after` to continue after this user' })
   cursor!: string;
@@ -91,7 +91,7 @@ export class UserEdge {
   node!: User;
 }
 
-@ObjectType({ description: 'A page of users' })
+@ObjectType({ simpleResolvers: true, description: 'A page of users' })
 export class UserConnection {
   @Field(() => [UserEdge], { description: 'The users of this page, in the order of the connection' })
   edges!: UserEdge[];

@@ -21,7 +21,7 @@ import {
 } from './page';
 import { badUserInput } from '../errors';
 
-@ObjectType({ description: 'Where a page sits in its connection' })
+@ObjectType({ simpleResolvers: true, description: 'Where a page sits in its connection' })
 export class PageInfo {
   @Field(() => Boolean, {
     description:
