@@ -59,19 +59,23 @@ export async function graphql<T = any>(url: string, query: string, variables: ob
   return body.data;
 }
 
-/** --profile: a V8 CPU profile of this process, for chrome://inspect or speedscope. */
-export async function startProfiler(): Promise<{ stop(file: string): Promise<string> }> {
+/** A profile of this process taken through the inspector: started, then written to a file. */
+interface Recording {
+  stop(file: string): Promise<string>;
+}
+
+/** Starts a recording with the inspector methods `start` (each with its parameters) and ends it with `stop`, whose reply holds the profile. */
+async function record(start: Array<[string, object?]>, stop: string): Promise<Recording> {
   const session = new Session();
   session.connect();
   const post = (method: string, params?: object) =>
     new Promise<any>((resolve, reject) =>
       session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))),
     );
-  await post('Profiler.enable');
-  await post('Profiler.start');
+  for (const [method, params] of start) await post(method, params);
   return {
     async stop(file) {
-      const { profile } = await post('Profiler.stop');
+      const { profile } = await post(stop);
       writeFileSync(file, JSON.stringify(profile));
       session.disconnect();
       return file;
@@ -79,32 +83,27 @@ export async function startProfiler(): Promise<{ stop(file: string): Promise<str
   };
 }
 
+/** --profile: a V8 CPU profile of this process, for chrome://inspect or speedscope. */
+export function startProfiler(): Promise<Recording> {
+  return record([['Profiler.enable'], ['Profiler.start']], 'Profiler.stop');
+}
+
 /**
  * --heap-profile: where this process allocates, a V8 sampling heap profile (one sample every
  * 32 kB allocated) that keeps the objects garbage collected since (so it counts all
  * allocation, not only what is still alive), for Chrome's DevTools or speedscope.
  */
-export async function startHeapSampler(): Promise<{ stop(file: string): Promise<string> }> {
-  const session = new Session();
-  session.connect();
-  const post = (method: string, params?: object) =>
-    new Promise<any>((resolve, reject) =>
-      session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))),
-    );
-  await post('HeapProfiler.enable');
-  await post('HeapProfiler.startSampling', {
-    samplingInterval: 32 * 1024,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
-  });
-  return {
-    async stop(file) {
-      const { profile } = await post('HeapProfiler.stopSampling');
-      writeFileSync(file, JSON.stringify(profile));
-      session.disconnect();
-      return file;
-    },
-  };
+export function startHeapSampler(): Promise<Recording> {
+  return record(
+    [
+      ['HeapProfiler.enable'],
+      [
+        'HeapProfiler.startSampling',
+        { samplingInterval: 32 * 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true },
+      ],
+    ],
+    'HeapProfiler.stopSampling',
+  );
 }
 
 /** The JWT secret of the benchmarks' own servers. */
