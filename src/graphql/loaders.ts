@@ -132,7 +132,11 @@ export interface Loaders {
   userRow: DataLoader<number, User | null>;
   /** Does the viewer like this blog? Always false for an anonymous viewer, without a query. Peekable, as user. */
   likedByViewer: PeekableLoader<number, boolean>;
-  /** Does the viewer follow this user? Always false for an anonymous viewer, without a query. */
+  /**
+   * Does the viewer follow this user? Always false for an anonymous viewer, without a query.
+   * Primed by every read of `user` and `userRow` for a signed-in viewer (createLoaders), so it
+   * rarely runs a statement of its own.
+   */
   followedByViewer: DataLoader<number, boolean>;
   /** Pages of a user's followers (KeysetFetch.of: the followed user). */
   followers: KeysetPageLoader;
