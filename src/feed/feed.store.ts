@@ -7,7 +7,8 @@
  * other.
  */
 import type { Database, Sql } from '../db/database';
-import { compareCanonical, FeedPosition, ScoredId } from '../kernel/pagination/cursor';
+import { compareCanonical, FeedPosition, ScoredId, START } from '../kernel/pagination/cursor';
+import { deepenings, firstRoundShare, newestOfRounds } from '../kernel/pagination/deepened';
 import type { AuthorInFlight } from './inbox';
 
 type Row = { id: string; created_at: Date };
@@ -447,7 +448,14 @@ export class FeedStore implements GenerationRecord {
         'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0',
         [readerId],
       );
-      const newest = await this.pageOn(sql, readerId, { maxScore: null, offset: 0, afterId: null }, maxItems + 1, null);
+      const newest =
+        followees.length <= MANY_FOLLOWEES
+          ? await this.newestOf(
+              sql,
+              followees.map((row) => Number(row.follow_user_id)),
+              maxItems + 1,
+            )
+          : await this.pageOn(sql, readerId, START, maxItems + 1, null);
       const pushed = await this.pushedAmong(sql, newest.slice(0, maxItems));
       return {
         version: Number(user?.feed_version ?? 0),
@@ -456,6 +464,58 @@ export class FeedStore implements GenerationRecord {
         complete: newest.length <= maxItems,
       };
     }, 'REPEATABLE READ');
+  }
+
+  /**
+   * The newest `wanted` live blogs of these authors, in two statements of bounded index ranges
+   * (kernel/pagination/deepened.ts): each author's newest ceil(wanted / authors) first, then,
+   * for the authors that may hold more of the answer, the rest down to the first round's
+   * `wanted`-th. About `wanted` rows where one round of `wanted` per author read up to authors x
+   * wanted; at most what that round reads, per author.
+   */
+  private async newestOf(sql: Sql, authorIds: readonly number[], wanted: number): Promise<ScoredId[]> {
+    if (authorIds.length === 0 || wanted === 0) return [];
+    const share = firstRoundShare(wanted, authorIds.length);
+    const first = await this.authorRanges(
+      sql,
+      authorIds.map((authorId) => ({ authorId, after: null, limit: share })),
+      null,
+    );
+    const { floor, deepen } = deepenings(wanted, share, first);
+    const second = deepen.length === 0 ? new Map<number, ScoredId[]>() : await this.authorRanges(sql, deepen, floor);
+    return newestOfRounds(wanted, [...first.values(), ...second.values()]);
+  }
+
+  /**
+   * One statement: for each author its first `limit` live blogs after `after` (null: from the
+   * top) and at or above `floor`, by author (every author asked is in the map). Each term is an
+   * index range of ix_blog_user_live, which covers the columns read.
+   */
+  private async authorRanges(
+    sql: Sql,
+    asks: ReadonlyArray<{ authorId: number; after: ScoredId | null; limit: number }>,
+    floor: ScoredId | null,
+  ): Promise<Map<number, ScoredId[]>> {
+    const terms = asks.map((ask, i) => {
+      const from = ask.after === null ? START : { maxScore: ask.after.score, offset: 0, afterId: ask.after.id };
+      const range = rangeSql(from, null, floor);
+      return {
+        sql: this.db.unionTerm(
+          `SELECT user_id, id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ${range.where} ORDER BY created_at DESC, id DESC LIMIT ?`,
+          'user_id, id, created_at',
+          `b${i}`,
+        ),
+        params: [ask.authorId, ...range.params, ask.limit],
+      };
+    });
+    const rows = await sql.select<Row & { user_id: string }>(
+      terms.map((term) => term.sql).join(' UNION ALL '),
+      terms.flatMap((term) => term.params),
+    );
+    const byAuthor = new Map<number, ScoredId[]>(asks.map((ask) => [ask.authorId, []]));
+    for (const row of rows) byAuthor.get(Number(row.user_id))?.push(entryOf(row));
+    for (const items of byAuthor.values()) items.sort(compareCanonical);
+    return byAuthor;
   }
 
   /** Which of these blogs were fanned out (tb_blog.pushed), by primary key. */

@@ -385,4 +385,50 @@ describe('a pull page on 100,200 blogs', () => {
       }
     }
   });
+  /**
+   * Rows a rebuild's snapshot has the storage engine hand over. Its statements run in a
+   * transaction, on the transactions pool's one connection: FLUSH STATUS and SHOW SESSION STATUS
+   * run there too, in transactions of their own.
+   */
+  async function snapshotReads(reader: number, maxItems: number) {
+    const read = async () => {
+      const rows = await db.transaction((sql) =>
+        sql.select<{ Variable_name: string; Value: string }>("SHOW SESSION STATUS LIKE 'Handler_read%'"),
+      );
+      return Object.fromEntries(rows.map((row) => [row.Variable_name, Number(row.Value)]));
+    };
+    const flush = () => db.transaction((sql) => sql.write('FLUSH STATUS'));
+    await flush();
+    const idle = await read();
+    await flush();
+    const snapshot = await store.snapshot(reader, maxItems);
+    const after = await read();
+    const total = Object.keys(after).reduce((sum, name) => sum + after[name] - idle[name], 0);
+    return { snapshot, total };
+  }
+
+  it('a rebuild snapshot of 800 entries reads about 800 rows of 20 long histories, not 20 x 800, and is the newest 800 of the feed', async () => {
+    const maxItems = 800;
+    for (const [reader, followees] of [
+      [DEEP_READER, 20],
+      [WIDE_READER, 40],
+      [SHALLOW_READER, 20],
+    ]) {
+      const { snapshot, total } = await snapshotReads(reader, maxItems);
+      const feed = await joinPage(db, reader, START, maxItems + 1);
+      expect(snapshot.entries.map(({ id, score }) => ({ id, score }))).toEqual(feed.slice(0, maxItems));
+      expect(snapshot.complete).toBe(feed.length <= maxItems);
+      figures.push(
+        `rebuild snapshot of ${maxItems}, reader ${reader} (${followees} followees): Handler_read_* ${total}`,
+      );
+      // The two rounds of ranges read about maxItems + 1 entries (their temporary table reads
+      // them again), the pushed flags one row each, the followees and the version a row each:
+      // one round of maxItems + 1 per followee read 20 x 801 = 16,020 entries for the deep reader.
+      expect({ reader, total, bounded: total <= 5 * (maxItems + 1) + 3 * followees }).toEqual({
+        reader,
+        total,
+        bounded: true,
+      });
+    }
+  });
 });
