@@ -159,12 +159,14 @@ export class BlogService {
         publishIn(sql, {
           insertBlog: async (pushed) => {
             const row = await this.insertBlog(sql, authorId, input, { pushed, idempotencyKey });
-            // Before the commit, so that every write after it takes the lease away (HydrationCache.newBlogLease).
             inserted.row = row;
-            inserted.lease = hydration ? await hydration.newBlogLease(Number(row.id)) : null;
             return Blog.fromRow(row);
           },
           recordDeliver: (blog) => this.requireFanout().recordDeliver(sql, blog),
+          // Before the commit, so that every write after it takes the lease away (HydrationCache.newBlogLease).
+          beforeCommit: async () => {
+            if (hydration && inserted.row) inserted.lease = await hydration.newBlogLease(Number(inserted.row.id));
+          },
         }),
       ),
     );

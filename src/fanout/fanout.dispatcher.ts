@@ -111,7 +111,7 @@ export class FanoutDispatcher {
       if (followerIds.length > this.chunkSize) return false;
       const [chunk] = chunkRanges(followerIds, 0, 0, this.chunkSize);
       if (chunk) await runChunk(jobOf(task, chunk, followerIds).data, task);
-      else await this.finishDispatched(task.id, true);
+      else await this.finishWithoutFollowers(task);
       return true;
     });
   }
@@ -126,6 +126,12 @@ export class FanoutDispatcher {
       if (walk.dispatched) return;
     }
     await this.finishDispatched(task.id, !task.dispatched);
+  }
+
+  /** A fresh task of an author without followers: nothing to deliver, done in one statement. */
+  private async finishWithoutFollowers(task: FanoutTask): Promise<void> {
+    const completed = await this.store.finishWithoutFollowers(task);
+    if (completed !== null) this.onComplete?.(completed.task, completed.lagSeconds);
   }
 
   /** Every chunk of the task is recorded (`mark`: say so now); completes it if they are all done. */

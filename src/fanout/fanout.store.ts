@@ -280,6 +280,28 @@ export class FanoutStore {
   }
 
   /**
+   * A task just committed whose author has no follower: dispatched and done in one statement
+   * (marking it dispatched, completing it and reading it back took three), and only while
+   * nothing else dispatched it or recorded a chunk of it. Returns, when this call completed it,
+   * the task and how long it took from its event to now (seconds).
+   */
+  async finishWithoutFollowers(
+    task: Pick<FanoutTask, 'id' | 'authorId' | 'createdAt'>,
+  ): Promise<{ task: { taskId: number; authorId: number }; lagSeconds: number } | null> {
+    const now = this.now();
+    const finished = await this.db.write(
+      `UPDATE tb_fanout_task SET dispatched = TRUE, status = 'done', finished_at = ?
+       WHERE id = ? AND NOT dispatched AND chunks_total = 0 AND status <> 'done'`,
+      [now, task.id],
+    );
+    if (finished.affectedRows === 0) return null;
+    return {
+      task: { taskId: task.id, authorId: task.authorId },
+      lagSeconds: (now.getTime() - task.createdAt.getTime()) / 1000,
+    };
+  }
+
+  /**
    * Marks the task done once every chunk exists and has finished. Returns, when this call
    * completed it, the task with its author and how long it took from its event to now (seconds).
    */

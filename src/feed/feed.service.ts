@@ -156,6 +156,12 @@ export interface PublishWrites<B extends { score: number }> {
   insertBlog(pushed: boolean): Promise<B>;
   /** Records the fan-out's deliver task of a pushed blog (the outbox); returns its id. */
   recordDeliver(blog: B): Promise<number>;
+  /**
+   * The caller's own last step before the commit, if it has one (BlogService: the new blog's
+   * cache lease). Started in the same turn as the feed's last Redis step, so that on one Redis
+   * server both go out in one round trip.
+   */
+  beforeCommit?(): Promise<void>;
 }
 
 /** A committed publish: the blog, its deliver task (null: not fanned out), and whether it unsettled the big-author generation. */
@@ -603,8 +609,10 @@ export class FeedService {
    * A new blog of `authorId`, committed by `transact` (see PublishTransaction), the one entry
    * point of publishing as changeFollow is of follows. Inside the transaction, in this order:
    * whether the blog is fanned out (decidePush), the caller's blog row, the big-author
-   * generation unsettled if this is the author's first not-fanned-out blog, and for a pushed
-   * blog the caller's deliver task and its entry in the fan-out watermark. After the commit (or
+   * generation unsettled if this is the author's first not-fanned-out blog, for a pushed blog
+   * the caller's deliver task, and last, together, the caller's beforeCommit and either the
+   * task's entry in the fan-out watermark or (a blog nobody fans out) the author's pulled-blog
+   * token unsettled. After the commit (or
    * the rollback) the big-author generation is settled. Enqueueing the task, or telling live
    * followers of a blog nobody fans out, is the caller's, after this returns.
    */
@@ -638,16 +646,17 @@ export class FeedService {
         const blog = await writes.insertBlog(decision.pushed);
         // Readers stop trusting their kept lists of big followees until this one is committed.
         if (becameBig) await this.bigAuthorChange('changing');
-        // And their kept lists of this author's pulled blogs (pulled-blogs.ts).
         pulled = !decision.pushed;
-        if (pulled) await this.pulledBlogChange(authorId, 'changing');
-        let taskId: number | null = null;
-        if (decision.pushed) {
-          taskId = await writes.recordDeliver(blog);
-          // From the moment the blog is visible in MySQL, readers know that its delivery is in
-          // flight (the fan-out watermark).
-          await this.keeping.deliveryStarted(sql, { taskId, authorId, score: blog.score });
-        }
+        const taskId = decision.pushed ? await writes.recordDeliver(blog) : null;
+        await Promise.all([
+          writes.beforeCommit?.(),
+          taskId !== null
+            ? // From the moment the blog is visible in MySQL, readers know that its delivery is
+              // in flight (the fan-out watermark).
+              this.keeping.deliveryStarted(sql, { taskId, authorId, score: blog.score })
+            : // Or readers stop trusting their kept lists of this author's pulled blogs (pulled-blogs.ts).
+              this.pulledBlogChange(authorId, 'changing'),
+        ]);
         // The last step before the commit (PUBLISH_DEADLINE_MS).
         this.checkPublishDeadline(blog.score, taskId === null ? null : { taskId, authorId });
         return { blog, taskId, becameBig };

@@ -72,6 +72,53 @@ it('delivers a task of one chunk in the publishing process, without a dispatch j
   expect(await dispatchJobsAdded([task.id])).toEqual([]);
 });
 
+it('finishes a task of an author without followers here in two statements: the read of followers, one write', async () => {
+  const loner = await signUp(app, 'loner');
+  // Recorded as a publish records it, dispatched here by workers whose pool logs every statement.
+  const blogId = fromGlobalId(await publish(app, loner, 'anyone?')).id;
+  const statements: string[] = [];
+  const log = new SqlStatementLog(console);
+  log.ran = (statement) => void statements.push(statement.replace(/\s+/g, ' ').slice(0, 40));
+  const pool = new MysqlPool(
+    `${MYSQL_URL}/${testDatabase('fanout_here')}`,
+    { poolSize: 1, statementTimeoutMs: 0 },
+    log,
+  );
+  try {
+    const store = new FanoutStore(pool, () => new Date());
+    const taskId = await pool.transaction((sql) =>
+      store.insertTask(sql, 'deliver', { blogId, authorId: fromGlobalId(loner.id).id, score: 1 }),
+    );
+    const feed = createFeedService(app.config, pool, app.redis, { warn: () => {}, inFlight: store });
+    const workers = new FanoutWorkers({
+      config: app.config,
+      store,
+      feed,
+      queue: app.services.fanoutQueue!,
+      warn: () => {},
+    });
+    statements.length = 0;
+    const fresh = {
+      kind: 'deliver' as const,
+      blogId,
+      authorId: fromGlobalId(loner.id).id,
+      score: 1,
+      queuedAt: Date.now(),
+    };
+    expect(await workers.dispatchHere({ taskId, fresh })).toBeNull();
+    expect(statements).toEqual([
+      'SELECT user_id FROM tb_follow FORCE INDE',
+      'UPDATE tb_fanout_task SET dispatched = T',
+    ]);
+    const [task] = await app.db.query('SELECT status, dispatched, chunks_total FROM tb_fanout_task WHERE id = ?', [
+      taskId,
+    ]);
+    expect(task).toEqual({ status: 'done', dispatched: 1, chunks_total: 0 });
+  } finally {
+    await pool.close();
+  }
+});
+
 it('queues a task of more followers than a chunk, whose job records its chunks', async () => {
   const author = await signUp(app, 'bigger');
   const followers = await addFollowers(app, author, 2000, CHUNK + 1);
