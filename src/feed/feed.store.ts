@@ -8,7 +8,7 @@
  */
 import type { Database, Sql } from '../db/database';
 import { compareCanonical, FeedPosition, ScoredId, START } from '../kernel/pagination/cursor';
-import { deepenings, firstRoundShare, newestOfRounds } from '../kernel/pagination/deepened';
+import { DeepenedRead } from '../kernel/pagination/deepened';
 import type { AuthorInFlight } from './inbox';
 
 type Row = { id: string; created_at: Date };
@@ -434,10 +434,11 @@ export class FeedStore implements GenerationRecord {
   /**
    * What a rebuild copies, as one consistent view (a REPEATABLE READ transaction on the primary:
    * every read sees the same commits): the reader's feed_version, followees and newest feed
-   * entries, with whether each was fanned out. The entries are read as a pull page of
-   * FEED_MAX_ITEMS + 1 is (feedPage: one bounded index range per followee, or the heads of more
-   * followees first), not by a join that reads every live blog of every followee: a rebuild costs
-   * MySQL at most what the page of that size costs, whatever the followees' history.
+   * entries, with whether each was fanned out. The entries are FEED_MAX_ITEMS + 1 read in two
+   * rounds of bounded index ranges (newestOf), or past MANY_FOLLOWEES as a pull page of that
+   * size is (the heads first), never by a join that reads every live blog of every followee: a
+   * rebuild costs MySQL at most what that page costs, whatever the followees' history, and
+   * usually about FEED_MAX_ITEMS rows.
    */
   async snapshot(readerId: number, maxItems: number): Promise<TruthSnapshot> {
     return this.db.transaction(async (sql) => {
@@ -448,18 +449,15 @@ export class FeedStore implements GenerationRecord {
         'SELECT follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0',
         [readerId],
       );
+      const followeeIds = followees.map((row) => Number(row.follow_user_id));
       const newest =
-        followees.length <= MANY_FOLLOWEES
-          ? await this.newestOf(
-              sql,
-              followees.map((row) => Number(row.follow_user_id)),
-              maxItems + 1,
-            )
+        followeeIds.length <= MANY_FOLLOWEES
+          ? await this.newestOf(sql, followeeIds, maxItems + 1)
           : await this.pageOn(sql, readerId, START, maxItems + 1, null);
       const pushed = await this.pushedAmong(sql, newest.slice(0, maxItems));
       return {
         version: Number(user?.feed_version ?? 0),
-        followeeIds: followees.map((row) => Number(row.follow_user_id)),
+        followeeIds,
         entries: newest.slice(0, maxItems).map((entry) => ({ ...entry, pushed: pushed.has(entry.id) })),
         complete: newest.length <= maxItems,
       };
@@ -467,23 +465,17 @@ export class FeedStore implements GenerationRecord {
   }
 
   /**
-   * The newest `wanted` live blogs of these authors, in two statements of bounded index ranges
-   * (kernel/pagination/deepened.ts): each author's newest ceil(wanted / authors) first, then,
-   * for the authors that may hold more of the answer, the rest down to the first round's
-   * `wanted`-th. About `wanted` rows where one round of `wanted` per author read up to authors x
-   * wanted; at most what that round reads, per author.
+   * The newest `wanted` live blogs of these authors, in a few statements of bounded index ranges
+   * (kernel/pagination/deepened.ts): each author's newest ceil(wanted / authors) first, then more
+   * of those that may hold more of the answer, down to the `wanted`-th read so far. About
+   * `wanted` rows, where one round of `wanted` per author read up to authors x wanted; never more
+   * than that round, per author.
    */
   private async newestOf(sql: Sql, authorIds: readonly number[], wanted: number): Promise<ScoredId[]> {
-    if (authorIds.length === 0 || wanted === 0) return [];
-    const share = firstRoundShare(wanted, authorIds.length);
-    const first = await this.authorRanges(
-      sql,
-      authorIds.map((authorId) => ({ authorId, after: null, limit: share })),
-      null,
-    );
-    const { floor, deepen } = deepenings(wanted, share, first);
-    const second = deepen.length === 0 ? new Map<number, ScoredId[]>() : await this.authorRanges(sql, deepen, floor);
-    return newestOfRounds(wanted, [...first.values(), ...second.values()]);
+    const read = new DeepenedRead(wanted, authorIds);
+    for (let round = read.next(); round.asks.length > 0; round = read.next())
+      read.answer(round.asks, await this.authorRanges(sql, round.asks, round.floor));
+    return read.newest();
   }
 
   /**
