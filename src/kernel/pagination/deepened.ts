@@ -5,8 +5,9 @@
  *
  * One round that asks every author for `wanted` items is exact, and reads up to authors x wanted
  * rows for `wanted`: a rebuild's snapshot (801 entries) from 20 followees read about 4,500 rows on
- * bench:mixed's graph and 16,000 from 20 long histories. Rounds read a few times `wanted` (on that
- * graph 2,578 handler reads a snapshot, all of its statements, against 9,066 for one round's entries):
+ * bench:mixed's graph and 16,000 from 20 long histories. Rounds read a few times `wanted` (on
+ * that graph 2,578 handler reads a snapshot, all its statements, against 9,066 for one round's
+ * entries):
  *
  * 1. Every author is asked for its newest ceil(wanted / authors) items.
  * 2. After each round, let F be the `wanted`-th newest item read so far (none while fewer are
