@@ -398,15 +398,9 @@ export class FeedStore implements GenerationRecord {
       const where = rangeSql(from, range.minScore, floor);
       return { where: where.where, params: [range.authorId, ...where.params, skip + limit] };
     });
-    // Each term in the form its dialect accepts with an ORDER BY and LIMIT of its own (database.ts).
-    const term = (where: string, i: number) =>
-      this.db.unionTerm(
-        `SELECT id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ${where} ORDER BY created_at DESC, id DESC LIMIT ?`,
-        'id, created_at',
-        `b${i}`,
-      );
+    const terms = branches.map((branch, i) => this.authorRangeTerm('id, created_at', branch.where, i));
     const rows = await sql.select<Row>(
-      `SELECT id, created_at FROM (${branches.map((branch, i) => term(branch.where, i)).join(' UNION ALL ')}) AS page
+      `SELECT id, created_at FROM (${terms.join(' UNION ALL ')}) AS page
        ORDER BY created_at DESC, id DESC LIMIT ?, ?`,
       [...branches.flatMap((branch) => branch.params), skip, limit],
     );
@@ -493,11 +487,7 @@ export class FeedStore implements GenerationRecord {
       const from = ask.after === null ? START : { maxScore: ask.after.score, offset: 0, afterId: ask.after.id };
       const range = rangeSql(from, null, floor);
       return {
-        sql: this.db.unionTerm(
-          `SELECT user_id, id, created_at FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ${range.where} ORDER BY created_at DESC, id DESC LIMIT ?`,
-          'user_id, id, created_at',
-          `b${i}`,
-        ),
+        sql: this.authorRangeTerm('user_id, id, created_at', range.where, i),
         params: [ask.authorId, ...range.params, ask.limit],
       };
     });
@@ -509,6 +499,20 @@ export class FeedStore implements GenerationRecord {
     for (const row of rows) byAuthor.get(Number(row.user_id))?.push(entryOf(row));
     for (const items of byAuthor.values()) items.sort(compareCanonical);
     return byAuthor;
+  }
+
+  /**
+   * One author's live blogs in canonical order (newest first) that match `where`, at most a
+   * LIMIT: a term of a UNION ALL, in the form its dialect accepts with an ORDER BY and LIMIT of
+   * its own (database.ts). Its parameters: the author, `where`'s, the limit. An index range of
+   * ix_blog_user_live, which covers user_id, id and created_at.
+   */
+  private authorRangeTerm(columns: string, where: string, i: number): string {
+    return this.db.unionTerm(
+      `SELECT ${columns} FROM tb_blog WHERE user_id = ? AND deleted_at IS NULL ${where} ORDER BY created_at DESC, id DESC LIMIT ?`,
+      columns,
+      `b${i}`,
+    );
   }
 
   /** Which of these blogs were fanned out (tb_blog.pushed), by primary key. */
