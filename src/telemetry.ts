@@ -15,6 +15,7 @@
  * OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG, OTEL_BSP_SCHEDULE_DELAY and OTEL_EXPORTER_OTLP_HEADERS.
  */
 import type { IncomingMessage } from 'node:http';
+import { Context, context } from '@opentelemetry/api';
 import type { OperationsSettings } from './kernel/config';
 
 export interface Tracing {
@@ -91,7 +92,59 @@ export function registerTracing(sdk: TracingSdk, settings: TracingSettings, defa
         requireParentSpan: true,
         dbStatementSerializer: (command: string) => command,
       }),
+      // After the one above, so that it patches ioredis last: its sendCommand runs around theirs.
+      redisCallersContext(sdk),
     ],
   });
   return { shutdown: () => provider.shutdown() };
+}
+
+/** What redisCallersContext patches: ioredis's module, its client and its pipeline. */
+interface RedisModule {
+  prototype: { sendCommand: (this: unknown, command: object, ...rest: unknown[]) => unknown };
+  Pipeline: { prototype: { sendCommand: (this: unknown, command: object) => unknown } };
+}
+
+/**
+ * Sends every Redis command in the context of the code that called it, so that its span hangs
+ * under its caller's.
+ *
+ * The ioredis instrumentation starts a command's span when ioredis sends it, in the context active
+ * then. The service's client auto-pipelines (redis/redis.client.ts): a command is queued, and the
+ * queue is sent later, from a setImmediate scheduled by the first command of the tick, or from the
+ * reply of the batch still in flight. Every command of a batch then took the context of whoever
+ * queued its first one: a fan-out chunk's delivery sent beside the relay's timer, or queued while
+ * an untraced command was in flight, was traced in another trace or (requireParentSpan) not at
+ * all, and a page's commands could hang under another page's request. Here a command remembers
+ * the context it was queued in (Pipeline.sendCommand, in the caller's turn), and is sent in it.
+ */
+function redisCallersContext(sdk: TracingSdk) {
+  const { InstrumentationBase, InstrumentationNodeModuleDefinition } = sdk.instrumentation;
+  class RedisCallersContext extends InstrumentationBase {
+    constructor() {
+      super('follow-feed-redis-callers-context', '1.0.0', {});
+    }
+
+    protected init() {
+      return new InstrumentationNodeModuleDefinition('ioredis', ['>=5 <7'], (module: RedisModule) => {
+        sendInCallersContext(module);
+        return module;
+      });
+    }
+  }
+  return new RedisCallersContext();
+}
+
+function sendInCallersContext(module: RedisModule): void {
+  const callers = new WeakMap<object, Context>();
+  const queue = module.Pipeline.prototype.sendCommand;
+  module.Pipeline.prototype.sendCommand = function (this: unknown, command: object) {
+    callers.set(command, context.active());
+    return queue.call(this, command);
+  };
+  const send = module.prototype.sendCommand;
+  module.prototype.sendCommand = function (this: unknown, command: object, ...rest: unknown[]) {
+    const caller = callers.get(command);
+    return caller ? context.with(caller, () => send.call(this, command, ...rest)) : send.call(this, command, ...rest);
+  };
 }

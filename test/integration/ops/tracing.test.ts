@@ -9,8 +9,11 @@
  * Real processes, not the app in Jest's process: the instrumentations patch modules as Node's
  * own loader loads them, which Jest's module registry bypasses.
  */
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { FEED_PAGE, follow, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { FEED_PAGE, follow, REDIS_URL, signUp, startTestApp, TestApp, TestUser } from '../../support/harness';
 import { OtlpReceiver, ReceivedSpan, startOtlpReceiver } from '../../support/otlp-receiver';
 import { freePort, startNodeProcess, startWorkerProcess, waitFor, WorkerProcess } from '../../support/processes';
 
@@ -176,4 +179,31 @@ test('one trace follows a publish into every chunk that delivers it, and a feed 
       /readyz|healthz|metrics/.test(String(span.attributes['url.path'] ?? span.attributes['http.target'] ?? '')),
     ),
   ).toBe(false);
+});
+
+test("every Redis command hangs under its caller's span, whatever it was auto-pipelined with", async () => {
+  // test/support/redis-callers.cjs: traced callers' commands queued beside untraced ones, in one
+  // batch or behind one in flight (what a worker's chunk meets beside its relay and purger).
+  await promisify(execFile)(process.execPath, [join(__dirname, '..', '..', 'support', 'redis-callers.cjs')], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      REDIS_URL,
+      KEY: `test:tracing:${hex(4)}`,
+    },
+  });
+  const spans = receiver.spans.filter((span) => span.service === 'redis-callers');
+  const commandsUnder = (name: string) => {
+    const caller = spans.find((span) => span.name === name);
+    expect(caller).toBeDefined();
+    return spans.filter((span) => span.parentSpanId === caller!.spanId && systemOf(span) === 'redis').map(statementOf);
+  };
+  expect({
+    afterUntraced: commandsUnder('after-untraced'),
+    first: commandsUnder('first'),
+    second: commandsUnder('second'),
+    whileInFlight: commandsUnder('while-in-flight'),
+  }).toEqual({ afterUntraced: ['get'], first: ['get'], second: ['exists'], whileInFlight: ['get'] });
+  // The untraced commands made no spans (requireParentSpan): only the callers' four.
+  expect(spans.filter((span) => systemOf(span) === 'redis')).toHaveLength(4);
 });
