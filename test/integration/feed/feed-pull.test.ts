@@ -14,7 +14,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { Database, SqlStatementLog } from '../../../src/db/database';
+import { Database, Sql, SqlStatementLog } from '../../../src/db/database';
 import { openMysql, openSqlite } from '../../../src/db/migrate';
 import { compareCanonical, FeedPosition, isAfter, ScoredId, START } from '../../../src/kernel/pagination/cursor';
 import { FeedStore, MANY_FOLLOWEES, MOST_BRANCHES } from '../../../src/feed/feed.store';
@@ -109,15 +109,26 @@ function modelPage(
 /** The statements `db` runs while `work` runs. */
 async function statementsDuring<T>(db: Database, work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
   const statements: string[] = [];
-  const query = db.select.bind(db);
-  const spy = jest.spyOn(db, 'select').mockImplementation((...args: Parameters<Database['select']>) => {
-    statements.push(args[0]);
-    return query(...args);
+  const recording = (sql: Sql): Sql => ({
+    select: (statement, params) => {
+      statements.push(statement);
+      return sql.select(statement, params);
+    },
+    write: (statement, params) => sql.write(statement, params),
   });
+  const direct = recording({ select: db.select.bind(db), write: db.write.bind(db) });
+  const transaction = db.transaction.bind(db);
+  // Reads on the database, and reads in a transaction (a rebuild's snapshot runs in one).
+  const spies: jest.SpyInstance[] = [
+    jest.spyOn(db, 'select').mockImplementation((statement, params) => direct.select(statement, params)),
+    jest
+      .spyOn(db, 'transaction')
+      .mockImplementation((inTransaction, isolation) => transaction((sql) => inTransaction(recording(sql)), isolation)),
+  ];
   try {
     return { result: await work(), statements };
   } finally {
-    spy.mockRestore();
+    for (const spy of spies) spy.mockRestore();
   }
 }
 
@@ -338,6 +349,8 @@ describe.each(ENGINES)('feedPage on %s', (engine) => {
             .map((item) => item.id),
         );
         expect(result.complete).toBe(feedOf(world, reader).length <= 600);
+        // Its reads, in its transaction, seen (the helper once saw only reads outside one).
+        expect(statements.length).toBeGreaterThan(0);
         expect(statements.some(isJoin)).toBe(false);
       }
     });
