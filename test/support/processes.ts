@@ -46,6 +46,31 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
 }
 
 /**
+ * Whether a redis-server on `port` answers PING (not while it loads its data). Over a plain
+ * socket: an ioredis client disconnected after a refused connection left its 2 s disconnect
+ * timer running (its stream had closed before the timer's listener), which kept Jest's worker
+ * alive past its file ("a worker process has failed to exit gracefully").
+ */
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let reply = '';
+    const done = (answered: boolean) => {
+      socket.destroy();
+      resolve(answered);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (chunk) => {
+      reply += chunk.toString();
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
+    socket.on('error', () => done(false));
+    socket.on('close', () => done(false));
+  });
+}
+
+/**
  * A redis-server of the test's own, on its own port. By default it keeps nothing on disk; a
  * persistent one keeps an append-only file in a temporary folder, so its data outlives a restart;
  * an 'rdb' one keeps only what a SAVE wrote (docker's redis:7 default): killed and started again
@@ -90,19 +115,7 @@ export class PrivateRedis {
         stdio: 'ignore',
       },
     );
-    await waitFor(`redis-server on ${this.port}`, async () => {
-      const client = new Redis(this.port, '127.0.0.1', {
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
-      try {
-        await client.connect();
-        return (await client.ping()) === 'PONG';
-      } finally {
-        client.disconnect();
-      }
-    });
+    await waitFor(`redis-server on ${this.port}`, () => answersPing(this.port));
   }
 
   /**
