@@ -179,7 +179,12 @@ export class FollowService {
       ? await this.store.insert(sql, followerId, followeeId, this.now())
       : await this.store.delete(sql, followerId, followeeId);
     if (!changed) return null;
-    const { feedVersion, followingCount } = await this.store.adjustCounts(sql, followerId, followeeId, follow ? 1 : -1);
+    const { feedVersion, followingCount, blocked, muted } = await this.store.adjustCounts(
+      sql,
+      followerId,
+      followeeId,
+      follow ? 1 : -1,
+    );
     if (!follow) return { version: feedVersion, inFeed: false };
     if (followingCount > this.maxFollowing) {
       throw limitReached(
@@ -189,14 +194,13 @@ export class FollowService {
         'userId',
       );
     }
-    if (await this.store.blockedBetween(followerId, followeeId, sql)) {
+    if (blocked) {
       throw forbidden(
         `userId: user ${followeeId} cannot be followed: one of you has blocked the other`,
         'userId',
         'blocked',
       );
     }
-    const muted = await this.store.isMuted(sql, followerId, followeeId);
     if (muted) await this.store.setFollowMuted(sql, followerId, followeeId, true);
     return { version: feedVersion, inFeed: !muted };
   }
