@@ -19,13 +19,13 @@ export class FollowResolver {
     deprecationReason:
       "Use followUser: the same change, and its payload carries the viewer's updated followingCount too.",
   })
-  follow(
+  async follow(
     @Arg('userId', () => ID, { description: 'Global id of the user to follow or unfollow' }) userId: string,
     @Arg('follow', () => Boolean, { defaultValue: true, description: 'true to follow, false to unfollow' })
     follow: boolean,
     @Ctx() context: Context,
   ): Promise<User> {
-    return setFollowing(userId, follow, context);
+    return (await setFollowing(userId, follow, context)).user;
   }
 
   @Mutation(() => FollowUserPayload, {
@@ -40,11 +40,7 @@ export class FollowResolver {
     follow: boolean,
     @Ctx() context: Context,
   ): Promise<FollowUserPayload> {
-    const user = await setFollowing(userId, follow, context);
-    // The viewer's row was cleared from the request's loader by the change: this reads it anew.
-    const viewer = await context.loaders.user.load(requireViewerId(context.auth));
-    if (!viewer) throw new Error('the viewer has no user row');
-    return { user, viewer };
+    return setFollowing(userId, follow, context);
   }
 
   @Mutation(() => User, {
@@ -181,16 +177,24 @@ function ownList(
   return { load: async (fetch) => (own ? (await pages(fetch))[0] : []) };
 }
 
-/** follow and followUser: the viewer's rate limit, the change (follow.service.ts), and the request's caches brought up to date. */
-async function setFollowing(userId: string, follow: boolean, { auth, services, loaders }: Context): Promise<User> {
+/**
+ * follow and followUser: the viewer's rate limit, the change (follow.service.ts), and the
+ * request's caches brought up to date. Both users as the change left them (the target, and the
+ * viewer, whose followingCount moved).
+ */
+async function setFollowing(
+  userId: string,
+  follow: boolean,
+  { auth, services, loaders }: Context,
+): Promise<FollowUserPayload> {
   const viewerId = requireViewerId(auth);
   await services.rateLimits.follow(viewerId);
-  const target = await services.follows.setFollowing(viewerId, idOfType(userId, 'User', 'userId'), follow);
+  const { target, viewer } = await services.follows.setFollowing(viewerId, idOfType(userId, 'User', 'userId'), follow);
   // The request's caches may hold the state from before the change (an earlier field of the
   // same document): the follow itself, both users' counters, and the pages of users.
   loaders.followedByViewer.clear(target.dbId).prime(target.dbId, follow);
   loaders.user.clear(target.dbId).prime(target.dbId, target);
-  loaders.user.clear(viewerId);
+  loaders.user.clear(viewerId).prime(viewerId, viewer);
   for (const pages of [loaders.followers, loaders.following, loaders.commonFollows]) pages.clearAll();
-  return target;
+  return { user: target, viewer };
 }

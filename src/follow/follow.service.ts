@@ -80,13 +80,19 @@ export class FollowService {
    * brings the target's recent blogs in (none while the target is muted), an unfollow takes them
    * out. A new follow past MAX_FOLLOWING is refused (FORBIDDEN, extensions.limit "maxFollowing"),
    * and so is one between users of whom one blocked the other (FORBIDDEN, extensions.reason
-   * "blocked"); an unfollow never is.
+   * "blocked"); an unfollow never is. Returns both users as the change left them (their
+   * counters moved), read in one statement.
    */
-  async setFollowing(viewerId: number, targetId: number, follow: boolean): Promise<User> {
+  async setFollowing(viewerId: number, targetId: number, follow: boolean): Promise<{ target: User; viewer: User }> {
     await this.checkTarget(viewerId, targetId, 'follow');
     await this.changeFeed(viewerId, targetId, follow, (sql) => this.commitChange(sql, viewerId, targetId, follow));
     await this.live.followsChanged(viewerId, [targetId]);
-    return this.target(targetId);
+    const users = await this.users.findByIds([targetId, viewerId]);
+    const target = users.get(targetId);
+    if (!target) throw notFound(`user ${targetId} does not exist`, 'userId');
+    const viewer = users.get(viewerId);
+    if (!viewer) throw new Error(`the viewer (user ${viewerId}) has no user row`);
+    return { target, viewer };
   }
 
   /**

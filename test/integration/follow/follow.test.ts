@@ -47,6 +47,35 @@ it('is idempotent and keeps both counts', async () => {
   expect(data.follow.isFollowedByViewer).toBe(true);
 });
 
+it('followUser answers both users as the change left them, even after a field that read them before it', async () => {
+  const a = await signUp(app, 'payloada');
+  const b = await signUp(app, 'payloadb');
+  // The viewer's and the target's rows are read first by an earlier field of the same document:
+  // the payload must not answer from what that field read.
+  const FOLLOW_USER = `mutation($u: ID!, $f: Boolean!) {
+    before: followUser(userId: $u, follow: $f) { user { id followerCount } viewer { id followingCount } }
+    after: followUser(userId: $u, follow: $f) {
+      user { id followerCount isFollowedByViewer } viewer { id followingCount followerCount }
+    }
+  }`;
+  const set = (f: boolean) => app.gql(FOLLOW_USER, { u: b.id, f }, a.token);
+  expect(ok(await set(true))).toEqual({
+    before: { user: { id: b.id, followerCount: 1 }, viewer: { id: a.id, followingCount: 1 } },
+    after: {
+      user: { id: b.id, followerCount: 1, isFollowedByViewer: true },
+      viewer: { id: a.id, followingCount: 1, followerCount: 0 },
+    },
+  });
+  expect(ok(await set(false))).toEqual({
+    before: { user: { id: b.id, followerCount: 0 }, viewer: { id: a.id, followingCount: 0 } },
+    after: {
+      user: { id: b.id, followerCount: 0, isFollowedByViewer: false },
+      viewer: { id: a.id, followingCount: 0, followerCount: 0 },
+    },
+  });
+  expect(ok(await app.gql(VIEWER, {}, a.token)).viewer).toEqual({ followingCount: 0, followerCount: 0 });
+});
+
 it('keeps counts exact under concurrent follows, unfollows and mutual follows', async () => {
   const star = await signUp(app, 'star');
   const crowd: TestUser[] = [];
