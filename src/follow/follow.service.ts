@@ -140,7 +140,7 @@ export class FollowService {
   /** The self and existence checks of a change of the viewer's relation to the target (nothing changes on error). */
   private async checkTarget(viewerId: number, targetId: number, verb: 'follow' | 'mute' | 'block'): Promise<void> {
     if (viewerId === targetId) throw badUserInput(`you cannot ${verb} yourself`, 'userId');
-    if (!(await this.users.findById(targetId))) throw notFound(`user ${targetId} does not exist`, 'userId');
+    if (!(await this.users.exists(targetId))) throw notFound(`user ${targetId} does not exist`, 'userId');
   }
 
   private async target(targetId: number): Promise<User> {

@@ -1,5 +1,5 @@
 /** follow: idempotent, exact counts under concurrency, and the feed follows at once (inboxes: inbox.test.ts). */
-import { fromGlobalId } from '../../../src/kernel/global-id';
+import { fromGlobalId, toGlobalId } from '../../../src/kernel/global-id';
 import {
   errorCode,
   follow,
@@ -225,4 +225,23 @@ describe('limits on following', () => {
     // Another user has a count of their own.
     ok(await limited.gql(FOLLOW, { u: stars[1].id, f: true }, stars[0].token));
   });
+});
+
+it("checks a follow's target by a read only until it has found the user (users are never deleted)", async () => {
+  const a = await signUp(app, 'checka');
+  const b = await signUp(app, 'checkb');
+  const reads = jest.spyOn(app.services.users, 'findById');
+  try {
+    const missing = dbId(b) + 1_000_000;
+    for (let twice = 0; twice < 2; twice += 1) {
+      const refused = await app.gql(FOLLOW, { u: toGlobalId('User', missing), f: true }, a.token);
+      expect(errorCode(refused)).toBe('NOT_FOUND');
+    }
+    expect(reads).toHaveBeenCalledTimes(2);
+    expect(ok(await app.gql(FOLLOW, { u: b.id, f: true }, a.token)).follow.followerCount).toBe(1);
+    expect(ok(await app.gql(FOLLOW, { u: b.id, f: false }, a.token)).follow.followerCount).toBe(0);
+    expect(reads.mock.calls.map(([id]) => id)).toEqual([missing, missing, dbId(b)]);
+  } finally {
+    reads.mockRestore();
+  }
 });
