@@ -89,7 +89,7 @@ export class FollowService {
     await this.live.followsChanged(viewerId, [targetId]);
     const users = await this.users.findByIds([targetId, viewerId]);
     const target = users.get(targetId);
-    if (!target) throw notFound(`user ${targetId} does not exist`, 'userId');
+    if (!target) throw noSuchUser(targetId);
     const viewer = users.get(viewerId);
     if (!viewer) throw new Error(`the viewer (user ${viewerId}) has no user row`);
     return { target, viewer };
@@ -140,12 +140,12 @@ export class FollowService {
   /** The self and existence checks of a change of the viewer's relation to the target (nothing changes on error). */
   private async checkTarget(viewerId: number, targetId: number, verb: 'follow' | 'mute' | 'block'): Promise<void> {
     if (viewerId === targetId) throw badUserInput(`you cannot ${verb} yourself`, 'userId');
-    if (!(await this.users.exists(targetId))) throw notFound(`user ${targetId} does not exist`, 'userId');
+    if (!(await this.users.exists(targetId))) throw noSuchUser(targetId);
   }
 
   private async target(targetId: number): Promise<User> {
     const target = await this.users.findById(targetId);
-    if (!target) throw notFound(`user ${targetId} does not exist`, 'userId');
+    if (!target) throw noSuchUser(targetId);
     return target;
   }
 
@@ -245,4 +245,9 @@ export class FollowService {
   blockedAmong(viewerId: number, userIds: readonly number[]): Promise<Set<number>> {
     return this.store.blockedAmong(viewerId, userIds);
   }
+}
+
+/** The error of a change whose target names no user (NOT_FOUND naming userId). */
+function noSuchUser(targetId: number): Error {
+  return notFound(`user ${targetId} does not exist`, 'userId');
 }
