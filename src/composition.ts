@@ -214,10 +214,6 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
     warn,
   });
   const tokens = new TokenService(config.jwtSecret, config.jwtExpiresInSeconds, sessions);
-  // Pages' blogs and authors from Redis; without Redis (the embedded mode) pages read SQL.
-  const hydration = redis ? new HydrationCache({ redis, keys, store: new CacheStore(db), warn }) : null;
-  const cacheWrites: CacheWrites = hydration ?? NO_CACHE;
-  const users = new UserService({ store: new UserStore(db), now, db, cache: cacheWrites });
   // The outbox is MySQL's alone: the embedded mode fans nothing out.
   const fanoutStore = isMysql(db) ? new FanoutStore(db, now) : null;
   const liveBuses = createLiveBuses(config, redis, warn);
@@ -229,6 +225,13 @@ export function createCore({ config, db, redis, now = () => new Date(), warn = l
     live: liveFeed,
     now,
   });
+  // Pages' blogs and authors from Redis, trusted in the Redis generation the feed has confirmed;
+  // without Redis (the embedded mode) pages read SQL.
+  const hydration = redis
+    ? new HydrationCache({ redis, keys, store: new CacheStore(db), warn, generation: () => feed.redisGeneration() })
+    : null;
+  const cacheWrites: CacheWrites = hydration ?? NO_CACHE;
+  const users = new UserService({ store: new UserStore(db), now, db, cache: cacheWrites });
   metrics.watchRebuilds(() => feed.rebuildsInFlight());
   const follows = new FollowService({
     db,

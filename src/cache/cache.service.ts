@@ -27,6 +27,14 @@
  *   could not).
  * - Redis lost (FLUSHALL, a restart): the entries are gone, leases with them, so no fill in
  *   flight can store anything; pages refill from MySQL.
+ * - Generations. Redis restored from an older dump (or failed over to a replica that missed
+ *   writes) holds entries consistent with the dump and older than MySQL, and does not know it;
+ *   the inboxes' rule covers the cache too (feed/generation.ts): each entry is stamped with the
+ *   Redis generation its fill read in (the lease token carries it), a read trusts only entries of
+ *   the generation this process has confirmed, and drops the others. While no generation is
+ *   confirmed (after every reconnect, until the server's identity is checked) the cache is not
+ *   used, and a read whose generation changed before its answer came back is not trusted either
+ *   (a command sent before a restart can run on the restored server).
  * Nothing here is needed for correctness of the data: any failure of Redis sends the page to
  * MySQL (BlogService.forViewer).
  */
@@ -117,6 +125,8 @@ interface StoredBlog {
 export interface HydrationCacheDeps {
   redis: RedisClient;
   keys: RedisKeys;
+  /** The Redis generation this process has confirmed (FeedService.redisGeneration); null: none yet. */
+  generation: () => number | null;
   /** The debts (entries a write could not invalidate in Redis), settled when Redis answers again. */
   store: CacheStore;
   warn: Warn;
@@ -136,12 +146,14 @@ export class HydrationCache implements CacheWrites {
 
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
+  private readonly generation: () => number | null;
   private readonly store: CacheStore;
   private readonly warn: Warn;
 
   constructor(deps: HydrationCacheDeps) {
     this.redis = deps.redis;
     this.keys = deps.keys;
+    this.generation = deps.generation;
     this.store = deps.store;
     this.warn = deps.warn;
     this.cluster = isCluster(deps.redis);
@@ -151,10 +163,12 @@ export class HydrationCache implements CacheWrites {
   }
 
   /**
-   * Whether pages may read the cache now: Redis answers and this process has settled the debts
-   * since it last could not reach it. The first call starts the periodic settle.
+   * Whether pages may read the cache now: Redis answers, this process has confirmed its
+   * generation, and it has settled the debts since it last could not reach it. The first call
+   * starts the periodic settle.
    */
   usable(): boolean {
+    if (this.generation() === null) return false;
     if (!redisAvailable(this.redis)) {
       this.trusted = false;
       return false;
@@ -204,14 +218,15 @@ export class HydrationCache implements CacheWrites {
 
   /** The cached state of each blog, one script per blog (pipelined: one round trip). */
   async readBlogs(viewerId: number | null, ids: readonly number[]): Promise<Map<number, BlogRead>> {
-    const token = lease();
+    const generation = this.generation();
     const viewer = viewerId === null ? '' : inboxMember(viewerId);
     const replies = await this.perSlot<[string, string?, number?, number?]>(SCRIPTS['blog-read'], ids, 'b', [
       viewer,
-      token,
+      lease(generation),
       WRITE_STALE_MS,
       LEASE_MS,
     ]);
+    if (!this.stillIn(generation)) return new Map(ids.map((id) => [id, { kind: 'busy' }]));
     const reads = new Map<number, BlogRead>();
     ids.forEach((id, i) => {
       const [kind, data, count, liked] = replies[i];
@@ -225,6 +240,14 @@ export class HydrationCache implements CacheWrites {
       else reads.set(id, { kind: kind as 'gone' | 'busy' });
     });
     return reads;
+  }
+
+  /**
+   * Whether a read sent in `generation` may be trusted now its answer is back: the generation is
+   * still the one this process has confirmed (see Generations above).
+   */
+  private stillIn(generation: number | null): boolean {
+    return generation !== null && this.generation() === generation;
   }
 
   /**
@@ -303,10 +326,13 @@ export class HydrationCache implements CacheWrites {
    * first, as keyset positions; null when the set is not filled or a write is in flight.
    */
   async firstLikers(blogId: number, limit: number): Promise<KeysetPosition[] | null> {
+    const generation = this.generation();
+    if (generation === null) return null;
     const flat = await SCRIPTS['likers-read'].run<string[] | 0>(this.redis, this.keysOf('b', blogId), [
       Math.max(limit, 1),
+      generation,
     ]);
-    if (!Array.isArray(flat)) return null;
+    if (!Array.isArray(flat) || !this.stillIn(generation)) return null;
     const likers: KeysetPosition[] = [];
     for (let i = 0; i < flat.length; i += 2) likers.push({ id: Number(flat[i]), time: Number(flat[i + 1]) });
     return limit === 0 ? [] : likers;
@@ -314,12 +340,13 @@ export class HydrationCache implements CacheWrites {
 
   /** The cached nickName and icon of each user (one round trip). */
   async readUsers(ids: readonly number[]): Promise<Map<number, UserRead>> {
-    const token = lease();
+    const generation = this.generation();
     const replies = await this.perSlot<[string, string?]>(SCRIPTS['user-read'], ids, 'u', [
-      token,
+      lease(generation),
       WRITE_STALE_MS,
       LEASE_MS,
     ]);
+    if (!this.stillIn(generation)) return new Map(ids.map((id) => [id, { kind: 'busy' }]));
     const reads = new Map<number, UserRead>();
     ids.forEach((id, i) => {
       const [kind, data] = replies[i];
@@ -369,7 +396,7 @@ export class HydrationCache implements CacheWrites {
 
   async likeChanging(sql: Sql, blogId: number, userId: number, liked: boolean, at: Date): Promise<string | null> {
     if (redisAvailable(this.redis)) {
-      const token = lease();
+      const token = uniqueToken();
       try {
         await SCRIPTS['like-mark'].run(this.redis, this.keysOf('b', blogId), [
           token,
@@ -397,16 +424,26 @@ export class HydrationCache implements CacheWrites {
 }
 
 /**
- * A lease token: unique, not secret (only this service's scripts compare it with the one an entry
- * holds). A random prefix per process and a counter: a `randomBytes` per read, a synchronous call
- * into OpenSSL, was 3% of a hydrated feed page's CPU (a profile of bench:feed's GraphQL page).
+ * A token that names one fill or one like mark: unique, not secret (only this service's scripts
+ * compare it with the one an entry holds). A random part per process and a counter: a
+ * `randomBytes` per read, a synchronous call into OpenSSL, was 3% of a hydrated feed page's CPU
+ * (a profile of bench:feed's GraphQL page).
  */
-const LEASE_PREFIX = `${randomBytes(9).toString('base64url')}.`;
-let leasesGiven = 0;
+const TOKEN_PREFIX = `${randomBytes(9).toString('base64url')}.`;
+let tokensGiven = 0;
 
-function lease(): string {
-  leasesGiven += 1;
-  return LEASE_PREFIX + leasesGiven.toString(36);
+function uniqueToken(): string {
+  tokensGiven += 1;
+  return TOKEN_PREFIX + tokensGiven.toString(36);
+}
+
+/**
+ * A lease token: the generation its reader reads in, then a unique token (scripts/includes/cache).
+ * Without a generation (none confirmed: the read is not trusted anyway) it names none, and what
+ * its fill stores no read trusts.
+ */
+function lease(generation: number | null): string {
+  return `${generation ?? 'none'}.${uniqueToken()}`;
 }
 
 function storedOf(row: BlogRow): StoredBlog {

@@ -296,6 +296,15 @@ export class FeedService {
     await this.catchingUp;
   }
 
+  /**
+   * The Redis generation this process has confirmed (generation.ts), whether or not it has caught
+   * up in it; null while it has not confirmed one, and without Redis. What else this process
+   * keeps in Redis is stamped with it (cache/cache.service.ts).
+   */
+  redisGeneration(): number | null {
+    return this.keeping.currentEpoch();
+  }
+
   /** The generation to read inboxes in, when this process trusts them now; null: pages come from MySQL. */
   private trustedEpoch(): number | null {
     const epoch = this.keeping.currentEpoch();

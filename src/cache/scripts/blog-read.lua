@@ -1,18 +1,21 @@
 --[[
   A page's read of its cached blogs. KEYS = blog hash, like set, for each blog (one blog per call
   on a cluster, whose scripts keep to one slot); ARGV = the viewer as a like-set member (''
-  anonymous), a lease token, staleMs, leaseMs.
+  anonymous), a lease token (its generation first: includes/cache), staleMs, leaseMs.
   Replies, per blog: {'hit', d, like count, 1 if the viewer likes it} | {'gone'} (deleted) |
   {'busy'} (a write in flight, or too many likes to keep: read MySQL, fill nothing) |
   {'miss', lease}.
 ]]
 --- @include "includes/cache"
 local function readBlog(hash, likes, viewer, token, staleMs, leaseMs)
-  local h = redis.call('HMGET', hash, 'd', 'f', 'lock', 'pend', 'pendAt', 'lease', 'big')
+  local h = redis.call('HMGET', hash, 'd', 'f', 'lock', 'pend', 'pendAt', 'lease', 'big', 'g')
   local inFlight = h[3] or (h[4] and tonumber(h[4]) > 0)
   if inFlight then
     if writeInFlight({hash, likes}, h[3], h[4], h[5], staleMs) then return {'busy'} end
     -- The mark was stale and the entry dropped: start again.
+    return {'miss', leaseOf(hash, false, token, leaseMs)}
+  end
+  if ofAnotherGeneration({hash, likes}, h[2] or h[7], h[8], token) then
     return {'miss', leaseOf(hash, false, token, leaseMs)}
   end
   if h[7] then return {'busy'} end
