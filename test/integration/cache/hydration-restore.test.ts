@@ -71,7 +71,12 @@ async function page(viewer: TestUser): Promise<{ nodes: any[]; sql: number }> {
 
 async function expectTruthful(viewer: TestUser): Promise<any[]> {
   const { nodes } = await page(viewer);
-  expect(nodes).toEqual(await truth(viewer, nodes.map((node) => node.id)));
+  expect(nodes).toEqual(
+    await truth(
+      viewer,
+      nodes.map((node) => node.id),
+    ),
+  );
   return nodes;
 }
 
