@@ -6,16 +6,13 @@ import type { FanoutService } from '../fanout/fanout.service';
 import type { LiveFeed } from '../feed/feed.live';
 import type { FeedService } from '../feed/feed.service';
 import { badUserInput, forbidden, notFound } from '../kernel/errors';
-import { isStart, ScoredId, START } from '../kernel/pagination/cursor';
+import { ScoredId } from '../kernel/pagination/cursor';
 import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/page';
 import { checkHttpUrl, checkNoControlCharacters, checkText } from '../kernel/validation';
 import type { UserService } from '../user/user.service';
 import type { User } from '../user/user.types';
 import { BlogsForViewer, BlogStore } from './blog.store';
 import { Blog, BlogRow, KeyedBlogRow, PublishBlogInput } from './blog.types';
-
-/** A user's first page of blogs (User.blogs) of up to this many comes from the hydration cache: the pages apps ask for. */
-export const AUTHOR_PAGE_KEPT = 20;
 
 /** Title length in characters: one line in a list view; also the VARCHAR(255) column. */
 export const TITLE_MAX = 255;
@@ -157,7 +154,7 @@ export class BlogService {
     // What the transaction inserted, and the cache lease it took for it (set inside the transaction).
     const inserted: { row?: BlogRow; lease?: string | null } = {};
     // FeedService.publish orders the steps of the feed around our writes, as changeFollow does for follows.
-    const published = this.feed.publish<Blog>(authorId, (publishIn) =>
+    const { blog, taskId } = await this.feed.publish<Blog>(authorId, (publishIn) =>
       this.db.transaction((sql) =>
         publishIn(sql, {
           insertBlog: async (pushed) => {
@@ -166,31 +163,18 @@ export class BlogService {
             return Blog.fromRow(row);
           },
           recordDeliver: (blog) => this.requireFanout().recordDeliver(sql, blog),
-          // Before the commit, so that every write after it takes the lease away
-          // (HydrationCache.newBlogLease); and the author's cached first page is locked until after it.
+          // Before the commit, so that every write after it takes the lease away (HydrationCache.newBlogLease).
           beforeCommit: async () => {
-            await Promise.all([
-              hydration && inserted.row
-                ? hydration.newBlogLease(Number(inserted.row.id)).then((lease) => (inserted.lease = lease))
-                : null,
-              this.cache.writes.changing(sql, 'a', authorId),
-            ]);
+            if (hydration && inserted.row) inserted.lease = await hydration.newBlogLease(Number(inserted.row.id));
           },
         }),
       ),
     );
-    const { blog, taskId } = await published.catch(async (error: unknown) => {
-      await this.cache.writes.changed('a', authorId);
-      throw error;
-    });
     if (taskId !== null) this.requireFanout().enqueue(taskId, 'deliver', blog);
     // Nobody fans this blog out (the pull model, a big author): it is in every follower's feed
     // from its commit, and live followers hear of it now.
     else await this.live.published({ id: blog.dbId, score: blog.score, authorId: blog.authorId });
-    await Promise.all([
-      this.cache.writes.changed('a', authorId),
-      hydration && inserted.row && inserted.lease ? hydration.storeNewBlog(inserted.row, inserted.lease) : null,
-    ]);
+    if (hydration && inserted.row && inserted.lease) await hydration.storeNewBlog(inserted.row, inserted.lease);
     return blog;
   }
 
@@ -224,19 +208,15 @@ export class BlogService {
     const taskId = await this.db
       .transaction(async (sql) => {
         if (!(await this.store.softDelete(sql, blogId, this.now()))) throw notFound(`blog ${blogId} does not exist`);
-        // Pages stop serving the cached copy, and the author's cached first page, before the
-        // delete commits (cache/cache.service.ts).
-        await Promise.all([
-          this.cache.writes.changing(sql, 'b', blogId),
-          this.cache.writes.changing(sql, 'a', blog.authorId),
-        ]);
+        // Pages stop serving the cached copy before the delete commits (cache/cache.service.ts).
+        await this.cache.writes.changing(sql, 'b', blogId);
         // A blog that no inbox holds (hybrid: a big author's) needs no walk over the followers,
         // and leaves the lists of pulled blogs that processes keep (feed/pulled-blogs.ts).
         if (pulled) await this.feed.pulledBlogChange(blog.authorId, 'changing');
         return pulled ? null : this.requireFanout().recordRetract(sql, blog);
       })
       .finally(async () => {
-        await Promise.all([this.cache.writes.changed('b', blogId), this.cache.writes.changed('a', blog.authorId)]);
+        await this.cache.writes.changed('b', blogId);
         if (pulled) await this.feed.pulledBlogChange(blog.authorId, 'changed');
       });
     if (taskId !== null) this.requireFanout().enqueue(taskId, 'retract', blog);
@@ -400,42 +380,9 @@ export class BlogService {
     return users.concat([...fromPrimary.values()], [...fromSql.values()]);
   }
 
-  /**
-   * A page of one user's own blogs, newest first, with the same cursor as the feed: ids and
-   * scores, which forViewer hydrates. A first page of up to AUTHOR_PAGE_KEPT comes from the
-   * hydration cache (no statement when warm), except to the author, who reads MySQL: the one
-   * viewer who must see a publish made through a process without this cache (a rolling deploy).
-   */
-  async pageOfAuthor(authorId: number, request: PageRequest, viewerId: number | null = null): Promise<Page<ScoredId>> {
-    const kept =
-      viewerId !== authorId && isStart(request.from) && request.first <= AUTHOR_PAGE_KEPT
-        ? await this.keptPageOfAuthor(authorId)
-        : null;
-    const fetched = kept ?? (await this.store.pageOfAuthor(authorId, request.from, fetchSize(request)));
-    return slicePage(request, fetched);
-  }
-
-  /**
-   * The newest AUTHOR_PAGE_KEPT + 1 live blogs of an author (one more than a page shows: whether
-   * more follow) from the cache, read from the primary and stored on a miss; null when the cache
-   * cannot say (no cache, a publish or delete of the author in flight, Redis failing).
-   */
-  private async keptPageOfAuthor(authorId: number): Promise<ScoredId[] | null> {
-    const { hydration } = this.cache;
-    if (!hydration?.usable()) return null;
-    try {
-      const read = await hydration.readAuthorPage(authorId);
-      if (read.kind !== 'miss') return read.kind === 'hit' ? read.entries : null;
-      const entries = await this.store.pageOfAuthor(authorId, START, AUTHOR_PAGE_KEPT + 1, true);
-      await hydration.fillAuthorPage(authorId, read.lease, entries);
-      return entries;
-    } catch (error) {
-      this.cache.warn(
-        `reading the first page of blogs of user ${authorId} from the cache failed; reading MySQL`,
-        error,
-      );
-      return null;
-    }
+  /** A page of one user's own blogs, newest first, with the same cursor as the feed: ids and scores, which forViewer hydrates. */
+  async pageOfAuthor(authorId: number, request: PageRequest): Promise<Page<ScoredId>> {
+    return slicePage(request, await this.store.pageOfAuthor(authorId, request.from, fetchSize(request)));
   }
 
   private requireFanout(): FanoutService {

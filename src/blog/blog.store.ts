@@ -160,12 +160,11 @@ export class BlogStore {
    * The first `limit` live blogs of one author after `from`, newest first, with the same cursor
    * as the feed: their ids and scores only, one statement that the (user_id, deleted_at,
    * created_at, id) index answers alone. The blogs themselves come from the hydration cache
-   * (BlogService.forViewer), as a feed page's do. `fresh`: from the primary (a cache fill), else
-   * from a replica that may lag.
+   * (BlogService.forViewer), as a feed page's do.
    */
-  async pageOfAuthor(authorId: number, from: FeedPosition, limit: number, fresh = false): Promise<ScoredId[]> {
+  async pageOfAuthor(authorId: number, from: FeedPosition, limit: number): Promise<ScoredId[]> {
     const position = positionSql(from);
-    const rows = await (fresh ? this.db : this.db.lagging()).select<{ id: string; created_at: Date }>(
+    const rows = await this.db.lagging().select<{ id: string; created_at: Date }>(
       `SELECT id, created_at FROM tb_blog
        WHERE user_id = ? AND deleted_at IS NULL ${position.where}
        ORDER BY created_at DESC, id DESC LIMIT ?, ?`,

@@ -5,9 +5,8 @@
  * What it holds (redis/keys.ts): per blog its row as JSON and its likers (a sorted set, like the
  * seeds' blog:liked:{id}), from which the like count (ZCARD) and the viewer's like (ZSCORE) are
  * exact; per user the nickName and icon (follower counts are read from MySQL when asked for: they
- * change with every follow); per author the ids and scores of their newest live blogs, the first
- * page of User.blogs (a publish and a delete of theirs lock it, as an edit locks a blog). The
- * follow checks of a page come from the viewer's inbox (FeedService.followedAmong).
+ * change with every follow). The follow checks of a page come from the viewer's inbox
+ * (FeedService.followedAmong).
  *
  * The rules that keep it exact, across every process sharing Redis and MySQL:
  * - A reader that misses gets a lease (a token in the entry), reads MySQL's primary and stores
@@ -47,7 +46,7 @@ import { inboxMember, RedisKeys } from '../redis/keys';
 import { LuaScript, loadScripts } from '../redis/lua';
 import { isCluster, RedisClient } from '../redis/redis.client';
 import { Blog, BlogRow } from '../blog/blog.types';
-import type { KeysetPosition, ScoredId } from '../kernel/pagination/cursor';
+import type { KeysetPosition } from '../kernel/pagination/cursor';
 import { User } from '../user/user.types';
 import { CacheStore, DEBTS_PER_READ, DebtKind } from './cache.store';
 
@@ -57,13 +56,6 @@ export const WRITE_STALE_MS = 60_000;
 export const LEASE_MS = 10_000;
 /** Cached rows expire after a day without being filled again: memory for the active blogs and users only. */
 export const ENTRY_TTL_MS = 24 * 3600 * 1000;
-/**
- * An author's first page is kept this long after its fill. The locks of publishes and deletes
- * keep it exact; the bound is for what they cannot reach: a publish by a process of the version
- * before this cache (a rolling deploy), or a debt settled by such a process (which drops another
- * key). It costs one statement per author shown and 10 s, whatever the number of viewers.
- */
-export const AUTHOR_PAGE_TTL_MS = 10_000;
 /** A blog with more likes keeps no like set (its likes and count are read from MySQL): a fill stays a bounded read. */
 export const LIKE_SET_MAX = 10_000;
 /** How often a process settles the debts other processes may have written while it could reach Redis. */
@@ -75,8 +67,8 @@ const SCRIPTS = loadScripts(join(__dirname, 'scripts'), [
   'lock',
   'like-mark',
   'like-done',
-  'entry-read',
-  'entry-fill',
+  'user-read',
+  'user-fill',
   'likers-read',
 ] as const);
 
@@ -90,10 +82,6 @@ export type BlogRead =
   | { kind: 'miss'; lease: string };
 
 export type UserRead = { kind: 'hit'; user: User } | { kind: 'busy' } | { kind: 'miss'; lease: string };
-
-export type AuthorPageRead = { kind: 'hit'; entries: ScoredId[] } | { kind: 'busy' } | { kind: 'miss'; lease: string };
-
-type EntryRead = { kind: 'hit'; data: string } | { kind: 'busy' } | { kind: 'miss'; lease: string };
 
 /** A like as the like set keeps it. */
 export interface CachedLike {
@@ -122,9 +110,6 @@ export const NO_CACHE: CacheWrites = {
 };
 
 type Warn = (message: string, error?: unknown) => void;
-
-/** The entries of each kind, as messages name them. */
-const ENTRY_NAMES: Record<DebtKind, string> = { b: 'blog', u: 'user', a: 'the first page of blogs of user' };
 
 /** A row's immutable and editable fields as the entry keeps them (not the count: the like set has it). */
 interface StoredBlog {
@@ -225,8 +210,7 @@ export class HydrationCache implements CacheWrites {
   }
 
   private keysOf(kind: DebtKind, id: number): string[] {
-    if (kind === 'b') return [this.keys.cachedBlog(id), this.keys.cachedLikes(id)];
-    return [kind === 'u' ? this.keys.cachedUser(id) : this.keys.cachedAuthorPage(id)];
+    return kind === 'b' ? [this.keys.cachedBlog(id), this.keys.cachedLikes(id)] : [this.keys.cachedUser(id)];
   }
 
   // ---------------------------------------------------------------------------------------
@@ -356,56 +340,34 @@ export class HydrationCache implements CacheWrites {
 
   /** The cached nickName and icon of each user (one round trip). */
   async readUsers(ids: readonly number[]): Promise<Map<number, UserRead>> {
-    const reads = await this.readEntries('u', ids);
-    return new Map(
-      [...reads].map(([id, read]): [number, UserRead] => {
-        if (read.kind !== 'hit') return [id, read];
-        const stored = JSON.parse(read.data) as { n: string; i: string | null };
-        return [id, { kind: 'hit', user: User.partial(id, stored.n, stored.i) }];
-      }),
-    );
-  }
-
-  async fillUser(user: User, leaseToken: string): Promise<boolean> {
-    return this.fillEntry('u', user.dbId, leaseToken, JSON.stringify({ n: user.nickName, i: user.icon }), ENTRY_TTL_MS);
-  }
-
-  /** The cached first page of an author's blogs: their newest live blogs' ids and scores, newest first. */
-  async readAuthorPage(authorId: number): Promise<AuthorPageRead> {
-    const read = (await this.readEntries('a', [authorId])).get(authorId)!;
-    if (read.kind !== 'hit') return read;
-    const pairs = JSON.parse(read.data) as Array<[number, number]>;
-    return { kind: 'hit', entries: pairs.map(([id, score]) => ({ id, score })) };
-  }
-
-  /** Stores an author's first page read from the primary under `lease` (see AUTHOR_PAGE_TTL_MS). */
-  async fillAuthorPage(authorId: number, leaseToken: string, entries: readonly ScoredId[]): Promise<boolean> {
-    const data = JSON.stringify(entries.map((entry) => [entry.id, entry.score]));
-    return this.fillEntry('a', authorId, leaseToken, data, AUTHOR_PAGE_TTL_MS);
-  }
-
-  /** Entries of one JSON value each (scripts/entry-read.lua), one round trip. */
-  private async readEntries(kind: 'u' | 'a', ids: readonly number[]): Promise<Map<number, EntryRead>> {
     const generation = this.generation();
-    const replies = await this.perSlot<[string, string?]>(SCRIPTS['entry-read'], ids, kind, [
+    const replies = await this.perSlot<[string, string?]>(SCRIPTS['user-read'], ids, 'u', [
       lease(generation),
       WRITE_STALE_MS,
       LEASE_MS,
     ]);
     if (!this.stillIn(generation)) return new Map(ids.map((id) => [id, { kind: 'busy' }]));
-    return new Map(
-      ids.map((id, i): [number, EntryRead] => {
-        const [kind, data] = replies[i];
-        if (kind === 'hit') return [id, { kind, data: data! }];
-        if (kind === 'miss') return [id, { kind, lease: data! }];
-        return [id, { kind: 'busy' }];
-      }),
-    );
+    const reads = new Map<number, UserRead>();
+    ids.forEach((id, i) => {
+      const [kind, data] = replies[i];
+      if (kind === 'hit') {
+        const stored = JSON.parse(data!) as { n: string; i: string | null };
+        reads.set(id, { kind, user: User.partial(id, stored.n, stored.i) });
+      } else if (kind === 'miss') reads.set(id, { kind, lease: data! });
+      else reads.set(id, { kind: 'busy' });
+    });
+    return reads;
   }
 
-  private async fillEntry(kind: 'u' | 'a', id: number, leaseToken: string, data: string, ttlMs: number) {
-    const stored = await SCRIPTS['entry-fill'].run<0 | 1>(this.redis, this.keysOf(kind, id), [leaseToken, data, ttlMs]);
-    return stored === 1;
+  async fillUser(user: User, leaseToken: string): Promise<boolean> {
+    const data = JSON.stringify({ n: user.nickName, i: user.icon });
+    return (
+      (await SCRIPTS['user-fill'].run<0 | 1>(this.redis, this.keysOf('u', user.dbId), [
+        leaseToken,
+        data,
+        ENTRY_TTL_MS,
+      ])) === 1
+    );
   }
 
   // ---------------------------------------------------------------------------------------
@@ -417,7 +379,7 @@ export class HydrationCache implements CacheWrites {
         await SCRIPTS.lock.run(this.redis, this.keysOf(kind, id), [WRITE_STALE_MS]);
         return;
       } catch (error) {
-        this.warn(`locking the cached copy of ${ENTRY_NAMES[kind]} ${id} failed; recording a debt`, error);
+        this.warn(`locking the cached copy of ${kind === 'b' ? 'blog' : 'user'} ${id} failed; recording a debt`, error);
       }
     }
     this.trusted = false;
@@ -429,7 +391,7 @@ export class HydrationCache implements CacheWrites {
     if (!redisAvailable(this.redis)) return;
     await this.redis
       .del(...this.keysOf(kind, id))
-      .catch((error: unknown) => this.warn(`unlocking the cached copy of ${ENTRY_NAMES[kind]} ${id} failed`, error));
+      .catch((error: unknown) => this.warn(`unlocking the cached copy of ${kind} ${id} failed`, error));
   }
 
   async likeChanging(sql: Sql, blogId: number, userId: number, liked: boolean, at: Date): Promise<string | null> {

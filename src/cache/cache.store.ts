@@ -1,8 +1,7 @@
 /** The SQL of the hydration cache: its debts (tb_cache_debt), entries a write could not invalidate in Redis. */
 import type { Database, Sql } from '../db/database';
 
-/** What a debt names: 'b' a blog (its row and like set), 'u' a user, 'a' an author's first page of blogs. */
-export type DebtKind = 'b' | 'u' | 'a';
+export type DebtKind = 'b' | 'u';
 
 export interface Debt {
   id: number;

@@ -45,9 +45,6 @@
  * |                     |            | zero-padded to 20 digits, score = the like's time in ms     |
  * | cuser:{u<userId>}   | hash       | the hydration cache's copy of a user's nickName and icon:   |
  * |                     |            | d (JSON), lease, lock as for blogs                          |
- * | cauthor:{a<userId>} | hash       | the hydration cache's copy of a user's first page of blogs: |
- * |                     |            | d (JSON [id, score] pairs, newest first), lease, lock; 10 s |
- * | (every c* hash)     |            | g = the Redis generation of its fill (includes/cache.lua)   |
  */
 
 /**
@@ -171,11 +168,6 @@ export class RedisKeys {
   /** The hydration cache's copy of a user's nickName and icon. */
   cachedUser(userId: number): string {
     return `${this.prefix}cuser:{u${userId}}`;
-  }
-
-  /** The hydration cache's copy of an author's first page of blogs (their ids and scores). */
-  cachedAuthorPage(authorId: number): string {
-    return `${this.prefix}cauthor:{a${authorId}}`;
   }
 
   /** A pattern matching every key of this prefix (for tests and maintenance scripts). */

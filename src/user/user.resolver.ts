@@ -87,7 +87,7 @@ export class UserResolver {
     @Args(() => ConnectionArgs) args: ConnectionArgs,
     @Ctx() { auth, services, loaders }: Context,
   ): Promise<BlogConnection> {
-    const page = await services.blogs.pageOfAuthor(user.dbId, readPageArgs(args), optionalViewerId(auth));
+    const page = await services.blogs.pageOfAuthor(user.dbId, readPageArgs(args));
     // The blogs, like counts and the viewer's likes as a feed page gets them (the hydration
     // cache: no SQL when warm). Not its follow checks: those are the feed's (muted followees
     // left out), and isFollowedByViewer means the follow itself.

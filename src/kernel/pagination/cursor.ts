@@ -54,11 +54,6 @@ export interface ScoredId {
 /** The position of the first page. */
 export const START: FeedPosition = Object.freeze({ maxScore: null, offset: 0, afterId: null });
 
-/** Whether a position is the first page's (no cursor). */
-export function isStart(position: FeedPosition): boolean {
-  return position.maxScore === null;
-}
-
 /**
  * Largest offset a cursor carries or is accepted with: ten full pages of one millisecond.
  *

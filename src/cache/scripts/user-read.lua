@@ -1,11 +1,10 @@
 --[[
-  A read of entries whose data is one JSON value: users (a page's authors: nickName and icon)
-  and authors' first pages of blogs. KEYS = an entry hash each (one per call on a cluster);
-  ARGV = a lease token (its generation first: includes/cache), staleMs, leaseMs.
-  Replies, per entry: {'hit', d} | {'busy'} (a write in flight) | {'miss', lease}.
+  A page's read of its authors (nickName and icon). KEYS = a user hash per author (one per call
+  on a cluster); ARGV = a lease token (its generation first: includes/cache), staleMs, leaseMs.
+  Replies, per user: {'hit', d} | {'busy'} (a profile change in flight) | {'miss', lease}.
 ]]
 --- @include "includes/cache"
-local function readEntry(hash, token, staleMs, leaseMs)
+local function readUser(hash, token, staleMs, leaseMs)
   local h = redis.call('HMGET', hash, 'd', 'lock', 'lease', 'g')
   if h[2] then
     if writeInFlight({hash}, h[2], nil, nil, staleMs) then return {'busy'} end
@@ -18,6 +17,6 @@ end
 
 local replies = {}
 for k = 1, #KEYS do
-  replies[#replies + 1] = readEntry(KEYS[k], ARGV[1], tonumber(ARGV[2]), ARGV[3])
+  replies[#replies + 1] = readUser(KEYS[k], ARGV[1], tonumber(ARGV[2]), ARGV[3])
 end
 return replies

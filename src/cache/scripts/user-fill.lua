@@ -1,5 +1,5 @@
 --[[
-  Stores an entry read from MySQL (entry-read.lua), if the reader's lease still holds. KEYS = its hash;
+  Stores a user read from MySQL, if the reader's lease still holds. KEYS = user hash;
   ARGV = lease, d, ttlMs. Replies 1 when stored, 0 when the lease was lost. The entry is stamped
   with the lease's generation (includes/cache).
 ]]
