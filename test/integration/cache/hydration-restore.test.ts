@@ -18,13 +18,11 @@ import {
   TestUser,
 } from '../../support/harness';
 import { freePort, PrivateRedis, waitFor } from '../../support/processes';
+import { EDIT, LIKE, RENAME } from './cache.documents';
 
 const PAGE = `query { followFeed(first: 10) {
   edges { node { id title likeCount isLiked author { id nickName } } } } }`;
 const LIKERS = 'query($b: ID!) { node(id: $b) { ... on Blog { likers(first: 5) { edges { node { id } } } } } }';
-const LIKE = 'mutation($b: ID!, $l: Boolean!) { likeBlog(blogId: $b, liked: $l) { likeCount } }';
-const EDIT = 'mutation($i: UpdateBlogInput!) { updateBlog(input: $i) { id title } }';
-const RENAME = 'mutation($i: UpdateProfileInput!) { updateProfile(input: $i) { id nickName } }';
 
 const dbId = (globalId: string) => Number(fromGlobalId(globalId).id);
 

@@ -25,13 +25,10 @@ import {
 import { freePort, PrivateRedis, waitFor } from '../../support/processes';
 import { BlogStore } from '../../../src/blog/blog.store';
 import type { HydrationCache } from '../../../src/cache/cache.service';
+import { DELETE, EDIT, LIKE, RENAME } from './cache.documents';
 
 const PAGE = `query($first: Int) { followFeed(first: $first) {
   edges { node { id title content images editedAt likeCount isLiked author { id nickName icon } } } } }`;
-const LIKE = 'mutation($b: ID!, $l: Boolean!) { likeBlog(blogId: $b, liked: $l) { likeCount } }';
-const EDIT = 'mutation($i: UpdateBlogInput!) { updateBlog(input: $i) { id title } }';
-const RENAME = 'mutation($i: UpdateProfileInput!) { updateProfile(input: $i) { id nickName } }';
-const DELETE = 'mutation($b: ID!) { deleteBlog(blogId: $b) }';
 
 const dbId = (globalId: string) => Number(fromGlobalId(globalId).id);
 
