@@ -3,7 +3,9 @@
  * (src/cache/cache.service.ts, "Generations"): its entries are consistent with the dump and older
  * than MySQL. A like, an edit and a rename made after the dump's SAVE show on every page after
  * the restart, at once and once the new Redis generation is confirmed; and the cache fills
- * again in the new generation, so that warm pages run no SQL statement.
+ * again in the new generation, so that warm pages run no SQL statement. The rule itself, on a
+ * cache whose generation the test sets: an entry is trusted in its own generation only, not
+ * while none is confirmed, and not by a read whose generation changed before its answer.
  */
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import {
@@ -18,6 +20,9 @@ import {
   TestUser,
 } from '../../support/harness';
 import { freePort, PrivateRedis, waitFor } from '../../support/processes';
+import { BlogStore } from '../../../src/blog/blog.store';
+import { HydrationCache } from '../../../src/cache/cache.service';
+import { CacheStore } from '../../../src/cache/cache.store';
 import { EDIT, LIKE, RENAME } from './cache.documents';
 
 const PAGE = `query { followFeed(first: 10) {
@@ -128,4 +133,44 @@ it('shows the likes, edits and renames made after the dump, at once and after th
   await app.services.feed.idle();
   await waitFor('a warm page', async () => (await page(viewer)).sql === 0);
   await expectTruthful(viewer);
+});
+
+it('trusts an entry in the generation it was filled in only, none while no generation is confirmed, and no read whose generation changed before its answer', async () => {
+  const author = await signUp(app, 'rule-author');
+  const id = dbId(await publish(app, author, 'stamped', 'text'));
+  let generation: number | null = 7;
+  const cache = new HydrationCache({
+    redis: app.redis,
+    keys: app.keys,
+    store: new CacheStore(app.db),
+    warn: () => {},
+    generation: () => generation,
+  });
+  await cache.settle();
+  const [row] = await new BlogStore(app.db).rowsForCache([id]);
+  await app.redis.del(app.keys.cachedBlog(id), app.keys.cachedLikes(id));
+  const miss = (await cache.readBlogs(null, [id])).get(id)!;
+  expect(miss.kind).toBe('miss');
+  expect(await cache.fillBlog(id, (miss as { lease: string }).lease, row, [])).toBe(true);
+  expect((await cache.readBlogs(null, [id])).get(id)!.kind).toBe('hit');
+  expect(await cache.firstLikers(id, 5)).toEqual([]);
+
+  // Another generation (a restored server): the entry is dropped, the reader misses.
+  generation = 8;
+  expect(await cache.firstLikers(id, 5)).toBeNull();
+  expect((await cache.readBlogs(null, [id])).get(id)!.kind).toBe('miss');
+  expect(await app.redis.hexists(app.keys.cachedBlog(id), 'd')).toBe(0);
+
+  // None confirmed (a reconnect, not yet checked): the cache is not used.
+  generation = null;
+  expect(cache.usable()).toBe(false);
+
+  // Filled in 8, then the generation moves while a read is on its way: its hit is not trusted.
+  generation = 8;
+  const lease = (await cache.readBlogs(null, [id])).get(id)! as { lease: string };
+  expect(await cache.fillBlog(id, lease.lease, row, [])).toBe(true);
+  const reads = cache.readBlogs(null, [id]);
+  generation = 9;
+  expect((await reads).get(id)!.kind).toBe('busy');
+  cache.close();
 });
