@@ -37,7 +37,9 @@ let app: TestApp;
 beforeAll(async () => {
   redis = new PrivateRedis(await freePort(), 'rdb');
   await redis.start();
-  app = await startTestApp('hydration_restore', { env: { REDIS_URL: redis.url, FEED_MODEL: 'push' } });
+  app = await startTestApp('hydration_restore', {
+    env: { REDIS_URL: redis.url, FEED_MODEL: 'push', NODE_ENV: 'production' },
+  });
 });
 
 afterAll(async () => {
