@@ -4,7 +4,9 @@
  * Redis, a commit's flush) never makes a page's read wait for a connection, and a transaction
  * never waits for a statement's. Each pool keeps its own limit. Transactions start with their
  * first statement (the transaction pool's connections run with autocommit off), so they must
- * still be all or nothing and leave nothing open behind them.
+ * still be all or nothing and leave nothing open behind them. READ COMMITTED transactions have a
+ * pool of their own whose connections' sessions run at that level: no SET TRANSACTION per
+ * transaction, and no level leaking into the other transactions.
  */
 import { SqlStatementLog } from '../../../src/db/database';
 import { openMysql } from '../../../src/db/migrate';
@@ -116,6 +118,49 @@ describe('the MySQL pools of statements and of transactions', () => {
     }
   });
 
+  test('a READ COMMITTED transaction sends no SET TRANSACTION, and its level leaks into no other transaction', async () => {
+    const printed: string[] = [];
+    const counting = new MysqlPool(
+      `${MYSQL_URL}/${DATABASE}`,
+      { poolSize: 1, statementTimeoutMs: 0 },
+      new SqlStatementLog({ ...QUIET, info: (line: string) => printed.push(line) }, true),
+    );
+    try {
+      await counting.write('CREATE TABLE IF NOT EXISTS t_levels (id INT PRIMARY KEY, v INT) ENGINE=InnoDB');
+      await counting.write('DELETE FROM t_levels');
+      await counting.write('INSERT INTO t_levels (id, v) VALUES (1, 0)');
+      // Reads the row twice around a commit of another connection: 1 when the second read saw it.
+      const rereadAround = (isolation?: 'READ COMMITTED' | 'REPEATABLE READ') =>
+        counting.transaction(async (sql) => {
+          const [before] = await sql.select<{ v: number }>('SELECT v FROM t_levels WHERE id = 1');
+          await counting.write('UPDATE t_levels SET v = v + 1 WHERE id = 1');
+          const [after] = await sql.select<{ v: number }>('SELECT v FROM t_levels WHERE id = 1');
+          return after.v - before.v;
+        }, isolation);
+      // Its first transaction sets the connection's session up (autocommit, the level), once.
+      expect(await rereadAround('READ COMMITTED')).toBe(1);
+      printed.length = 0;
+      expect(await rereadAround('READ COMMITTED')).toBe(1);
+      expect(printed.filter((line) => /^\[sql\] (SET|START) /.test(line))).toEqual([]);
+      // The default transactions, before and after, keep the server's level (REPEATABLE READ here)
+      // on connections of their own.
+      expect(await rereadAround()).toBe(0);
+      expect(await rereadAround('READ COMMITTED')).toBe(1);
+      expect(await rereadAround()).toBe(0);
+      expect(await rereadAround('REPEATABLE READ')).toBe(0);
+      const [{ connection: committed }] = await counting.transaction(
+        (sql) => sql.select<{ connection: string }>('SELECT CONNECTION_ID() AS connection'),
+        'READ COMMITTED',
+      );
+      const [{ connection: plain }] = await counting.transaction((sql) =>
+        sql.select<{ connection: string }>('SELECT CONNECTION_ID() AS connection'),
+      );
+      expect(committed).not.toBe(plain);
+    } finally {
+      await counting.close();
+    }
+  });
+
   test('a transaction leaves no lock and no snapshot behind on its connection', async () => {
     await db.write('CREATE TABLE IF NOT EXISTS t_locks (id INT PRIMARY KEY, v INT) ENGINE=InnoDB');
     await db.write('DELETE FROM t_locks');
@@ -183,7 +228,7 @@ describe('the MySQL pools of statements and of transactions', () => {
     }
   });
 
-  test('close() ends both pools', async () => {
+  test('close() ends every pool', async () => {
     const closing = new MysqlPool(
       `${MYSQL_URL}/${DATABASE}`,
       { poolSize: 1, statementTimeoutMs: 0 },
@@ -191,8 +236,10 @@ describe('the MySQL pools of statements and of transactions', () => {
     );
     await closing.select('SELECT 1');
     await closing.transaction((sql) => sql.select('SELECT 1'));
+    await closing.transaction((sql) => sql.select('SELECT 1'), 'READ COMMITTED');
     await closing.close();
     await expect(closing.select('SELECT 1')).rejects.toThrow(/closed/i);
     await expect(closing.transaction((sql) => sql.select('SELECT 1'))).rejects.toThrow(/closed/i);
+    await expect(closing.transaction((sql) => sql.select('SELECT 1'), 'READ COMMITTED')).rejects.toThrow(/closed/i);
   });
 });
