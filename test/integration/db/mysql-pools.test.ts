@@ -8,7 +8,7 @@
  * pool of their own whose connections' sessions run at that level: no SET TRANSACTION per
  * transaction, and no level leaking into the other transactions.
  */
-import { SqlStatementLog } from '../../../src/db/database';
+import { Isolation, SqlStatementLog } from '../../../src/db/database';
 import { openMysql } from '../../../src/db/migrate';
 import { MysqlPool } from '../../../src/db/mysql';
 import { dropDatabase, MYSQL_URL, testDatabase } from '../../support/harness';
@@ -28,6 +28,26 @@ function heldTransaction(db: MysqlPool): { started: () => boolean; release: () =
     return Number(row.connection);
   });
   return { started: () => started, release, done };
+}
+
+/** A pool of one connection each, whose statements are printed into `printed`. */
+function countingPool(): { pool: MysqlPool; printed: string[] } {
+  const printed: string[] = [];
+  const log = new SqlStatementLog({ ...QUIET, info: (line: string) => printed.push(line) }, true);
+  return { pool: new MysqlPool(`${MYSQL_URL}/${DATABASE}`, { poolSize: 1, statementTimeoutMs: 0 }, log), printed };
+}
+
+/**
+ * Reads row 1 of `table` twice in one transaction, around a commit of another connection that
+ * counts its v up: 1 when the second read saw that commit (READ COMMITTED), 0 when not.
+ */
+function rereadAround(db: MysqlPool, table: string, isolation?: Isolation): Promise<number> {
+  return db.transaction(async (sql) => {
+    const [before] = await sql.select<{ v: number }>(`SELECT v FROM ${table} WHERE id = 1`);
+    await db.write(`UPDATE ${table} SET v = v + 1 WHERE id = 1`);
+    const [after] = await sql.select<{ v: number }>(`SELECT v FROM ${table} WHERE id = 1`);
+    return after.v - before.v;
+  }, isolation);
 }
 
 /** Lets the pools and the server answer whatever is under way. */
@@ -83,12 +103,7 @@ describe('the MySQL pools of statements and of transactions', () => {
   });
 
   test('a transaction sends no START TRANSACTION, and is still all or nothing', async () => {
-    const printed: string[] = [];
-    const counting = new MysqlPool(
-      `${MYSQL_URL}/${DATABASE}`,
-      { poolSize: 1, statementTimeoutMs: 0 },
-      new SqlStatementLog({ ...QUIET, info: (line: string) => printed.push(line) }, true),
-    );
+    const { pool: counting, printed } = countingPool();
     try {
       await counting.write('CREATE TABLE IF NOT EXISTS t_atomic (id INT PRIMARY KEY) ENGINE=InnoDB');
       await counting.write('DELETE FROM t_atomic');
@@ -119,35 +134,23 @@ describe('the MySQL pools of statements and of transactions', () => {
   });
 
   test('a READ COMMITTED transaction sends no SET TRANSACTION, and its level leaks into no other transaction', async () => {
-    const printed: string[] = [];
-    const counting = new MysqlPool(
-      `${MYSQL_URL}/${DATABASE}`,
-      { poolSize: 1, statementTimeoutMs: 0 },
-      new SqlStatementLog({ ...QUIET, info: (line: string) => printed.push(line) }, true),
-    );
+    const { pool: counting, printed } = countingPool();
     try {
       await counting.write('CREATE TABLE IF NOT EXISTS t_levels (id INT PRIMARY KEY, v INT) ENGINE=InnoDB');
       await counting.write('DELETE FROM t_levels');
       await counting.write('INSERT INTO t_levels (id, v) VALUES (1, 0)');
-      // Reads the row twice around a commit of another connection: 1 when the second read saw it.
-      const rereadAround = (isolation?: 'READ COMMITTED' | 'REPEATABLE READ') =>
-        counting.transaction(async (sql) => {
-          const [before] = await sql.select<{ v: number }>('SELECT v FROM t_levels WHERE id = 1');
-          await counting.write('UPDATE t_levels SET v = v + 1 WHERE id = 1');
-          const [after] = await sql.select<{ v: number }>('SELECT v FROM t_levels WHERE id = 1');
-          return after.v - before.v;
-        }, isolation);
+      const reread = (isolation?: Isolation) => rereadAround(counting, 't_levels', isolation);
       // Its first transaction sets the connection's session up (autocommit, the level), once.
-      expect(await rereadAround('READ COMMITTED')).toBe(1);
+      expect(await reread('READ COMMITTED')).toBe(1);
       printed.length = 0;
-      expect(await rereadAround('READ COMMITTED')).toBe(1);
+      expect(await reread('READ COMMITTED')).toBe(1);
       expect(printed.filter((line) => /^\[sql\] (SET|START) /.test(line))).toEqual([]);
       // The default transactions, before and after, keep the server's level (REPEATABLE READ here)
       // on connections of their own.
-      expect(await rereadAround()).toBe(0);
-      expect(await rereadAround('READ COMMITTED')).toBe(1);
-      expect(await rereadAround()).toBe(0);
-      expect(await rereadAround('REPEATABLE READ')).toBe(0);
+      expect(await reread()).toBe(0);
+      expect(await reread('READ COMMITTED')).toBe(1);
+      expect(await reread()).toBe(0);
+      expect(await reread('REPEATABLE READ')).toBe(0);
       const [{ connection: committed }] = await counting.transaction(
         (sql) => sql.select<{ connection: string }>('SELECT CONNECTION_ID() AS connection'),
         'READ COMMITTED',
@@ -181,16 +184,9 @@ describe('the MySQL pools of statements and of transactions', () => {
     // Within one transaction, a commit made meanwhile by another connection is seen under READ
     // COMMITTED and not under the default REPEATABLE READ: the snapshot is the transaction's own,
     // and a level set for one transaction (without START TRANSACTION) holds for that one only.
-    const rereadAround = (isolation?: 'READ COMMITTED') =>
-      db.transaction(async (sql) => {
-        const [before] = await sql.select<{ v: number }>('SELECT v FROM t_locks WHERE id = 1');
-        await db.write('UPDATE t_locks SET v = v + 1 WHERE id = 1');
-        const [after] = await sql.select<{ v: number }>('SELECT v FROM t_locks WHERE id = 1');
-        return after.v - before.v;
-      }, isolation);
-    expect(await rereadAround()).toBe(0);
-    expect(await rereadAround('READ COMMITTED')).toBe(1);
-    expect(await rereadAround()).toBe(0);
+    expect(await rereadAround(db, 't_locks')).toBe(0);
+    expect(await rereadAround(db, 't_locks', 'READ COMMITTED')).toBe(1);
+    expect(await rereadAround(db, 't_locks')).toBe(0);
   });
 
   test('a deadlock victim runs again, and both transactions commit', async () => {
