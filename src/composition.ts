@@ -93,6 +93,7 @@ type FeedConfig = Pick<
   Config,
   | 'feedModel'
   | 'feedMaxItems'
+  | 'feedRebuildItems'
   | 'activeDays'
   | 'redisKeyPrefix'
   | 'followBackfillItems'
@@ -155,6 +156,7 @@ export function createFeedService(
     settings: {
       model: config.feedModel,
       maxItems: config.feedMaxItems,
+      rebuildItems: Math.min(config.feedRebuildItems, config.feedMaxItems),
       backfillItems: config.followBackfillItems,
       bigAuthorFollowers: config.bigAuthorFollowers,
       watermarkSettleMs: config.watermarkSettleMs,

@@ -72,6 +72,12 @@ export interface FeedSettings {
   model: FeedModel;
   /** FEED_MAX_ITEMS: the most entries an inbox keeps. */
   maxItems: number;
+  /**
+   * FEED_REBUILD_ITEMS (at most maxItems; maxItems when absent): the newest entries a rebuild
+   * reads. A rebuilt inbox holds those, its floor just above the oldest when there were more,
+   * and grows with deliveries up to maxItems; a page below its floor reads MySQL.
+   */
+  rebuildItems?: number;
   /** FOLLOW_BACKFILL_ITEMS: how many of a new followee's newest blogs enter the inbox at once. */
   backfillItems: number;
   /** BIG_V_FOLLOWERS: in the hybrid model, an author with this many followers is not fanned out. */
@@ -1020,6 +1026,11 @@ export class FeedService {
     await this.keeping.redis().inbox.touch(userId);
   }
 
+  /** How deep a rebuild reads (FeedSettings.rebuildItems). */
+  private rebuildItems(): number {
+    return Math.min(this.settings.rebuildItems ?? this.settings.maxItems, this.settings.maxItems);
+  }
+
   /** Rebuilds a missing inbox from MySQL, once at a time per reader and MAX_REBUILDS_IN_FLIGHT per process, without blocking the request. */
   private rebuildInBackground(readerId: number): void {
     if (this.rebuilding.has(readerId) || this.rebuilding.size >= MAX_REBUILDS_IN_FLIGHT) return;
@@ -1053,7 +1064,7 @@ export class FeedService {
       const token = `${this.owner}:${buildCounter}`;
       if (!(await inbox.beginBuild(readerId, token, epoch))) return; // valid, or another rebuild runs
       try {
-        const snapshot = await this.store.snapshot(readerId, this.settings.maxItems);
+        const snapshot = await this.store.snapshot(readerId, this.rebuildItems());
         const lowest = snapshot.entries[snapshot.entries.length - 1];
         const installed = {
           version: snapshot.version,

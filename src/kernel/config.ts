@@ -110,6 +110,8 @@ export interface Config {
   feedModel: FeedModel;
   /** Each inbox keeps at most this many newest entries. */
   feedMaxItems: number;
+  /** A rebuilt inbox starts with at most this many (at most feedMaxItems); fan-out fills it from there. */
+  feedRebuildItems: number;
   /** hybrid: authors with at least this many followers are read at read time, not fanned out. */
   bigAuthorFollowers: number;
   /** Followers inactive for longer are skipped by fan-out; their inbox expires after this long. */
@@ -343,6 +345,10 @@ export function loadConfig(env: Env = process.env): Config {
     maxFollowing: parseIntVar(env, 'MAX_FOLLOWING', 5000, 1, 1_000_000),
     feedModel: parseFeedModel(env.FEED_MODEL, embedded),
     feedMaxItems: parseIntVar(env, 'FEED_MAX_ITEMS', 800, 10, 100_000),
+    // What a rebuild reads: after a Redis loss every active reader's inbox is rebuilt, so its depth
+    // is what the loss costs MySQL (bench:mixed: a quarter of the rows a rebuild and twice the
+    // rebuilds a second at 200 against 800); pages deeper than it read MySQL, as past any inbox.
+    feedRebuildItems: parseIntVar(env, 'FEED_REBUILD_ITEMS', 200, 10, 100_000),
     bigAuthorFollowers: parseIntVar(env, 'BIG_V_FOLLOWERS', 10_000, 1, 1_000_000_000),
     activeDays: parseIntVar(env, 'ACTIVE_DAYS', 7, 1, 3650),
     followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 1, 10_000),

@@ -1,6 +1,7 @@
 /**
  * Inboxes in Redis (push and hybrid models): scores and members, fan-out to many followers,
- * deletes, trimming with the cold path, a follow's backfill, and the constant cost of a page.
+ * deletes, trimming with the cold path, a rebuild's depth (FEED_REBUILD_ITEMS), a follow's
+ * backfill, and the constant cost of a page.
  * The feeds they serve are checked in every mode by feed.test.ts and follow.test.ts.
  */
 import { Redis } from 'ioredis';
@@ -111,6 +112,55 @@ describe('trimming', () => {
     expect(await scrollFeed(small, fan, 4)).toEqual(
       expected.map((r) => Buffer.from(`Blog:${r.id}`).toString('base64')),
     );
+  });
+});
+
+describe('rebuilding', () => {
+  let shallow: TestApp;
+  afterAll(() => shallow.close());
+
+  it('starts an inbox with the newest FEED_REBUILD_ITEMS, serves the older blogs from MySQL, and lets deliveries fill it to FEED_MAX_ITEMS', async () => {
+    // A millisecond apart, so that the rebuilt inbox's depth does not depend on tie groups.
+    const ticking = new TestClock(Date.now());
+    const env = { FEED_MAX_ITEMS: '20', FEED_REBUILD_ITEMS: '10' };
+    shallow = await startTestApp('feed_rebuild_depth', { now: ticking.now, env });
+    const author = await signUp(shallow, 'author');
+    const fan = await signUp(shallow, 'fan');
+    await follow(shallow, fan, author);
+    const publishSome = async (count: number) => {
+      for (let i = 0; i < count; i += 1) {
+        ticking.tick();
+        await publish(shallow, author, `blog ${i}`);
+      }
+      await shallow.services.fanout?.idle();
+    };
+    await publishSome(25);
+    const fanId = fromGlobalId(fan.id).id;
+    const inbox = shallow.keys.feed(fanId);
+    const newestIds = async (): Promise<number[]> => {
+      const rows: Array<{ id: string }> = await shallow.db.query(
+        'SELECT id FROM tb_blog ORDER BY created_at DESC, id DESC',
+      );
+      return rows.map((row) => Number(row.id));
+    };
+    const held = async () => (await shallow.redis.zrevrangebyscore(inbox, '(+inf', 0)).map(Number);
+    expect(await held()).toEqual((await newestIds()).slice(0, 20));
+    // Redis lost the inbox: the next page is served from MySQL and rebuilds it, 10 deep.
+    await shallow.redis.del(inbox, shallow.keys.feedMeta(fanId), shallow.keys.feedFollowees(fanId));
+    const feed = async () => (await newestIds()).map((id) => Buffer.from(`Blog:${id}`).toString('base64'));
+    expect(await scrollFeed(shallow, fan, 4)).toEqual(await feed());
+    await shallow.services.feed.idle();
+    // The 10 it read but the oldest: the floor goes just above it, since its millisecond may hold
+    // blogs the read did not reach.
+    expect(await held()).toEqual((await newestIds()).slice(0, 9));
+    // Every blog still once, the 16 below the rebuilt inbox through the cold path, with no seam.
+    for (const first of [3, 10, 11]) expect(await scrollFeed(shallow, fan, first)).toEqual(await feed());
+    // Deliveries add to it up to FEED_MAX_ITEMS, then trim as before.
+    await publishSome(6);
+    expect(await held()).toEqual((await newestIds()).slice(0, 15));
+    await publishSome(6);
+    expect(await held()).toEqual((await newestIds()).slice(0, 20));
+    expect(await scrollFeed(shallow, fan, 6)).toEqual(await feed());
   });
 });
 
