@@ -131,7 +131,7 @@ async function main(): Promise<void> {
   const tokens = readerIds.map((id) => apps.push.services.tokens.issue(id, 0));
   const inboxOnlyTokens = inboxOnlyReaderIds.map((id) => apps.push.services.tokens.issue(id, 0));
 
-  // Inboxes: the newest FEED_MAX_ITEMS of each reader's feed (push and hybrid share them).
+  // Inboxes, rebuilt: the newest FEED_REBUILD_ITEMS of each reader's feed (push and hybrid share them).
   const store = new FeedStore(db);
   for (const reader of [...readerIds, ...inboxOnlyReaderIds]) await apps.push.services.feed.rebuildInbox(reader);
   await apps.push.services.feed.syncWatermark();
