@@ -48,6 +48,8 @@ import type { InFlightSource } from '../../../src/feed/watermark';
 import { BlogLookups, blogConnection } from '../../../src/graphql/blog-connection';
 
 const MAX_ITEMS = 4;
+/** Below MAX_ITEMS, as FEED_REBUILD_ITEMS is below FEED_MAX_ITEMS: a rebuilt inbox starts shallower than it may grow. */
+const REBUILD_ITEMS = 3;
 const BACKFILL = 2;
 const BIG = 2;
 const CHUNK = 1;
@@ -433,6 +435,7 @@ class Process {
       settings: {
         model,
         maxItems: MAX_ITEMS,
+        rebuildItems: REBUILD_ITEMS,
         backfillItems: BACKFILL,
         bigAuthorFollowers: BIG,
         watermarkSettleMs: 0,
