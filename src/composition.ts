@@ -156,7 +156,7 @@ export function createFeedService(
     settings: {
       model: config.feedModel,
       maxItems: config.feedMaxItems,
-      rebuildItems: Math.min(config.feedRebuildItems, config.feedMaxItems),
+      rebuildItems: config.feedRebuildItems,
       backfillItems: config.followBackfillItems,
       bigAuthorFollowers: config.bigAuthorFollowers,
       watermarkSettleMs: config.watermarkSettleMs,
