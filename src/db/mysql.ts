@@ -15,12 +15,17 @@
  * 0.75x of its parts with one pool of 10 and 0.74x with 10 + 10, within the run-to-run spread.)
  * Connections open only when needed, so an idle pool costs nothing.
  *
- * Why READ COMMITTED transactions (the follow changes: follow, mute, block) have a pool of their
- * own: their level is set once per connection, on its session, instead of with a SET TRANSACTION
- * before each transaction, one round trip fewer a follow (8.1 statements in bench:mixed before). In
- * one pool, a session level would leak into the other transactions, and mysql2 hands out the
- * connection released last, so setting it back and forth would move the round trip, not save it.
- * Only processes that change follows open any of its connections (the fan-out workers never do).
+ * Why transactions that ask for a level have a pool per level (READ COMMITTED: the follow changes,
+ * follow, mute, block; REPEATABLE READ: the feed's rebuild snapshots): the level is set once per
+ * connection, on its session, instead of with a SET TRANSACTION before each transaction, one round
+ * trip fewer a follow (8.1 statements in bench:mixed before). In one pool, a session level would
+ * leak into the other transactions, and mysql2 hands out the connection released last, so setting
+ * it back and forth would move the round trip, not save it. The snapshots' pool is also a
+ * bulkhead: after a Redis loss every active reader's inbox is rebuilt, MAX_REBUILDS_IN_FLIGHT at a
+ * time per process (feed.service.ts), each holding a connection for its snapshot's statements;
+ * on the pool of the writes they held 8 of its 10 connections, and publishes, likes and follows
+ * queued behind them. Only processes that run such transactions open connections of these pools
+ * (the fan-out workers open neither).
  */
 import mysql, { Pool, PoolConnection, PoolOptions } from 'mysql2';
 import {
@@ -38,7 +43,7 @@ import {
 
 /** The limits of a pool (DATABASE_POOL_SIZE, DATABASE_STATEMENT_TIMEOUT_MS). */
 export interface PoolLimits {
-  /** Connections in each pool (single statements, transactions, READ COMMITTED transactions). */
+  /** Connections in each pool (single statements, transactions, and transactions at each level asked for). */
   poolSize: number;
   /** 0 = statements may run as long as they like (migrations, tools). */
   statementTimeoutMs: number;
@@ -72,11 +77,11 @@ export class MysqlPool implements MysqlDatabase {
   private readonly statements: Pool;
   /** Transactions: a connection each, from its first statement to COMMIT or ROLLBACK. */
   private readonly transactions: Pool;
-  /** READ COMMITTED transactions: the same, on connections whose session runs at that level. */
-  private readonly readCommitted: Pool;
+  /** Transactions that ask for a level: the same, on connections whose session runs at that level. */
+  private readonly atLevel: Record<Isolation, Pool>;
   /**
    * The transaction pools' connections whose session is set up (see transactionOnce): autocommit
-   * off, and in readCommitted the level; only those may start a transaction with their first statement.
+   * off, and in atLevel's pools the level; only those may start a transaction with their first statement.
    */
   private readonly prepared = new WeakSet<PoolConnection>();
   private readonly clientTimeoutMs: number | undefined;
@@ -103,7 +108,10 @@ export class MysqlPool implements MysqlDatabase {
     this.clientTimeoutMs = limits.clientTimeoutMs;
     this.statements = createPool(options, limits, log.sink);
     this.transactions = createPool(options, limits, log.sink);
-    this.readCommitted = createPool(options, limits, log.sink);
+    this.atLevel = {
+      'READ COMMITTED': createPool(options, limits, log.sink),
+      'REPEATABLE READ': createPool(options, limits, log.sink),
+    };
   }
 
   select<Row>(statement: string, params: Params = []): Promise<Row[]> {
@@ -173,7 +181,7 @@ export class MysqlPool implements MysqlDatabase {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.statements, this.transactions, this.readCommitted].map(endPool));
+    await Promise.all([this.statements, this.transactions, ...Object.values(this.atLevel)].map(endPool));
   }
 
   private connection(pool: Pool): Promise<PoolConnection> {
@@ -183,8 +191,7 @@ export class MysqlPool implements MysqlDatabase {
   }
 
   private async transactionOnce<T>(work: (sql: Sql) => Promise<T>, isolation: Isolation | undefined): Promise<T> {
-    const committedReads = isolation === 'READ COMMITTED';
-    const connection = await this.connection(committedReads ? this.readCommitted : this.transactions);
+    const connection = await this.connection(isolation ? this.atLevel[isolation] : this.transactions);
     const sql: Sql = {
       select: <Row>(statement: string, params: Params = []) => this.run<Row[]>(connection, statement, params),
       write: (statement: string, params: Params = []) => this.run<WriteResult>(connection, statement, params),
@@ -198,15 +205,14 @@ export class MysqlPool implements MysqlDatabase {
       // five statements cost the server more than its JavaScript. Every transaction ends in COMMIT
       // or ROLLBACK (or its connection is destroyed), so none goes back to the pool open. A
       // connection is set up on its first transaction, and trusted only once that succeeded.
+      // A level asked for is set on the session even where it is the server's default (InnoDB's
+      // is REPEATABLE READ, but a server may be set otherwise). `isolation` is one of the two
+      // constants of Isolation, never input.
       if (!this.prepared.has(connection)) {
         await this.run(connection, 'SET SESSION autocommit = 0', []);
-        if (committedReads) await this.run(connection, 'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED', []);
+        if (isolation) await this.run(connection, `SET SESSION TRANSACTION ISOLATION LEVEL ${isolation}`, []);
         this.prepared.add(connection);
       }
-      // REPEATABLE READ asked for (InnoDB's default, but a server may be set otherwise): for the
-      // next transaction only, the one the first statement below starts. A constant, never input.
-      if (isolation === 'REPEATABLE READ')
-        await this.run(connection, 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ', []);
       const result = await work(sql);
       await this.run(connection, 'COMMIT', []);
       return result;

@@ -4,9 +4,10 @@
  * Redis, a commit's flush) never makes a page's read wait for a connection, and a transaction
  * never waits for a statement's. Each pool keeps its own limit. Transactions start with their
  * first statement (the transaction pool's connections run with autocommit off), so they must
- * still be all or nothing and leave nothing open behind them. READ COMMITTED transactions have a
- * pool of their own whose connections' sessions run at that level: no SET TRANSACTION per
- * transaction, and no level leaking into the other transactions.
+ * still be all or nothing and leave nothing open behind them. Transactions that ask for a level
+ * (READ COMMITTED: follow changes; REPEATABLE READ: rebuild snapshots) have a pool per level whose
+ * connections' sessions run at it: no SET TRANSACTION per transaction, no level leaking into the
+ * other transactions, and no snapshot waiting for the writes' connections.
  */
 import { Isolation, SqlStatementLog } from '../../../src/db/database';
 import { openMysql } from '../../../src/db/migrate';
@@ -159,6 +160,34 @@ describe('the MySQL pools of statements and of transactions', () => {
         sql.select<{ connection: string }>('SELECT CONNECTION_ID() AS connection'),
       );
       expect(committed).not.toBe(plain);
+    } finally {
+      await counting.close();
+    }
+  });
+
+  test('a REPEATABLE READ transaction (a rebuild snapshot) waits for no other transaction, and sets its level once', async () => {
+    const { pool: counting, printed } = countingPool();
+    try {
+      // The one connection of the default transactions is held (as publishes hold theirs).
+      const held = heldTransaction(counting);
+      await settle();
+      expect(held.started()).toBe(true);
+      const snapshot = () =>
+        counting.transaction(
+          (sql) =>
+            sql.select<{ level: string; connection: number }>(
+              'SELECT @@session.tx_isolation AS level, CONNECTION_ID() AS connection',
+            ),
+          'REPEATABLE READ',
+        );
+      const answered = await Promise.race([snapshot(), settle(2_000).then(() => 'still waiting')]);
+      expect(answered).toEqual([{ level: 'REPEATABLE-READ', connection: expect.any(Number) }]);
+      printed.length = 0;
+      const [again] = await snapshot();
+      expect(again.level).toBe('REPEATABLE-READ');
+      expect(printed.filter((line) => /^\[sql\] (SET|START) /.test(line))).toEqual([]);
+      held.release();
+      expect(await held.done).not.toBe(again.connection);
     } finally {
       await counting.close();
     }
