@@ -94,6 +94,7 @@ type FeedConfig = Pick<
   | 'feedModel'
   | 'feedMaxItems'
   | 'feedRebuildItems'
+  | 'feedRebuildWaitMs'
   | 'activeDays'
   | 'redisKeyPrefix'
   | 'followBackfillItems'
@@ -157,6 +158,7 @@ export function createFeedService(
       model: config.feedModel,
       maxItems: config.feedMaxItems,
       rebuildItems: config.feedRebuildItems,
+      rebuildWaitMs: config.feedRebuildWaitMs,
       backfillItems: config.followBackfillItems,
       bigAuthorFollowers: config.bigAuthorFollowers,
       watermarkSettleMs: config.watermarkSettleMs,

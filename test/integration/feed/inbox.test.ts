@@ -5,16 +5,18 @@
  * The feeds they serve are checked in every mode by feed.test.ts and follow.test.ts.
  */
 import { Redis } from 'ioredis';
+import { createConnection } from 'mysql2/promise';
 import { SCRIPT_BATCH } from '../../../src/feed/inbox.redis';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
-import { freePort, PrivateRedis } from '../../support/processes';
+import { freePort, PrivateRedis, waitFor } from '../../support/processes';
 import {
   addFollowers,
   countStatements,
   currentGeneration,
   inboxScores,
   FEED_PAGE,
+  MYSQL_URL,
   feedTruth,
   follow,
   ok,
@@ -27,6 +29,7 @@ import {
   startTestApp,
   TestApp,
   TestUser,
+  testDatabase,
 } from '../../support/harness';
 
 const BACKFILL = 5;
@@ -119,6 +122,56 @@ describe('rebuilding', () => {
   let shallow: TestApp;
   afterAll(() => shallow.close());
 
+  /** feed_page_reads_total of each source, as /metrics of `on` says now. */
+  async function pageReads(on: TestApp): Promise<Record<string, number>> {
+    const text = await (await fetch(on.url.replace('/graphql', '/metrics'))).text();
+    const reads: Record<string, number> = {};
+    for (const [, source, count] of text.matchAll(/^feed_page_reads_total\{source="(\w+)"\} (\d+)$/gm))
+      reads[source] = Number(count);
+    return reads;
+  }
+
+  it('serves the pages that find no inbox, or find it being rebuilt, from the inbox their rebuild makes, not from MySQL', async () => {
+    // A wait long enough for this machine's slowest moment: the test is about where the pages come from.
+    const waiting = await startTestApp('feed_rebuild_wait', { env: { FEED_REBUILD_WAIT_MS: '30000' } });
+    try {
+      const author = await signUp(waiting, 'author');
+      const fan = await signUp(waiting, 'fan');
+      await follow(waiting, fan, author);
+      for (let i = 0; i < 6; i += 1) await publish(waiting, author, `rebuilt ${i}`);
+      await waiting.services.fanout?.idle();
+      const feed = await scrollFeed(waiting, fan, 10);
+      expect(feed).toHaveLength(6);
+      const fanId = dbId(fan);
+      const meta = waiting.keys.feedMeta(fanId);
+      await waiting.redis.del(waiting.keys.feed(fanId), meta, waiting.keys.feedFollowees(fanId));
+      const before = await pageReads(waiting);
+      // The rebuild is held at its snapshot (it reads tb_blog): the first page finds no inbox and
+      // starts it; the next two find the inbox building, by this process, and wait for it too.
+      const lock = await createConnection({ uri: `${MYSQL_URL}/${testDatabase('feed_rebuild_wait')}` });
+      const page = () => waiting.gql(FEED_PAGE, { first: 10 }, fan.token);
+      let pages: Array<ReturnType<typeof page>> = [];
+      await lock.query('LOCK TABLES tb_blog WRITE');
+      try {
+        pages.push(page());
+        await waitFor('the rebuild begun', async () => (await waiting.redis.hexists(meta, 'building')) === 1, 10_000);
+        pages = pages.concat([page(), page()]);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      } finally {
+        await lock.query('UNLOCK TABLES');
+        await lock.end();
+      }
+      for (const answer of await Promise.all(pages))
+        expect(ok(answer).followFeed.edges.map((edge: { node: { id: string } }) => edge.node.id)).toEqual(feed);
+      const after = await pageReads(waiting);
+      expect((after.inbox ?? 0) - (before.inbox ?? 0)).toBe(3);
+      expect((after.pull ?? 0) - (before.pull ?? 0)).toBe(0);
+      expect(await waiting.redis.zcount(waiting.keys.feed(fanId), '-inf', '(+inf')).toBe(6);
+    } finally {
+      await waiting.close();
+    }
+  });
+
   it('starts an inbox with the newest FEED_REBUILD_ITEMS, serves the older blogs from MySQL, and lets deliveries fill it to FEED_MAX_ITEMS', async () => {
     // A millisecond apart, so that the rebuilt inbox's depth does not depend on tie groups.
     const ticking = new TestClock(Date.now());
@@ -145,7 +198,7 @@ describe('rebuilding', () => {
     };
     const held = async () => (await shallow.redis.zrevrangebyscore(inbox, '(+inf', 0)).map(Number);
     expect(await held()).toEqual((await newestIds()).slice(0, 20));
-    // Redis lost the inbox: the next page is served from MySQL and rebuilds it, 10 deep.
+    // Redis lost the inbox: the next page rebuilds it, 10 deep, and reads it.
     await shallow.redis.del(inbox, shallow.keys.feedMeta(fanId), shallow.keys.feedFollowees(fanId));
     const feed = async () => (await newestIds()).map((id) => Buffer.from(`Blog:${id}`).toString('base64'));
     expect(await scrollFeed(shallow, fan, 4)).toEqual(await feed());
