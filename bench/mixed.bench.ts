@@ -31,6 +31,7 @@
  * measured in its phase alone; a publish's include its fan-out, and so does every rate: a phase's
  * requests over its time until the fan-out they caused was done (see PhaseResult.drainSeconds).
  *
+ * MIXED_OPEN_RATE=<n>: the open-loop phases at n requests/s instead of half the peak.
  * MIXED_QUICK=1: a smoke run (5,000 users, 5,000 blogs, 500 active, 3 s phases, 1 round, 20 s Redis lost). MIXED_JSON=1: the
  * figures as one JSON line at the end. BENCH_NAME=<name>: a database of this run's own.
  * MIXED_CPU_PROFILE=<folder>: a CPU profile and SQL statement counts per phase (see startCpuProfile).
@@ -100,6 +101,12 @@ const ROUNDS = knob('MIXED_ROUNDS', 2, 1);
  * from its own). Each peak phase starts from the state the mix itself keeps.
  */
 const SETTLE_SECONDS = Math.min(DURATION, 3);
+/**
+ * MIXED_OPEN_RATE: the open-loop phases (half peak, Redis lost) at this many requests/s instead of
+ * half the mix's measured peak, so that two builds, or two runs on a machine whose speed drifts,
+ * meet the same load there. 0 (the default): half the peak.
+ */
+const OPEN_RATE = knob('MIXED_OPEN_RATE', 0, 0, 0);
 const LOST_SECONDS = knob('MIXED_LOST_SECONDS', 60, 20);
 const LOST_AT = knob('MIXED_LOST_AT', 10, 3);
 const SEED = knob('MIXED_SEED', 22, 22, 0);
@@ -116,6 +123,11 @@ const SAMPLE_MS = 200;
 const BACK_SHARE = 0.9;
 /** ... over this many seconds in a row. */
 const BACK_WINDOW = 3;
+/**
+ * Pages are settled when every second's page p99 stays under this until the end of the phase:
+ * the queue of requests that built up while inboxes were missing is gone (it can outlast them).
+ */
+const SETTLED_P99_MS = 100;
 /** Blogs the likes pick from: the newest ones. */
 const LIKED_POOL = 5_000;
 /** Rows per multi-row INSERT of the seed. */
@@ -530,7 +542,7 @@ async function main(): Promise<void> {
       ),
     );
     const peakRate = mixPeak.requests / busySeconds(mixPeak);
-    const halfRate = Math.max(1, Math.round(peakRate / 2));
+    const halfRate = OPEN_RATE > 0 ? OPEN_RATE : Math.max(1, Math.round(peakRate / 2));
     const half = await phase(`mix at half peak (${halfRate}/s, open loop)`, {
       shares: SHARES,
       mode: { kind: 'open', rate: halfRate },
@@ -752,6 +764,8 @@ interface LostResult {
    * BACK_SHARE of all pages over BACK_WINDOW seconds. null if not within the run.
    */
   backAfterSeconds: number | null;
+  /** Seconds from the FLUSHALL until every later second's page p99 stayed under SETTLED_P99_MS (null: not within the run). */
+  settledAfterSeconds: number | null;
   /** The share of pages served from inboxes over the run's last BACK_WINDOW seconds. */
   inboxShareAtEnd: number | null;
   rebuilds: number;
@@ -759,6 +773,17 @@ interface LostResult {
   /** MySQL rows read in the phase beyond what the same load read without the loss (the half-peak phase's rate), per rebuild. */
   extraRowsPerRebuild: number | null;
   pageP99UntilBack: number;
+}
+
+/** Seconds after the flush from which every second's page p99 stays under SETTLED_P99_MS to the end (null: the last one does not). */
+function settledAfter(timeline: LostResult['timeline'], flushSecond: number): number | null {
+  let settled: number | null = null;
+  for (const row of timeline) {
+    if (row.second <= flushSecond) continue;
+    if (row.p99 >= SETTLED_P99_MS) settled = null;
+    else settled ??= row.second - flushSecond;
+  }
+  return settled;
 }
 
 /** The "Redis lost" phase: FLUSHALL mid-run, then per second the pages' p99, where they came from, the rebuilds. */
@@ -822,6 +847,7 @@ async function redisLost(
     phase,
     timeline,
     backAfterSeconds: back ? back.second - flushSecond : null,
+    settledAfterSeconds: settledAfter(timeline, flushSecond),
     inboxShareAtEnd:
       lastPages > 0 ? last.reduce((sum, row) => sum + (row.fromInbox ?? 0) * row.pages, 0) / lastPages : null,
     rebuilds,
@@ -1021,7 +1047,8 @@ function report(input: {
   console.log(
     `  inboxes back (${BACK_SHARE * 100}% of the pages from inboxes over ${BACK_WINDOW} s) after ` +
       `${lost.backAfterSeconds === null ? 'MORE than the run' : `${lost.backAfterSeconds} s`}; page p99 until then ${ms(lost.pageP99UntilBack)} ` +
-      `(${fixed(lost.inboxShareAtEnd === null ? null : lost.inboxShareAtEnd * 100, 0)}% from inboxes in the last ${BACK_WINDOW} s)`,
+      `(${fixed(lost.inboxShareAtEnd === null ? null : lost.inboxShareAtEnd * 100, 0)}% from inboxes in the last ${BACK_WINDOW} s); ` +
+      `page p99 under ${SETTLED_P99_MS} ms for good after ${lost.settledAfterSeconds === null ? 'MORE than the run' : `${lost.settledAfterSeconds} s`}`,
   );
   console.log(
     `  ${lost.rebuilds.toLocaleString('en-US')} rebuilds, ${fixed(lost.rowsPerRebuild, 0)} rows returned per rebuild snapshot, ` +
@@ -1049,6 +1076,7 @@ function report(input: {
   );
   console.log(
     `  Redis lost: inboxes back after ${lost.backAfterSeconds === null ? 'more than the run' : `${lost.backAfterSeconds} s`}, ` +
+      `page p99 under ${SETTLED_P99_MS} ms for good after ${lost.settledAfterSeconds === null ? 'more than the run' : `${lost.settledAfterSeconds} s`}, ` +
       `page p99 until then ${ms(lost.pageP99UntilBack)}, ${fixed(lost.rowsPerRebuild, 0)} rows per rebuild snapshot, ` +
       `${fixed(lost.extraRowsPerRebuild, 0)} MySQL rows read per rebuild`,
   );

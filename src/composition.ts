@@ -95,6 +95,7 @@ type FeedConfig = Pick<
   | 'feedMaxItems'
   | 'feedRebuildItems'
   | 'feedRebuildWaitMs'
+  | 'feedRebuildsInFlight'
   | 'activeDays'
   | 'redisKeyPrefix'
   | 'followBackfillItems'
@@ -159,6 +160,7 @@ export function createFeedService(
       maxItems: config.feedMaxItems,
       rebuildItems: config.feedRebuildItems,
       rebuildWaitMs: config.feedRebuildWaitMs,
+      rebuildsInFlight: config.feedRebuildsInFlight,
       backfillItems: config.followBackfillItems,
       bigAuthorFollowers: config.bigAuthorFollowers,
       watermarkSettleMs: config.watermarkSettleMs,

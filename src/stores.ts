@@ -81,8 +81,14 @@ async function withReplicas(primary: MysqlPool, config: Config, sqlLog: SqlState
 }
 
 /** The MySQL pool's limits from the configuration. */
-export function poolLimits(config: Pick<Config, 'databasePoolSize' | 'databaseStatementTimeoutMs'>): PoolLimits {
-  return { poolSize: config.databasePoolSize, statementTimeoutMs: config.databaseStatementTimeoutMs };
+export function poolLimits(
+  config: Pick<Config, 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'feedRebuildsInFlight'>,
+): PoolLimits {
+  return {
+    poolSize: config.databasePoolSize,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    snapshotPoolSize: config.feedRebuildsInFlight,
+  };
 }
 
 /** What the process runs on, in one line (the first line the server logs). */

@@ -21,10 +21,10 @@
  * trip fewer a follow (8.1 statements in bench:mixed before). In one pool, a session level would
  * leak into the other transactions, and mysql2 hands out the connection released last, so setting
  * it back and forth would move the round trip, not save it. The snapshots' pool is also a
- * bulkhead: after a Redis loss every active reader's inbox is rebuilt, MAX_REBUILDS_IN_FLIGHT at a
+ * bulkhead: after a Redis loss every active reader's inbox is rebuilt, FEED_REBUILDS_IN_FLIGHT at a
  * time per process (feed.service.ts), each holding a connection for its snapshot's statements;
- * on the pool of the writes they held 8 of its 10 connections, and publishes, likes and follows
- * queued behind them. Only processes that run such transactions open connections of these pools
+ * on the pool of the writes they held 8 of its 10 connections (when 8 ran at once), and
+ * publishes, likes and follows queued behind them. It has as many connections as rebuilds run. Only processes that run such transactions open connections of these pools
  * (the fan-out workers open neither).
  */
 import mysql, { Pool, PoolConnection, PoolOptions } from 'mysql2';
@@ -45,6 +45,12 @@ import {
 export interface PoolLimits {
   /** Connections in each pool (single statements, transactions, and transactions at each level asked for). */
   poolSize: number;
+  /**
+   * Connections of the REPEATABLE READ pool when more than poolSize (the feed's rebuild snapshots,
+   * FEED_REBUILDS_IN_FLIGHT at once after a Redis loss); those beyond poolSize close after a
+   * minute idle (mysql2's idleTimeout), so the burst of a loss does not stay open.
+   */
+  snapshotPoolSize?: number;
   /** 0 = statements may run as long as they like (migrations, tools). */
   statementTimeoutMs: number;
   /**
@@ -110,7 +116,15 @@ export class MysqlPool implements MysqlDatabase {
     this.transactions = createPool(options, limits, log.sink);
     this.atLevel = {
       'READ COMMITTED': createPool(options, limits, log.sink),
-      'REPEATABLE READ': createPool(options, limits, log.sink),
+      'REPEATABLE READ': createPool(
+        {
+          ...options,
+          connectionLimit: Math.max(limits.poolSize, limits.snapshotPoolSize ?? 0),
+          maxIdle: limits.poolSize,
+        },
+        limits,
+        log.sink,
+      ),
     };
   }
 

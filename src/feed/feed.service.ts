@@ -84,6 +84,8 @@ export interface FeedSettings {
    * already in this process, before MySQL serves it. 0: MySQL serves it at once.
    */
   rebuildWaitMs?: number;
+  /** FEED_REBUILDS_IN_FLIGHT (MAX_REBUILDS_IN_FLIGHT when absent): rebuilds this process runs at once. */
+  rebuildsInFlight?: number;
   /** FOLLOW_BACKFILL_ITEMS: how many of a new followee's newest blogs enter the inbox at once. */
   backfillItems: number;
   /** BIG_V_FOLLOWERS: in the hybrid model, an author with this many followers is not fanned out. */
@@ -235,20 +237,27 @@ export const MAX_NEW_COUNT = 100;
 const REBUILD_ATTEMPTS = 3;
 
 /**
- * Rebuilds one process runs at once. After Redis lost everything every active reader needs one;
- * each reads at most a page of FEED_REBUILD_ITEMS + 1 from MySQL (FeedStore.snapshot), so this
- * bounds the rows a Redis loss makes MySQL read per process at any moment. A reader whose rebuild
- * does not start now is served from MySQL, and the next read tries again. (Queueing the others
- * instead, tried: their pages waited REBUILD_WAIT_MS for a rebuild far back in the queue and then
- * read MySQL anyway; bench:mixed's page p99 after a Redis loss went from 5.3 to 8.4 s.)
+ * Rebuilds one process runs at once when FeedSettings.rebuildsInFlight is absent;
+ * FEED_REBUILDS_IN_FLIGHT's default is the same. After Redis lost everything every active reader
+ * needs one; each reads at most a page of FEED_REBUILD_ITEMS + 1 from MySQL (FeedStore.snapshot),
+ * so this bounds the rows a Redis loss makes MySQL read per process at any moment. A reader whose
+ * rebuild does not start now is served from MySQL, and the next read tries again. Why 32, not 8
+ * as before: a rebuild waits on a dozen round trips, and under a loss's load the process's event
+ * loop makes each of them slow, so rebuilds ran at the count over about 100 ms (bench:mixed,
+ * open loop at 700/s: 8 rebuilt 70-80 inboxes a second and 90% of the pages did not come from
+ * inboxes within 50 s of the loss; 16 rebuilt 110-140 a second, 30 s; 32, 150-190 a second,
+ * 8 s), and every reader not rebuilt yet is served from MySQL, which costs more than the
+ * rebuild: the rows MySQL read per rebuild fell with more at once (1,364-1,386 at 8 without the
+ * page's wait, 812 at 32). (Queueing the readers turned away instead, tried at 8: their pages
+ * waited REBUILD_WAIT_MS for a rebuild far back in the queue and then read MySQL anyway.)
  */
-export const MAX_REBUILDS_IN_FLIGHT = 8;
+export const MAX_REBUILDS_IN_FLIGHT = 32;
 
 /**
  * How long a page that finds no inbox waits for its rebuild when FeedSettings.rebuildWaitMs is
  * absent; FEED_REBUILD_WAIT_MS's default is the same. After a Redis loss every active reader's
  * pages find no inbox. Served from MySQL at once, each of them read about what a rebuild reads
- * and left the rebuild to a later page whenever MAX_REBUILDS_IN_FLIGHT were running, so a reader
+ * and left the rebuild to a later page whenever all the rebuilds allowed were running, so a reader
  * paid for several pulled pages before their rebuild, and the pulled pages kept the process too
  * busy to rebuild quickly (bench:mixed: inboxes not back 50 s after the loss). Waiting makes the
  * rebuild the page's read; a rebuild slower than this (a process overloaded) still leaves the
@@ -1059,7 +1068,7 @@ export class FeedService {
 
   /**
    * Whether the reader's rebuild, started now or running already, ended within rebuildWaitMs;
-   * false at once when none can start (MAX_REBUILDS_IN_FLIGHT running). Ended is not succeeded:
+   * false at once when none can start (rebuildsInFlight running). Ended is not succeeded:
    * the caller reads the inbox again to know.
    */
   private async rebuiltInTime(readerId: number): Promise<boolean> {
@@ -1076,9 +1085,10 @@ export class FeedService {
     }
   }
 
-  /** Rebuilds a missing inbox from MySQL, once at a time per reader and MAX_REBUILDS_IN_FLIGHT per process, without blocking the request. */
+  /** Rebuilds a missing inbox from MySQL, once at a time per reader and rebuildsInFlight per process, without blocking the request. */
   private rebuildInBackground(readerId: number): void {
-    if (this.rebuilding.has(readerId) || this.rebuilding.size >= MAX_REBUILDS_IN_FLIGHT) return;
+    const inFlight = this.settings.rebuildsInFlight ?? MAX_REBUILDS_IN_FLIGHT;
+    if (this.rebuilding.has(readerId) || this.rebuilding.size >= inFlight) return;
     const work = this.rebuild(readerId)
       .catch((error: unknown) => this.warn(`rebuilding the inbox of user ${readerId} failed`, error))
       .finally(() => this.rebuilding.delete(readerId));

@@ -112,6 +112,8 @@ export interface Config {
   feedMaxItems: number;
   /** A rebuilt inbox starts with at most this many (at most feedMaxItems); fan-out fills it from there. */
   feedRebuildItems: number;
+  /** FEED_REBUILDS_IN_FLIGHT: inbox rebuilds one process runs at once (and connections of its snapshot pool). */
+  feedRebuildsInFlight: number;
   /** FEED_REBUILD_WAIT_MS: how long a page that finds no inbox waits for its rebuild before MySQL serves it (0: it does not wait). */
   feedRebuildWaitMs: number;
   /** hybrid: authors with at least this many followers are read at read time, not fanned out. */
@@ -354,6 +356,9 @@ export function loadConfig(env: Env = process.env): Config {
     // A page that waits for its rebuild reads the rebuilt inbox instead of MySQL: after a Redis
     // loss, one rebuild per reader instead of pulled pages too (REBUILD_WAIT_MS in feed.service.ts).
     feedRebuildWaitMs: parseIntVar(env, 'FEED_REBUILD_WAIT_MS', 1000, 0, 60_000),
+    // After a Redis loss every active reader's inbox is rebuilt: these many at once per process
+    // bound what the loss costs MySQL (MAX_REBUILDS_IN_FLIGHT in feed.service.ts says why 32).
+    feedRebuildsInFlight: parseIntVar(env, 'FEED_REBUILDS_IN_FLIGHT', 32, 1, 256),
     bigAuthorFollowers: parseIntVar(env, 'BIG_V_FOLLOWERS', 10_000, 1, 1_000_000_000),
     activeDays: parseIntVar(env, 'ACTIVE_DAYS', 7, 1, 3650),
     followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 1, 10_000),
