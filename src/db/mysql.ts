@@ -24,8 +24,9 @@
  * bulkhead: after a Redis loss every active reader's inbox is rebuilt, FEED_REBUILDS_IN_FLIGHT at a
  * time per process (feed.service.ts), each holding a connection for its snapshot's statements;
  * on the pool of the writes they held 8 of its 10 connections (when 8 ran at once), and
- * publishes, likes and follows queued behind them. It has as many connections as rebuilds run. Only processes that run such transactions open connections of these pools
- * (the fan-out workers open neither).
+ * publishes, likes and follows queued behind them. It has as many connections as rebuilds run.
+ * Only processes that run such transactions open connections of these pools (the fan-out
+ * workers open neither).
  */
 import mysql, { Pool, PoolConnection, PoolOptions } from 'mysql2';
 import {
