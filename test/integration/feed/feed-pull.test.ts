@@ -341,6 +341,17 @@ describe.each(ENGINES)('feedPage on %s', (engine) => {
 
     it('a rebuild snapshot of 600 entries reads bounded ranges on MariaDB, never the join, and holds the newest 600 of the feed', async () => {
       if (engine === 'sqlite') return; // no inboxes, no rebuilds in the embedded mode
+      // READER has a user row (feed version 7) and a muted follow; OTHER_READER no row (version 0).
+      await db.write('DELETE FROM tb_user WHERE id = ?', [READER]);
+      await db.write(
+        "INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, feed_version) VALUES (?, 'r', 'r', 'x', ?, 7)",
+        [READER, new Date(BASE)],
+      );
+      await db.write('INSERT INTO tb_follow (user_id, follow_user_id, created_at, muted) VALUES (?, 739, ?, 1)', [
+        READER,
+        new Date(BASE),
+      ]);
+      const versions = new Map([[READER, 7]]);
       for (const reader of [READER, OTHER_READER]) {
         const { result, statements } = await statementsDuring(db, () => store.snapshot(reader, 600));
         expect(result.entries.map((entry) => entry.id)).toEqual(
@@ -352,6 +363,13 @@ describe.each(ENGINES)('feedPage on %s', (engine) => {
         // Its reads, in its transaction, seen (the helper once saw only reads outside one).
         expect(statements.length).toBeGreaterThan(0);
         expect(statements.some(isJoin)).toBe(false);
+        // The version and the followees come in its first statement, together: one round trip.
+        expect(result.version).toBe(versions.get(reader) ?? 0);
+        expect(result.followeeIds.sort((a, b) => a - b)).toEqual(
+          world.follows.filter(([r]) => r === reader).map(([, author]) => author),
+        );
+        expect(statements.filter((statement) => /\bFROM tb_user\b/.test(statement))).toEqual([statements[0]]);
+        expect(statements[0]).toMatch(/FROM tb_follow WHERE user_id = \? AND muted = 0/);
       }
     });
 
