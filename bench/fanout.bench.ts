@@ -10,8 +10,11 @@
  *    Right after it (lanes), a publish by an author with 10 followers: the time until its 10
  *    inboxes hold it, and how far the big one was then. Then Redis's busiest commands during
  *    the delivery (INFO commandstats), and redis-benchmark's pipelined ZADD on the same server
- *    (16 commands a pipeline, 50 clients, random keys: what the server does at best). Five
- *    rounds of both by default, in turn: the ratio printed is the median round's.
+ *    (16 commands a pipeline, 50 clients, random keys: what the server does at best), and the
+ *    delivery's own write alone: a script doing nothing but one ZADD into each of the same N
+ *    inboxes, SCRIPT_BATCH a call, every call sent at once, as the delivery sends them (what the
+ *    inboxes' write costs Redis without the checks exactness asks for; the member is taken out
+ *    again). Five rounds of all three by default, in turn: the ratio printed is the median round's.
  * 4. Baselines on the same Redis, in the same run: a plain pipelined ZADD + trim loop from one
  *    Node client (chunks of 1000; up to --plain-sample followers, default 200,000), and the
  *    seed's loop with one awaited ZADD per follower (--seed-sample, default 20,000).
@@ -38,6 +41,7 @@ import { openMysql } from '../src/db/migrate';
 import { poolLimits } from '../src/stores';
 import { warn } from '../src/kernel/observability';
 import { fromGlobalId } from '../src/kernel/global-id';
+import { SCRIPT_BATCH } from '../src/feed/inbox.redis';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
 import type { Config } from '../src/kernel/config';
@@ -76,6 +80,8 @@ interface DeliveryRound {
   smallSeconds: number;
   bigAtSmall: string;
   benchmarkRate: number;
+  /** The same inboxes' ZADD alone, measured right after (null until then). */
+  bare: BareZadd | null;
 }
 
 /** BENCH_NAME: a database and key prefix of this run's own (see above). */
@@ -254,13 +260,17 @@ async function main(): Promise<void> {
       inboxMember(blogId),
     );
     if (holding !== FOLLOWERS) throw new Error(`only ${holding} of ${FOLLOWERS} inboxes hold the blog`);
-    return { seconds, redisCpu, nodeCpu, busiest, smallSeconds, bigAtSmall, benchmarkRate: 0 };
+    return { seconds, redisCpu, nodeCpu, busiest, smallSeconds, bigAtSmall, benchmarkRate: 0, bare: null };
   };
 
   const rounds: DeliveryRound[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
     const measured = await deliverOnce(round);
     measured.benchmarkRate = await redisBenchmarkZadd(config, BENCHMARK_REQUESTS);
+    measured.bare = await bareScriptedZadd(
+      config,
+      followerIds.map((id) => keys.feed(id)),
+    );
     // Each round's redis-benchmark starts from no keys, as the first did.
     await deleteByPrefix(redis, `${config.redisKeyPrefix}zadd:`);
     rounds.push(measured);
@@ -313,6 +323,10 @@ async function main(): Promise<void> {
         .map((stat) => `${stat.command} ${stat.calls.toLocaleString('en-US')} calls ${(stat.usec / 1e6).toFixed(2)} s`)
         .join(', ')}`,
     );
+    if (round.bare)
+      console.log(
+        `  the same inboxes' ZADD alone (a script doing one ZADD per inbox, ${SCRIPT_BATCH} a call, all sent at once): ${rate(round.bare.rate)}, Redis busy ${((round.bare.redisCpu / (FOLLOWERS / round.bare.rate)) * 100).toFixed(0)}%, ${((round.bare.redisCpu / FOLLOWERS) * 1e6).toFixed(1)} µs of Redis an inbox against the delivery's ${((round.redisCpu / FOLLOWERS) * 1e6).toFixed(1)}; delivery / that: ${(deliveryRate / round.bare.rate).toFixed(2)}x, that / redis-benchmark: ${(round.bare.rate / round.benchmarkRate).toFixed(2)}x`,
+      );
     console.log(
       `  lanes: a ${SMALL_AUDIENCE}-follower post published right after it reached its ${SMALL_AUDIENCE} inboxes ${(round.smallSeconds * 1000).toFixed(0)} ms after its publish (target < 1 s); the big one then: ${round.bigAtSmall}`,
     );
@@ -332,6 +346,13 @@ async function main(): Promise<void> {
   );
   console.log(
     `  delivery / redis-benchmark ZADD: ${percentile(ratios, 50).toFixed(2)}x, the median of ${ROUNDS} rounds (${ratios.map((ratio) => `${ratio.toFixed(2)}x`).join(', ')})  (target >= 0.3x)`,
+  );
+  const bareRatios = rounds.flatMap((round) => (round.bare ? [round.bare.rate / round.benchmarkRate] : []));
+  console.log(
+    `  the inboxes' ZADD alone / redis-benchmark ZADD: ${percentile(bareRatios, 50).toFixed(2)}x, the median of ${bareRatios.length} rounds (the ceiling of a delivery that writes these inboxes; the delivery reaches ${percentile(
+      rounds.flatMap((round) => (round.bare ? [FOLLOWERS / round.seconds / round.bare.rate] : [])),
+      50,
+    ).toFixed(2)}x of it)`,
   );
   console.log(`  delivery (median ${rate(medianRate)}) / plain pipelined: ${(medianRate / plainRate).toFixed(2)}x`);
   console.log(`  delivery (median) / seed loop:       ${(medianRate / seedRate).toFixed(1)}x  (target >= 10x)`);
@@ -386,6 +407,48 @@ interface CommandStat {
   command: string;
   calls: number;
   usec: number;
+}
+
+/** The only write of a delivery, and nothing else: one ZADD per inbox (scripts/deliver.lua without its checks). */
+const BARE_ZADD = "for i = 1, #KEYS do redis.call('ZADD', KEYS[i], ARGV[1], ARGV[2]) end return #KEYS";
+
+/**
+ * What Redis does for a delivery's writes alone: BARE_ZADD into these inboxes (the delivery's
+ * own, as the delivery left them), SCRIPT_BATCH a call, every call sent at once from a plain
+ * client, as a delivery's chunk sends its calls. The rate is inboxes a second, from the first
+ * call sent to the last reply; the member is taken out of every inbox again after.
+ */
+async function bareScriptedZadd(config: Config, inboxKeys: readonly string[]): Promise<BareZadd> {
+  const client = new Redis(config.redisUrl);
+  try {
+    const member = 'bench-bare-zadd';
+    const sha = (await client.script('LOAD', BARE_ZADD)) as string;
+    const cpuBefore = await redisCpuSeconds(client);
+    const started = performance.now();
+    const calls: Array<Promise<unknown>> = [];
+    for (let start = 0; start < inboxKeys.length; start += SCRIPT_BATCH) {
+      const batch = inboxKeys.slice(start, start + SCRIPT_BATCH);
+      calls.push(client.evalsha(sha, batch.length, ...batch, Date.now(), member));
+    }
+    await Promise.all(calls);
+    const seconds = (performance.now() - started) / 1000;
+    const redisCpu = (await redisCpuSeconds(client)) - cpuBefore;
+    for (let start = 0; start < inboxKeys.length; start += 5000) {
+      const pipeline = client.pipeline();
+      for (const key of inboxKeys.slice(start, start + 5000)) pipeline.zrem(key, member);
+      await pipeline.exec();
+    }
+    return { rate: inboxKeys.length / seconds, redisCpu };
+  } finally {
+    client.disconnect();
+  }
+}
+
+interface BareZadd {
+  /** Inboxes written a second. */
+  rate: number;
+  /** Redis's CPU seconds meanwhile. */
+  redisCpu: number;
 }
 
 /** INFO commandstats: calls and microseconds per command so far. */
