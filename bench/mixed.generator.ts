@@ -38,7 +38,10 @@ export interface GeneratorSpec {
   blogIds: string[];
   shares: Shares;
   mode:
-    { kind: 'closed'; connections: number } | { kind: 'open'; rate: number } | { kind: 'each'; connections: number };
+    | { kind: 'closed'; connections: number }
+    | { kind: 'open'; rate: number }
+    /** Every viewer once, in turn: their session warmed (`{ __typename }`), or with `firstPage` their first feed page. */
+    | { kind: 'each'; connections: number; firstPage?: boolean };
   durationSeconds: number;
   seed: number;
   /** Feed pages' latency per second (the "Redis lost" timeline). */
@@ -216,11 +219,14 @@ async function main(): Promise<void> {
   console.log('started');
   if (spec.mode.kind === 'each') {
     let next = 0;
+    const { firstPage } = spec.mode;
+    const body = firstPage ? JSON.stringify({ query: FEED, variables: { after: null } }) : '{"query":"{ __typename }"}';
     const client = async () => {
       while (next < spec.viewers.length) {
         const viewer = spec.viewers[next++];
-        const error = await send(viewer.token, '{"query":"{ __typename }"}');
-        if (error) throw new Error(`warming the sessions failed: ${error}`);
+        const error = await send(viewer.token, body);
+        if (error)
+          throw new Error(`${firstPage ? 'a first page of every viewer' : 'warming the sessions'} failed: ${error}`);
       }
     };
     await Promise.all(Array.from({ length: spec.mode.connections }, client));
