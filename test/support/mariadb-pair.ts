@@ -74,6 +74,10 @@ export interface MariaDbPair {
   stop(): Promise<void>;
 }
 
+/** selects(): the gap between two readings of the counters, and the readings at most (see there). */
+const SELECTS_SETTLE_MS = 25;
+const SELECTS_READINGS = 40;
+
 /** The user of the pair's own connections (over the Unix socket), not counted by selects(). */
 const ADMIN_USER = 'pair_admin';
 /** The user of the replica's replication connection to the primary, not counted either. */
@@ -167,8 +171,22 @@ export async function startMariaDbPair(): Promise<MariaDbPair> {
             ]),
           )
           .then((found) => Number(found[0]?.count ?? 0));
-      const [primaryCount, replicaCount] = await Promise.all([count(primary), count(replica)]);
-      return { primary: primaryCount, replica: replicaCount };
+      const read = async () => {
+        const [primaryCount, replicaCount] = await Promise.all([count(primary), count(replica)]);
+        return { primary: primaryCount, replica: replicaCount };
+      };
+      // MariaDB adds a statement to USER_STATISTICS as the statement ends, which may be after
+      // its client has its result: a read right after a SELECT returned once found it not
+      // counted yet (CI, Node 24, replica 0 where 1 was due). So: readings SELECTS_SETTLE_MS
+      // apart until two agree.
+      let last = await read();
+      for (let attempt = 0; attempt < SELECTS_READINGS; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, SELECTS_SETTLE_MS));
+        const next = await read();
+        if (next.primary === last.primary && next.replica === last.replica) return next;
+        last = next;
+      }
+      return last;
     },
 
     stop,
