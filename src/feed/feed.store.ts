@@ -459,15 +459,15 @@ export class FeedStore implements GenerationRecord {
    * MariaDB thread (bench:mixed, "Redis lost").
    */
   private async versionAndFollowees(sql: Sql, readerId: number): Promise<{ version: number; followeeIds: number[] }> {
-    const rows = await sql.select<{ kind: string; id: string }>(
-      `SELECT 'version' AS kind, feed_version AS id FROM tb_user WHERE id = ?
+    const rows = await sql.select<{ kind: string; num: string }>(
+      `SELECT 'version' AS kind, feed_version AS num FROM tb_user WHERE id = ?
        UNION ALL SELECT 'followee', follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0`,
       [readerId, readerId],
     );
     const version = rows.find((row) => row.kind === 'version');
     return {
-      version: Number(version?.id ?? 0),
-      followeeIds: rows.filter((row) => row.kind === 'followee').map((row) => Number(row.id)),
+      version: Number(version?.num ?? 0),
+      followeeIds: rows.filter((row) => row.kind === 'followee').map((row) => Number(row.num)),
     };
   }
 
