@@ -38,7 +38,7 @@
  */
 import { hostname } from 'node:os';
 import type { Sql } from '../db/database';
-import type { FeedModel } from '../kernel/config';
+import { DEFAULT_FEED_REBUILDS_IN_FLIGHT, DEFAULT_FEED_REBUILD_WAIT_MS, type FeedModel } from '../kernel/config';
 import type { Metrics } from '../kernel/observability';
 import { badUserInput, unavailable } from '../kernel/errors';
 import { FeedPosition, InvalidCursorError, ScoredId, START } from '../kernel/pagination/cursor';
@@ -79,12 +79,12 @@ export interface FeedSettings {
    */
   rebuildItems?: number;
   /**
-   * FEED_REBUILD_WAIT_MS (REBUILD_WAIT_MS when absent): how long a page that finds no inbox (or
+   * FEED_REBUILD_WAIT_MS (its default when absent): how long a page that finds no inbox (or
    * one this process is rebuilding) waits for the reader's rebuild, started by it or running
    * already in this process, before MySQL serves it. 0: MySQL serves it at once.
    */
   rebuildWaitMs?: number;
-  /** FEED_REBUILDS_IN_FLIGHT (MAX_REBUILDS_IN_FLIGHT when absent): rebuilds this process runs at once. */
+  /** FEED_REBUILDS_IN_FLIGHT (its default when absent): rebuilds this process runs at once. */
   rebuildsInFlight?: number;
   /** FOLLOW_BACKFILL_ITEMS: how many of a new followee's newest blogs enter the inbox at once. */
   backfillItems: number;
@@ -236,10 +236,12 @@ export const MAX_NEW_COUNT = 100;
 /** Rebuilds tried in a row when a follow change keeps racing them (then MySQL serves). */
 const REBUILD_ATTEMPTS = 3;
 
-/**
- * Rebuilds one process runs at once when FeedSettings.rebuildsInFlight is absent;
- * FEED_REBUILDS_IN_FLIGHT's default is the same. After Redis lost everything every active reader
- * needs one; each reads at most a page of FEED_REBUILD_ITEMS + 1 from MySQL (FeedStore.snapshot),
+/*
+ * Why the defaults of the rebuild settings (config.ts, DEFAULT_FEED_REBUILDS_IN_FLIGHT and
+ * DEFAULT_FEED_REBUILD_WAIT_MS) are what they are.
+ *
+ * Rebuilds one process runs at once (FEED_REBUILDS_IN_FLIGHT, 32). After Redis lost everything
+ * every active reader needs one; each reads at most a page of FEED_REBUILD_ITEMS + 1 from MySQL (FeedStore.snapshot),
  * so this bounds the rows a Redis loss makes MySQL read per process at any moment. A reader whose
  * rebuild does not start now is served from MySQL, and the next read tries again. Why 32, not 8
  * as before: a rebuild waits on a dozen round trips, and under a loss's load the process's event
@@ -249,21 +251,16 @@ const REBUILD_ATTEMPTS = 3;
  * 8 s), and every reader not rebuilt yet is served from MySQL, which costs more than the
  * rebuild: the rows MySQL read per rebuild fell with more at once (1,364-1,386 at 8 without the
  * page's wait, 812 at 32). (Queueing the readers turned away instead, tried at 8: their pages
- * waited REBUILD_WAIT_MS for a rebuild far back in the queue and then read MySQL anyway.)
- */
-export const MAX_REBUILDS_IN_FLIGHT = 32;
-
-/**
- * How long a page that finds no inbox waits for its rebuild when FeedSettings.rebuildWaitMs is
- * absent; FEED_REBUILD_WAIT_MS's default is the same. After a Redis loss every active reader's
- * pages find no inbox. Served from MySQL at once, each of them read about what a rebuild reads
+ * waited their whole wait for a rebuild far back in the queue and then read MySQL anyway.)
+ *
+ * How long a page that finds no inbox waits for its rebuild (FEED_REBUILD_WAIT_MS, 1 s). After a
+ * Redis loss every active reader's pages find no inbox. Served from MySQL at once, each of them read about what a rebuild reads
  * and left the rebuild to a later page whenever all the rebuilds allowed were running, so a reader
  * paid for several pulled pages before their rebuild, and the pulled pages kept the process too
  * busy to rebuild quickly (bench:mixed: inboxes not back 50 s after the loss). Waiting makes the
  * rebuild the page's read; a rebuild slower than this (a process overloaded) still leaves the
  * page to MySQL, so the wait bounds what the page adds to its latency.
  */
-export const REBUILD_WAIT_MS = 1000;
 
 /** The relay leaves a follow change this long to the process that made it before applying it itself. */
 export const FOLLOW_CHANGE_GRACE_MS = 2000;
@@ -1076,7 +1073,7 @@ export class FeedService {
     const work = this.rebuilding.get(readerId);
     if (!work) return false;
     let timer: NodeJS.Timeout | undefined;
-    const waitMs = this.settings.rebuildWaitMs ?? REBUILD_WAIT_MS;
+    const waitMs = this.settings.rebuildWaitMs ?? DEFAULT_FEED_REBUILD_WAIT_MS;
     const waited = new Promise<false>((resolve) => (timer = setTimeout(resolve, waitMs, false)));
     try {
       return await Promise.race([work.then(() => true), waited]);
@@ -1087,7 +1084,7 @@ export class FeedService {
 
   /** Rebuilds a missing inbox from MySQL, once at a time per reader and rebuildsInFlight per process, without blocking the request. */
   private rebuildInBackground(readerId: number): void {
-    const inFlight = this.settings.rebuildsInFlight ?? MAX_REBUILDS_IN_FLIGHT;
+    const inFlight = this.settings.rebuildsInFlight ?? DEFAULT_FEED_REBUILDS_IN_FLIGHT;
     if (this.rebuilding.has(readerId) || this.rebuilding.size >= inFlight) return;
     const work = this.rebuild(readerId)
       .catch((error: unknown) => this.warn(`rebuilding the inbox of user ${readerId} failed`, error))

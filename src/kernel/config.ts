@@ -248,6 +248,13 @@ type Env = Record<string, string | undefined>;
 export const MIN_JWT_SECRET_BYTES = 32;
 
 /**
+ * The defaults of FEED_REBUILD_WAIT_MS and FEED_REBUILDS_IN_FLIGHT, which are also FeedService's
+ * when it is built without them (the model test): feed.service.ts says why these values.
+ */
+export const DEFAULT_FEED_REBUILD_WAIT_MS = 1000;
+export const DEFAULT_FEED_REBUILDS_IN_FLIGHT = 32;
+
+/**
  * Secrets that have been published (this project's old defaults, common placeholders, jwt.io's
  * example), compared in lower case: with one of them anyone can sign tokens for any user.
  */
@@ -354,11 +361,11 @@ export function loadConfig(env: Env = process.env): Config {
     // rebuilds a second at 200 against 800); pages deeper than it read MySQL, as past any inbox.
     feedRebuildItems: parseIntVar(env, 'FEED_REBUILD_ITEMS', 200, 10, 100_000),
     // A page that waits for its rebuild reads the rebuilt inbox instead of MySQL: after a Redis
-    // loss, one rebuild per reader instead of pulled pages too (REBUILD_WAIT_MS in feed.service.ts).
-    feedRebuildWaitMs: parseIntVar(env, 'FEED_REBUILD_WAIT_MS', 1000, 0, 60_000),
+    // loss, one rebuild per reader instead of pulled pages too (feed.service.ts).
+    feedRebuildWaitMs: parseIntVar(env, 'FEED_REBUILD_WAIT_MS', DEFAULT_FEED_REBUILD_WAIT_MS, 0, 60_000),
     // After a Redis loss every active reader's inbox is rebuilt: these many at once per process
-    // bound what the loss costs MySQL (MAX_REBUILDS_IN_FLIGHT in feed.service.ts says why 32).
-    feedRebuildsInFlight: parseIntVar(env, 'FEED_REBUILDS_IN_FLIGHT', 32, 1, 256),
+    // bound what the loss costs MySQL (feed.service.ts says why 32).
+    feedRebuildsInFlight: parseIntVar(env, 'FEED_REBUILDS_IN_FLIGHT', DEFAULT_FEED_REBUILDS_IN_FLIGHT, 1, 256),
     bigAuthorFollowers: parseIntVar(env, 'BIG_V_FOLLOWERS', 10_000, 1, 1_000_000_000),
     activeDays: parseIntVar(env, 'ACTIVE_DAYS', 7, 1, 3650),
     followBackfillItems: parseIntVar(env, 'FOLLOW_BACKFILL_ITEMS', 200, 1, 10_000),
