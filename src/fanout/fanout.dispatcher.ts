@@ -26,6 +26,7 @@
  * task that never recorded a chunk has none to re-queue (no read), and the last chunks are
  * recorded together with "dispatched".
  */
+import type { Listing } from '../feed/inbox';
 import { currentTraceParent, inSpan } from '../kernel/tracing';
 import { ChunkJob, chunkJob, FanoutQueue, FreshTask } from './fanout.queue';
 import { FanoutChunkRange, FanoutCompletion, FanoutStore, FanoutTask } from './fanout.store';
@@ -65,6 +66,11 @@ export interface FanoutDispatcherDeps {
    * (nothing is recorded before: see above); absent: every chunk is recorded and queued.
    */
   runChunk?: (job: ChunkJob, task: FanoutTask) => Promise<void>;
+  /**
+   * What chunks carry as `listed`, read before each read of followers (FeedService.followersListed:
+   * the inboxes may trust the list then); absent: nothing carried.
+   */
+  listed?: () => Promise<Listing | null>;
 }
 
 export class FanoutDispatcher {
@@ -73,6 +79,7 @@ export class FanoutDispatcher {
   private readonly chunkSize: number;
   private readonly onComplete?: FanoutCompletion;
   private readonly runChunk?: (job: ChunkJob, task: FanoutTask) => Promise<void>;
+  private readonly listed: () => Promise<Listing | null>;
 
   constructor(deps: FanoutDispatcherDeps) {
     this.store = deps.store;
@@ -80,6 +87,7 @@ export class FanoutDispatcher {
     this.chunkSize = deps.chunkSize;
     this.onComplete = deps.onComplete;
     this.runChunk = deps.runChunk;
+    this.listed = deps.listed ?? (async () => null);
   }
 
   /**
@@ -159,15 +167,16 @@ export class FanoutDispatcher {
       // so the first round may trust the task's read, and later rounds look again.
       if (task.kind === 'deliver' && (round === 0 ? deletedAtRead : await this.store.isBlogDeleted(task.blogId)))
         return { inline: null, dispatched: false };
+      const listed = await this.listed();
       const followerIds = await this.store.followerIdsAfter(task.authorId, cursor, pageSize);
       const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
       if (chunks.length === 0) return { inline: null, dispatched: false };
       const last = followerIds.length < pageSize;
       if (this.runChunk && seq === 0 && chunks.length === 1 && last)
-        return { inline: jobOf(task, chunks[0], followerIds).data, dispatched: false };
+        return { inline: jobOf(task, chunks[0], followerIds, listed).data, dispatched: false };
       await this.store.addChunks(task.id, chunks, { last });
       const jobs = chunks.map((chunk, i) =>
-        jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize)),
+        jobOf(task, chunk, followerIds.slice(i * this.chunkSize, (i + 1) * this.chunkSize), listed),
       );
       await this.queue.add(jobs);
       cursor = chunks[chunks.length - 1].throughUserId;
@@ -182,8 +191,9 @@ export class FanoutDispatcher {
    */
   private async requeueUnfinishedChunks(task: FanoutTask): Promise<void> {
     for (const chunk of await this.store.unfinishedChunks(task.id)) {
+      const listed = await this.listed();
       const followerIds = await this.store.followerIdsIn(task.authorId, chunk);
-      await this.queue.add([jobOf(task, chunk, followerIds)], { redrive: true });
+      await this.queue.add([jobOf(task, chunk, followerIds, listed)], { redrive: true });
     }
   }
 }
@@ -216,9 +226,13 @@ function taskOfFresh(id: number, fresh: FreshTask): FanoutTask {
   };
 }
 
-/** A chunk's job; it carries the dispatch's trace (kernel/tracing.ts) when there is one. */
-function jobOf(task: FanoutTask, chunk: FanoutChunkRange, followerIds: number[]) {
+/**
+ * A chunk's job; it carries when its followers were listed and the dispatch's trace
+ * (kernel/tracing.ts), when there are.
+ */
+function jobOf(task: FanoutTask, chunk: FanoutChunkRange, followerIds: number[], listed: Listing | null = null) {
   const { id: taskId, kind, blogId, authorId, score } = task;
   const trace = currentTraceParent();
-  return chunkJob({ taskId, seq: chunk.seq, kind, blogId, authorId, score, followerIds, ...(trace ? { trace } : {}) });
+  const extra = { ...(listed ? { listed } : {}), ...(trace ? { trace } : {}) };
+  return chunkJob({ taskId, seq: chunk.seq, kind, blogId, authorId, score, followerIds, ...extra });
 }

@@ -78,7 +78,8 @@ export class FanoutExecutor {
       await finish(false);
       return;
     }
-    await this.feed.deliver(job.followerIds, { entry: { id: job.blogId, score: job.score }, authorId });
+    const entry = { id: job.blogId, score: job.score };
+    await this.feed.deliver(job.followerIds, { entry, authorId, ...(job.listed ? { listed: job.listed } : {}) });
     this.metrics?.inboxesWritten(job.followerIds.length);
     if (await finish(true)) return;
     if (await this.store.isBlogDeleted(job.blogId)) await this.feed.retract(job.followerIds, job.blogId);

@@ -36,6 +36,7 @@ import { JobsOptions, PRIORITY_LIMIT, Queue } from 'bullmq';
 import type { Config } from '../kernel/config';
 import { connectRedis, RedisClient } from '../redis/redis.client';
 import { withTimeout } from '../kernel/timeout';
+import type { Listing } from '../feed/inbox';
 import type { TaskKind } from './fanout.store';
 
 export const FANOUT_QUEUE = 'fanout';
@@ -74,6 +75,12 @@ export interface ChunkJob {
   authorId: number;
   score: number;
   followerIds: number[];
+  /**
+   * When MySQL listed `followerIds` (FeedService.followersListed, Delivery.listed); absent when
+   * not known, in jobs queued before it was carried, and in a chunk run inline by the publishing
+   * process, which reads no clock on a publish's path.
+   */
+  listed?: Listing;
   /** The traceparent of the dispatch that made the chunk (kernel/tracing.ts); absent when untraced. */
   trace?: string;
 }

@@ -92,6 +92,7 @@ export class FanoutWorkers {
       chunkSize: deps.config.fanoutChunkSize,
       onComplete: completed,
       runChunk: (chunk, task) => this.runChunk(chunk, task),
+      listed: () => feed.followersListed(),
     });
     this.executor = new FanoutExecutor({ store, feed, onComplete: completed, metrics: deps.metrics });
   }

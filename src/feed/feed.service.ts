@@ -62,7 +62,7 @@ import { ReadInboxes } from './feed.keeping.read';
 import type { LiveFeed } from './feed.live';
 import type { FeedStore, FollowChangeRow } from './feed.store';
 import type { InboxGeneration } from './generation';
-import { Delivery, FollowChange, Inbox, InboxView, PENDING_STALE_MS, TaskInFlight, Watermark } from './inbox';
+import { Delivery, FollowChange, Inbox, InboxView, Listing, PENDING_STALE_MS, TaskInFlight, Watermark } from './inbox';
 import { certainMerge, certainToTheEnd, keysetAfter, SourceReading, sourceRead } from './merge';
 import type { InFlightSource } from './watermark';
 
@@ -813,6 +813,22 @@ export class FeedService {
     );
   }
 
+  /**
+   * Delivery.listed, read just before MySQL lists an author's followers; null (inboxes read their
+   * followees) when no generation is trusted, Redis cannot tell the time now, or its installs
+   * record none (a cluster).
+   */
+  async followersListed(): Promise<Listing | null> {
+    const epoch = this.trustedEpoch();
+    if (epoch === null || !this.keeping.available()) return null;
+    try {
+      const at = await this.keeping.redis().inbox.clock();
+      return at > 0 && this.stillTrusted(epoch) ? { at, epoch } : null;
+    } catch {
+      return null;
+    }
+  }
+
   /** Which of these readers do not follow the author now, by MySQL. */
   private async unfollowersAmong(authorId: number, readerIds: readonly number[]): Promise<number[]> {
     const following = await this.store.followersAmong(authorId, readerIds);
@@ -1121,6 +1137,7 @@ export class FeedService {
         const installed = {
           version: snapshot.version,
           followeeIds: snapshot.followeeIds,
+          mutedIds: snapshot.mutedIds,
           entries: snapshot.entries.filter((blog) => this.inInboxes(blog)),
           floor: snapshot.complete || !lowest ? 0 : lowest.score + 1,
         };

@@ -26,6 +26,8 @@ const candidateOf = (row: CandidateRow): FeedCandidate => ({ ...entryOf(row), pu
 export interface TruthSnapshot {
   version: number;
   followeeIds: number[];
+  /** Muted follows: not followees, but MySQL lists these readers among the authors' followers. */
+  mutedIds: number[];
   /** The newest entries of the feed, at most FEED_MAX_ITEMS. */
   entries: FeedCandidate[];
   /** Whether `entries` is the whole feed. */
@@ -436,7 +438,7 @@ export class FeedStore implements GenerationRecord {
    */
   async snapshot(readerId: number, maxItems: number): Promise<TruthSnapshot> {
     return this.db.transaction(async (sql) => {
-      const { version, followeeIds } = await this.versionAndFollowees(sql, readerId);
+      const { version, followeeIds, mutedIds } = await this.versionAndFollowees(sql, readerId);
       const newest =
         followeeIds.length <= MANY_FOLLOWEES
           ? await this.newestOf(sql, followeeIds, maxItems + 1)
@@ -445,6 +447,7 @@ export class FeedStore implements GenerationRecord {
       return {
         version,
         followeeIds,
+        mutedIds,
         entries: newest.slice(0, maxItems).map((entry) => ({ ...entry, pushed: pushed.has(entry.id) })),
         complete: newest.length <= maxItems,
       };
@@ -452,23 +455,24 @@ export class FeedStore implements GenerationRecord {
   }
 
   /**
-   * The reader's feed_version and followees (not muted) in one statement, a UNION ALL of the
-   * user's row (by primary key; none for an unknown reader: version 0) and its follows (on
-   * ix_follow_feed). One round trip, where two cost a rebuild a seventh of its statements: after
+   * The reader's feed_version, followees (not muted) and muted follows in one statement, a UNION
+   * ALL of the user's row (by primary key; none for an unknown reader: version 0) and its follows
+   * (on ix_follow_feed). One round trip, where two cost a rebuild a seventh of its statements: after
    * a Redis loss every active reader rebuilds, and each statement is a socket write that wakes a
    * MariaDB thread (bench:mixed, "Redis lost").
    */
-  private async versionAndFollowees(sql: Sql, readerId: number): Promise<{ version: number; followeeIds: number[] }> {
+  private async versionAndFollowees(
+    sql: Sql,
+    readerId: number,
+  ): Promise<{ version: number; followeeIds: number[]; mutedIds: number[] }> {
     const rows = await sql.select<{ kind: string; num: string }>(
       `SELECT 'version' AS kind, feed_version AS num FROM tb_user WHERE id = ?
-       UNION ALL SELECT 'followee', follow_user_id FROM tb_follow WHERE user_id = ? AND muted = 0`,
+       UNION ALL SELECT CASE WHEN muted = 0 THEN 'followee' ELSE 'muted' END, follow_user_id FROM tb_follow WHERE user_id = ?`,
       [readerId, readerId],
     );
     const version = rows.find((row) => row.kind === 'version');
-    return {
-      version: Number(version?.num ?? 0),
-      followeeIds: rows.filter((row) => row.kind === 'followee').map((row) => Number(row.num)),
-    };
+    const idsOf = (kind: string) => rows.filter((row) => row.kind === kind).map((row) => Number(row.num));
+    return { version: Number(version?.num ?? 0), followeeIds: idsOf('followee'), mutedIds: idsOf('muted') };
   }
 
   /**

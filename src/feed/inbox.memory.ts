@@ -23,6 +23,7 @@ import {
   Inbox,
   InboxRead,
   InboxView,
+  Listing,
   TaskInFlight,
   UNSETTLED,
   Watermark,
@@ -43,8 +44,10 @@ export interface MemoryInboxState {
   maxver: number;
   building: string | null;
   buildAt: number;
-  /** Signed version of the last change applied per followee. */
+  /** Signed version of the last change applied per followee (and, from a rebuild, each muted follow's unfollow). */
   follows: Map<number, number>;
+  /** When the followees were installed (the hash's a:at:<epoch>); null where nothing installed them. */
+  installedAt: number | null;
   /** Blogs delivered while building, with their author. */
   delivered: Map<number, number>;
   /** Blogs retracted while building. */
@@ -77,6 +80,8 @@ export class MemoryInbox implements Inbox {
   pulledTokens = new Map<number, string>();
   /** Redis's clock (TIME), in ms. */
   clockMs = 0;
+  /** The highest clockMs the inboxes' clock has given (the clock key of the Redis version). */
+  lastClockMs = 0;
   /** Readers the live bus has marked live (their `live:{id}` key exists). */
   readonly liveReaders = new Set<number>();
   private tokens = 0;
@@ -106,6 +111,7 @@ export class MemoryInbox implements Inbox {
 
   /** Redis lost everything. */
   lose(): void {
+    this.lastClockMs = 0;
     this.states = new Map();
     this.watermark = null;
     this.bigAuthors = null;
@@ -118,8 +124,10 @@ export class MemoryInbox implements Inbox {
     watermark: MemoryWatermark | null;
     bigAuthors: string | null;
     pulledTokens: Map<number, string>;
+    lastClockMs: number;
   } {
     return {
+      lastClockMs: this.lastClockMs,
       states: cloneStates(this.states),
       watermark: cloneWatermark(this.watermark),
       bigAuthors: this.bigAuthors,
@@ -129,6 +137,7 @@ export class MemoryInbox implements Inbox {
 
   /** Redis restarted from that dump: everything written since is gone. */
   restore(dump: ReturnType<MemoryInbox['snapshot']>): void {
+    this.lastClockMs = dump.lastClockMs;
     this.states = cloneStates(dump.states);
     this.watermark = cloneWatermark(dump.watermark);
     this.bigAuthors = dump.bigAuthors;
@@ -245,7 +254,7 @@ export class MemoryInbox implements Inbox {
       if (entry.score < state.floor!) continue;
       const building = state.building !== null;
       const pending = state.marks.size > 0;
-      if (!building && !pending && !state.followees.has(authorId)) continue;
+      if (!building && !pending && !this.follows(state, authorId, delivery.listed)) continue;
       const added = !state.entries.has(entry.id);
       state.entries.set(entry.id, entry.score);
       if (added && !state.entriesIntact) {
@@ -261,6 +270,25 @@ export class MemoryInbox implements Inbox {
       if (this.liveReaders.has(readerId)) outcome.live.push(readerId);
     }
     return outcome;
+  }
+
+  /** Whether a valid inbox's reader follows the author, as deliver.lua's follows() tells it. */
+  private follows(state: MemoryInboxState, authorId: number, listed: Listing | undefined): boolean {
+    const pair = state.follows.get(authorId);
+    if (pair !== undefined) return pair > 0;
+    if (listed && state.installedAt !== null && state.epoch === listed.epoch && state.installedAt < listed.at)
+      return true;
+    return state.followees.has(authorId);
+  }
+
+  async clock(): Promise<number> {
+    return this.monotonicMs();
+  }
+
+  /** The inboxes' clock: clockMs, never going back (clock.lua). */
+  private monotonicMs(): number {
+    this.lastClockMs = Math.max(this.lastClockMs, this.clockMs);
+    return this.lastClockMs;
   }
 
   async retractUnfollowed(readerId: number, blogId: number, change: FollowChange): Promise<void> {
@@ -368,6 +396,7 @@ export class MemoryInbox implements Inbox {
     )
       return;
     this.install(readerId, { base: version, maxver: version, epoch, building: null, buildAt: 0 });
+    this.states.get(readerId)!.installedAt = this.monotonicMs();
   }
 
   async beginBuild(readerId: number, token: string, epoch: number): Promise<boolean> {
@@ -400,6 +429,8 @@ export class MemoryInbox implements Inbox {
     state.delivered.clear();
     state.retracted.clear();
     state.follows.clear();
+    for (const mutedId of snapshot.mutedIds) state.follows.set(mutedId, -snapshot.version);
+    state.installedAt = this.monotonicMs();
     state.base = snapshot.version;
     state.building = null;
     state.buildAt = 0;
@@ -464,6 +495,7 @@ export class MemoryInbox implements Inbox {
       building: null,
       buildAt: 0,
       follows: new Map(),
+      installedAt: null,
       delivered: new Map(),
       retracted: new Set(),
       unsure: new Map(),
@@ -481,6 +513,7 @@ export class MemoryInbox implements Inbox {
     const fresh: MemoryInboxState = {
       ...this.marksOnly(),
       ...fields,
+      installedAt: null,
       floor: 0,
       entriesIntact: true,
       followeesIntact: true,

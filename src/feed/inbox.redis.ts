@@ -114,6 +114,7 @@ const SCRIPTS = loadScripts(join(__dirname, 'scripts'), [
   'watermark-read',
   'big-authors-missing',
   'followed-among',
+  'clock',
 ] as const);
 
 type RawRead = [ReadReply, ...unknown[]];
@@ -170,6 +171,12 @@ export class RedisInbox implements Inbox {
 
   private inboxKeys(readerId: number): [string, string, string] {
     return [this.keys.feed(readerId), this.keys.feedMeta(readerId), this.keys.feedFollowees(readerId)];
+  }
+
+  /** An inbox's keys and, on a single server, the inboxes' clock, for the scripts that install followees. */
+  private installKeys(readerId: number): string[] {
+    const keys: string[] = this.inboxKeys(readerId);
+    return this.perInbox ? keys : [...keys, this.keys.inboxClock()];
   }
 
   private pair(readerId: number): [string, string] {
@@ -278,6 +285,12 @@ export class RedisInbox implements Inbox {
     }
   }
 
+  /** On a cluster 0: no inbox records its install there, and a delivery reads every inbox's followees. */
+  async clock(): Promise<number> {
+    if (this.perInbox) return 0;
+    return SCRIPTS.clock.run<number>(this.redis, [this.keys.inboxClock()], []);
+  }
+
   /**
    * The script is sent reader ids, not key names (scripts/deliver.lua): its one key, the first
    * reader's inbox, routes the call on a cluster.
@@ -290,6 +303,8 @@ export class RedisInbox implements Inbox {
       this.maxItems,
       this.ttlMs,
       ...this.deliveryKeyHeads,
+      delivery.listed?.at ?? 0,
+      String(delivery.listed?.epoch ?? 0),
     ];
     const deliverTo = (ids: readonly number[]) =>
       SCRIPTS.deliver.run<number[]>(this.redis, [this.keys.feed(ids[0])], [...args, ...ids]);
@@ -392,7 +407,7 @@ export class RedisInbox implements Inbox {
   }
 
   async create(readerId: number, version: number, epoch: number): Promise<void> {
-    await SCRIPTS.create.run(this.redis, this.inboxKeys(readerId), [version, String(epoch), this.ttlMs]);
+    await SCRIPTS.create.run(this.redis, this.installKeys(readerId), [version, String(epoch), this.ttlMs]);
   }
 
   async beginBuild(readerId: number, token: string, epoch: number): Promise<boolean> {
@@ -407,7 +422,7 @@ export class RedisInbox implements Inbox {
   }
 
   async finishBuild(readerId: number, token: string, snapshot: FeedSnapshot): Promise<BuildOutcome> {
-    const outcome = await SCRIPTS['finish-build'].run<number>(this.redis, this.inboxKeys(readerId), [
+    const outcome = await SCRIPTS['finish-build'].run<number>(this.redis, this.installKeys(readerId), [
       token,
       snapshot.version,
       snapshot.floor,
@@ -415,6 +430,8 @@ export class RedisInbox implements Inbox {
       this.ttlMs,
       snapshot.followeeIds.length,
       ...snapshot.followeeIds,
+      snapshot.mutedIds.length,
+      ...snapshot.mutedIds,
       ...scoreMemberPairs(snapshot.entries),
     ]);
     return outcome === 1 ? 'done' : outcome === -1 ? 'raced' : 'lost';

@@ -78,7 +78,16 @@
  * author the followees do not hold is recorded with the inbox, and the clear of the last mark
  * takes it out if the followees still lack the author (an unfollow was applied; the model test
  * found a page in that window showing a muted author's blog). In the steady state a chunk asks
- * MySQL about nobody. No rule here compares clocks.
+ * MySQL about nobody.
+ * The inbox answers "follows" without reading its followees where it can, because that read is
+ * most of what the check costs: a pair changed since the inbox's install has its own version,
+ * signed as the followees hold the author; and an inbox installed before MySQL listed the chunk's
+ * readers (`listed`: a time on the inboxes' clock taken before that read, in the same
+ * generation) may trust the list: a change of the pair since would be marked pending or carry its
+ * version, and a muted follow, which MySQL lists, is installed as the pair's unfollow at the
+ * snapshot's version. That is the one rule here that compares times: the inboxes' clock is
+ * Redis's TIME kept from going back, on a single server only (a cluster's inboxes always read
+ * their followees), and a Redis lost or restored from a dump starts a new generation.
  *
  * ## Rebuild
  * begin (marks the inbox building, in the current generation, at Redis's time) -> snapshot (one
@@ -162,6 +171,8 @@ export interface FeedSnapshot {
   version: number;
   /** Who the reader followed in the snapshot. */
   followeeIds: number[];
+  /** Whom the reader followed but muted in the snapshot (not followees; MySQL lists them among the author's followers). */
+  mutedIds: number[];
   /** The entries the inbox holds of the newest FEED_MAX_ITEMS of the feed. */
   entries: ScoredId[];
   /** 0 when those were the whole feed, else just above the lowest of them. */
@@ -172,6 +183,18 @@ export interface FeedSnapshot {
 export interface Delivery {
   entry: ScoredId;
   authorId: number;
+  /** When MySQL listed these readers among the author's followers, if known (see Listing). */
+  listed?: Listing;
+}
+
+/**
+ * A time on the inboxes' clock (Inbox.clock) taken before MySQL listed a chunk's readers, and the
+ * generation the listing process trusted then: an inbox of that generation whose followees were
+ * installed before it may trust the list instead of reading its followees (see Deliveries).
+ */
+export interface Listing {
+  at: number;
+  epoch: number;
 }
 
 /** What a delivery did, per reader (see Deliveries). */
@@ -236,6 +259,8 @@ export interface Inbox {
    */
   renewPulledBlogs(authorId: number, reason: 'changing' | 'changed' | 'missing', epoch: number): Promise<void>;
 
+  /** The inboxes' clock, ms, that Listing.at and installs are measured on; 0 where installs record none (a cluster). */
+  clock(): Promise<number>;
   /** Writes one blog into the inboxes of many readers (see Deliveries). */
   deliver(readerIds: readonly number[], delivery: Delivery): Promise<DeliveryOutcome>;
   /** Takes a blog back from a reader who does not follow its author as of `change.version` (see Deliveries). */

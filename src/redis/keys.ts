@@ -14,6 +14,9 @@
  * | feedmeta:{userId}   | hash       | the inbox's floor, generation, versions, build state and   |
  * |                     |            | pending follow changes (feed/inbox.redis.ts)               |
  * | feedfol:{userId}    | set        | whom the inbox's reader follows, and the sentinel "~"      |
+ * | feedclock           | string     | the inboxes' clock: the highest Redis TIME (ms) it has     |
+ * |                     |            | given, so that it never goes back (single server only;     |
+ * |                     |            | feed/scripts/includes/inbox.lua, clockMs)                  |
  * | {wm}:tasks          | hash       | the fan-out watermark: deliver tasks in flight, task id -> |
  * |                     |            | author id                                                  |
  * | {wm}:authors        | sorted set | authors with a deliver task in flight, score = the lowest  |
@@ -78,6 +81,11 @@ export class RedisKeys {
   /** Whom the inbox's reader follows (feed/inbox.ts): how a page finds its followees among the authors in flight. */
   feedFollowees(userId: number): string {
     return `${this.prefix}feedfol:{${userId}}`;
+  }
+
+  /** The inboxes' clock (feed/scripts/clock.lua): no expiry, on a single server only. */
+  inboxClock(): string {
+    return `${this.prefix}feedclock`;
   }
 
   /**

@@ -1,7 +1,9 @@
 --[[
   The fan-out's hot path: one blog into many inboxes. ARGV = score, member, authorId, maxItems,
   ttlMs, the heads of the four key names (inbox, meta, followees, live mark: redis/keys.ts,
-  deliveryKeyHeads), then the readers' ids; KEYS = the first reader's inbox, which routes the
+  deliveryKeyHeads), listedAt and listedEpoch (on the inboxes' clock, a time before MySQL listed
+  these readers among the author's followers, and the generation then; 0 0 when unknown), then
+  the readers' ids; KEYS = the first reader's inbox, which routes the
   call on a cluster (there each reader gets a call of its own). A reader's keys are a head, the
   id and "}": all in the reader's slot. The script names them itself because four key names per
   inbox, built and sent by the worker, cost the worker more CPU than Redis spends on the inbox.
@@ -15,8 +17,16 @@
   follow in MySQL), where the inbox is rebuilt at their next page.
   Only inboxes that exist get the blog (fan-out skips inactive readers), at or above their floor,
   and only when the inbox says its reader follows the author: a valid inbox's followees are its
-  reader's (versions, inbox.ts), so an unfollower costs one SISMEMBER and no write, and the
-  executor asks MySQL about no one. Where the inbox cannot say (a follow change marked pending,
+  reader's (versions, inbox.ts), so an unfollower costs no write, and the executor asks MySQL
+  about no one. The inbox says so without reading its followees where it can (follows()): the
+  pair's own version a:<author>, when a change of the pair came after the inbox's install, is
+  signed as the followees hold the author (the scripts change both together); else, when the
+  followees were installed before MySQL listed these readers (a:at:<listedEpoch> < listedAt: in
+  the same generation, as the inboxes' clock is kept in a key a lost Redis loses too) the list
+  is as right as the followees: no change of the pair came between (it would be marked pending,
+  or applied, with its a:<author>), and a muted follow, which MySQL lists, is installed as the
+  pair's unfollow. Only then a SISMEMBER: reading the followees set is a key more an inbox, the
+  largest part of what these checks cost Redis (bench:fanout). Where the inbox cannot say (a follow change marked pending,
   a rebuild running) the blog is written as before: a pending change's reader is reported UNSURE
   (the executor asks MySQL, and takes the blog back from an unfollower); a build records the
   delivery (d:<member> = author) and its finish keeps it only if the snapshot has the reader
@@ -26,17 +36,21 @@
   When the last pending mark is cleared (clear-pending.lua), which makes the inbox trusted again,
   such blogs whose author the followees still lack are taken out then, so that no page trusts an
   inbox that holds an unfollowed author's blog between that clear and the executor's take-back.
-  Redis runs this once per inbox, and each redis.call costs about 0.5 us beyond the command: a
-  new entry costs 4 calls (HMGET, SISMEMBER, ZADD, ZCARD), an unfollower's inbox 2; the live
-  marks of the whole batch are looked up together at the end (findLive).
+  Redis runs this once per inbox; what it costs is mostly the keys it touches (each a few cache
+  misses, about 1.5 us): a new entry costs 3 calls (HMGET, ZADD, ZCARD) on two keys, 4 on three
+  where the followees are read; the live marks of the whole batch are looked up together at the
+  end (findLive).
   A set that holds only the new member lost its sentinel: Redis evicted it, and the inbox is gone
   (its pending marks stay); the next read rebuilds it.
 ]]
 --- @include "includes/inbox"
 local NOTHING, WRITTEN, UNSURE, LIVE = 0, 1, 2, 4
-local score, member, author, max, ttl = tonumber(ARGV[1]), ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local scoreArg, member, author, max, ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local score = tonumber(scoreArg)
 local inboxHead, metaHead, followeesHead, liveHead = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local FIRST_READER = 10
+local listedAt, listedEpoch = tonumber(ARGV[10]), ARGV[11]
+local FIRST_READER = 12
+local pairField, installedField = 'a:' .. author, installedAtField(listedEpoch)
 local delivered = 'd:' .. member
 local codes = {}
 -- The live marks to look up, and the positions of their readers' codes.
@@ -60,21 +74,31 @@ local function findLive(lo, hi)
   findLive(lo, mid)
   findLive(mid + 1, hi)
 end
+local function followeesOf(reader)
+  return followeesHead .. reader .. '}'
+end
+-- Whether a valid inbox's reader follows the author (see the top); m = its HMGET below.
+local function follows(m, reader)
+  if m[4] then return tonumber(m[4]) > 0 end
+  if m[5] and tonumber(m[5]) < listedAt then return true end
+  return redis.call('SISMEMBER', followeesOf(reader), author) == 1
+end
 for i = FIRST_READER, #ARGV do
   local reader = ARGV[i]
   local inbox, meta = inboxHead .. reader .. '}', metaHead .. reader .. '}'
-  local followees = followeesHead .. reader .. '}'
   local code = NOTHING
-  local m = redis.call('HMGET', meta, 'floor', 'building', 'pending')
+  local m = redis.call('HMGET', meta, 'floor', 'building', 'pending', pairField, installedField)
   if m[1] and score >= tonumber(m[1]) then
     local pending = m[3] and tonumber(m[3]) > 0
-    if m[2] or pending or redis.call('SISMEMBER', followees, author) == 1 then
+    if m[2] or pending or follows(m, reader) then
       code = (pending and not m[2]) and UNSURE or WRITTEN
-      local unheld = code == UNSURE and redis.call('SISMEMBER', followees, author) == 0
-      if redis.call('ZADD', inbox, score, member) == 1 then
+      local unheld = code == UNSURE and redis.call('SISMEMBER', followeesOf(reader), author) == 0
+      -- The score as it came: a Lua number would be formatted for Redis ("%.17g"), a twentieth
+      -- of what the whole script cost Redis (perf, bench:fanout).
+      if redis.call('ZADD', inbox, scoreArg, member) == 1 then
         local card = redis.call('ZCARD', inbox)
         if card == 1 then
-          dropKeepingMarks(inbox, meta, followees, ttl)
+          dropKeepingMarks(inbox, meta, followeesOf(reader), ttl)
           code = NOTHING
         else
           trim(inbox, meta, max, card)

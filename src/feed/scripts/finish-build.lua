@@ -1,6 +1,8 @@
 --[[
-  Installs a rebuild's snapshot. KEYS = inbox, meta, followees; ARGV = token, version, floor,
-  maxItems, ttlMs, followee count, followee ids, then score/member pairs.
+  Installs a rebuild's snapshot. KEYS = inbox, meta, followees[, the inboxes' clock: single
+  server]; ARGV = token, version, floor,
+  maxItems, ttlMs, followee count, followee ids, muted count, the ids of muted follows (followed
+  but not followees), then score/member pairs.
   Replies 1 done, 0 lost (another build took over), -1 raced: a follow change newer than the
   snapshot came meanwhile, or Redis evicted the sorted set during the build (with it went the
   blogs delivered since the snapshot was read), and the inbox is dropped (its pending marks kept).
@@ -23,6 +25,9 @@ for i = 7, 6 + count do
   followed[ARGV[i]] = true
   redis.call('SADD', followees, ARGV[i])
 end
+local mutedAt = 7 + count
+local muted = tonumber(ARGV[mutedAt])
+local firstPair = mutedAt + muted + 1
 local retracted = {}
 local fields = redis.call('HGETALL', meta)
 for i = 1, #fields, 2 do
@@ -38,8 +43,13 @@ for i = 1, #fields, 2 do
     redis.call('HDEL', meta, field)
   end
 end
+-- After the loop above, which drops every a: field. A muted follow is recorded as the pair's
+-- unfollow at the snapshot's version: MySQL lists its reader among the author's followers, and a
+-- delivery that trusts that list (INSTALLED_AT) must find the pair's own state first.
+installedNow(meta, redis.call('HGET', meta, 'ep'), KEYS[4])
+for i = mutedAt + 1, mutedAt + muted do redis.call('HSET', meta, 'a:' .. ARGV[i], fmt(-tonumber(ARGV[2]))) end
 local floor = tonumber(redis.call('HGET', meta, 'floor'))
-for i = 7 + count, #ARGV, 2 do
+for i = firstPair, #ARGV, 2 do
   if not retracted[ARGV[i + 1]] and tonumber(ARGV[i]) >= floor then redis.call('ZADD', inbox, ARGV[i], ARGV[i + 1]) end
 end
 redis.call('HSET', meta, 'base', ARGV[2])

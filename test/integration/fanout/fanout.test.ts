@@ -4,10 +4,11 @@
  */
 import { createConnection } from 'mysql2/promise';
 import { FanoutDispatcher } from '../../../src/fanout/fanout.dispatcher';
-import type { FanoutQueue, FreshTask } from '../../../src/fanout/fanout.queue';
+import type { ChunkJob, FanoutQueue, FreshTask } from '../../../src/fanout/fanout.queue';
 import { FanoutService } from '../../../src/fanout/fanout.service';
 import { FanoutExecutor } from '../../../src/fanout/fanout.executor';
 import { FanoutStore } from '../../../src/fanout/fanout.store';
+import type { Delivery } from '../../../src/feed/inbox';
 import { RedisInbox } from '../../../src/feed/inbox.redis';
 import { fromGlobalId, toGlobalId } from '../../../src/kernel/global-id';
 import {
@@ -176,6 +177,70 @@ it("runs a task's only chunk inside its dispatch, recording nothing first, and r
   await waitFor('the retried task', async () => (await store.task(third))?.status === 'done');
   const [chunk] = await app.db.query('SELECT runs FROM tb_fanout_chunk WHERE task_id = ?', [third]);
   expect(chunk.runs).toBe(1); // the job's run: the failed inline one recorded nothing
+});
+
+it("carries when each chunk's followers were listed, read before their read, down to the inboxes' write", async () => {
+  const author = await signUp(app, 'listed');
+  const followers = await addFollowers(app, author, 31_001, 8);
+  const blogId = await publish(app, author, 'listed');
+  const store = new FanoutStore(app.mysql, () => new Date());
+  const newTask = async () => {
+    const taskId = await app.mysql.transaction((sql) =>
+      store.insertTask(sql, 'deliver', {
+        blogId: fromGlobalId(blogId).id,
+        authorId: fromGlobalId(author.id).id,
+        score: 1,
+      }),
+    );
+    await store.markQueued([taskId]); // the relay leaves it to this test
+    return taskId;
+  };
+  // The store's reads of followers and the clock's readings, in their order.
+  const events: string[] = [];
+  const listingStore: FanoutStore = Object.create(store);
+  listingStore.followerIdsAfter = (...args) => {
+    events.push('followers');
+    return store.followerIdsAfter(...args);
+  };
+  let readings = 0;
+  const listed = async () => {
+    events.push('clock');
+    readings += 1;
+    return { at: 1000 + readings, epoch: 9 };
+  };
+  const queued: Array<{ data: ChunkJob }> = [];
+  const recordingQueue = { add: async (jobs: unknown[]) => void queued.push(...(jobs as Array<{ data: ChunkJob }>)) };
+
+  // Queued chunks (3 of 3 followers): the clock read once, before the one read of followers.
+  await new FanoutDispatcher({ store: listingStore, queue: recordingQueue, chunkSize: 3, listed }).dispatch(
+    await newTask(),
+  );
+  expect(events).toEqual(['clock', 'followers']);
+  expect(queued.map((job) => job.data.listed)).toEqual([1, 2, 3].map(() => ({ at: 1001, epoch: 9 })));
+
+  // A chunk run inline carries it too, and the executor hands it to the inboxes' write.
+  const delivered: Delivery[] = [];
+  const feed = {
+    deliver: async (_readers: readonly number[], delivery: Delivery) => void delivered.push(delivery),
+    retract: async () => {},
+  };
+  const executor = new FanoutExecutor({ store, feed, onComplete: () => {} });
+  const inlineTask = await newTask();
+  await new FanoutDispatcher({
+    store: listingStore,
+    queue: recordingQueue,
+    chunkSize: 10,
+    listed,
+    runChunk: (job, task) => executor.runOnlyChunk(job, task),
+  }).dispatch(inlineTask);
+  expect(delivered.map((delivery) => delivery.listed)).toEqual([{ at: 1002, epoch: 9 }]);
+  expect((await store.task(inlineTask))?.status).toBe('done');
+
+  // Without a clock (or none to read: a cluster, no trusted generation) nothing is carried.
+  queued.length = 0;
+  await new FanoutDispatcher({ store, queue: recordingQueue, chunkSize: 3 }).dispatch(await newTask());
+  expect(queued.map((job) => 'listed' in job.data)).toEqual([false, false, false]);
+  expect(followers).toHaveLength(8);
 });
 
 it('a blog deleted while its delivery is in flight ends in no inbox', async () => {

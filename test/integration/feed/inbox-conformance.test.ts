@@ -54,16 +54,32 @@ const positionArb: fc.Arbitrary<FeedPosition> = fc.oneof(
     afterId: fc.integer({ min: 1, max: 26 }),
   }),
 );
-const snapshotArb: fc.Arbitrary<FeedSnapshot> = fc.record({
-  version: fc.integer({ min: 0, max: 8 }),
-  followeeIds: fc.subarray(AUTHORS),
-  entries: fc.uniqueArray(blogArb, { selector: (blog) => blog.id, maxLength: MAX_ITEMS }),
-  floor: fc.integer({ min: 0, max: 9 }),
+// Each author followed, followed but muted, or neither: a snapshot's followees and muted follows never meet.
+const followsArb = fc.array(fc.constantFrom('followee', 'muted', 'none'), {
+  minLength: AUTHORS.length,
+  maxLength: AUTHORS.length,
 });
+const snapshotArb: fc.Arbitrary<FeedSnapshot> = fc
+  .record({
+    version: fc.integer({ min: 0, max: 8 }),
+    follows: followsArb,
+    entries: fc.uniqueArray(blogArb, { selector: (blog) => blog.id, maxLength: MAX_ITEMS }),
+    floor: fc.integer({ min: 0, max: 9 }),
+  })
+  .map(({ follows, ...snapshot }) => ({
+    ...snapshot,
+    followeeIds: AUTHORS.filter((_, i) => follows[i] === 'followee'),
+    mutedIds: AUTHORS.filter((_, i) => follows[i] === 'muted'),
+  }));
+/**
+ * When a delivery's readers were listed: not known, before every install so far, or after them
+ * (the two clocks differ: each store turns these into times of its own).
+ */
+type ListedWhen = 'unknown' | 'before' | 'after';
 
 type Op =
   | { op: 'read'; reader: number; from: FeedPosition; limit: number; epoch: number }
-  | { op: 'deliver'; readers: number[]; blog: ScoredId; authorId: number }
+  | { op: 'deliver'; readers: number[]; blog: ScoredId; authorId: number; listed: ListedWhen; epoch: number }
   | { op: 'retractUnfollowed'; reader: number; blogId: number; change: { version: number; authorId: number } }
   | { op: 'retract'; readers: number[]; blogId: number }
   | {
@@ -120,6 +136,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       readers: readersArb,
       blog: blogArb,
       authorId: authorArb,
+      listed: fc.constantFrom<ListedWhen>('unknown', 'before', 'after'),
+      epoch: epochArb,
     }),
   },
   {
@@ -250,6 +268,8 @@ interface Store {
   evict(reader: number, key: 'entries' | 'followees'): Promise<void>;
   /** The live bus marks the reader live, or not. */
   live(reader: number, live: boolean): Promise<void>;
+  /** A time on this inbox's clock before every install so far, or after them all. */
+  clockAt(when: 'before' | 'after'): number;
 }
 
 async function run(inbox: Inbox, op: Op, store: Store): Promise<unknown> {
@@ -268,7 +288,8 @@ async function run(inbox: Inbox, op: Op, store: Store): Promise<unknown> {
       };
     }
     case 'deliver': {
-      const outcome = await inbox.deliver(op.readers, { entry: op.blog, authorId: op.authorId });
+      const listed = op.listed === 'unknown' ? {} : { listed: { at: store.clockAt(op.listed), epoch: op.epoch } };
+      const outcome = await inbox.deliver(op.readers, { entry: op.blog, authorId: op.authorId, ...listed });
       const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
       return { written: sorted(outcome.written), unsure: sorted(outcome.unsure), live: sorted(outcome.live) };
     }
@@ -375,7 +396,8 @@ async function redisState(redis: RedisClient, keys: RedisKeys, reader: number): 
   // The hash names blogs by their padded member; the memory inbox by number.
   const fields: Record<string, string> = {};
   for (const [field, value] of Object.entries(hash)) {
-    if (field === 'buildAt' || field === 'pendingAt') continue; // Redis's clock: the memory inbox has none
+    // Redis's clock: the memory inbox has none
+    if (field === 'buildAt' || field === 'pendingAt' || field.startsWith('a:at:')) continue;
     const kind = field.slice(0, 2);
     fields[kind === 'd:' || kind === 'r:' || kind === 'u:' ? `${kind}${blogIdOfMember(field.slice(2))}` : field] =
       value;
@@ -415,12 +437,16 @@ it('does exactly what the memory inbox does, answer by answer and state by state
             evict: async (reader, key) => memory.evict(reader, key),
             live: async (reader, live) =>
               void (live ? memory.liveReaders.add(reader) : memory.liveReaders.delete(reader)),
+            // The memory inbox's clock stands at 0: its installs record 0. On a cluster no install
+            // records a time (RedisInbox.clock): no listing comes after one.
+            clockAt: (when) => (when === 'after' && !isCluster(app.redis) ? 1 : 0),
           });
           const actual = await run(redisInbox, op, {
             evict: async (reader, key) =>
               void (await app.redis.del(key === 'entries' ? keys.feed(reader) : keys.feedFollowees(reader))),
             live: async (reader, live) =>
               void (await (live ? app.redis.hset(keys.live(reader), 'p', '1') : app.redis.del(keys.live(reader)))),
+            clockAt: (when) => (when === 'after' ? Date.now() + 86_400_000 : 1),
           });
           expect({ where, answer: actual }).toEqual({ where, answer: expected });
           for (const reader of READERS) {

@@ -241,6 +241,7 @@ class Truth implements FeedTruth, GenerationRecord, InFlightSource {
     return {
       version: this.versions.get(readerId) ?? 0,
       followeeIds: AUTHORS.filter((author) => this.following(readerId, author)),
+      mutedIds: AUTHORS.filter((author) => this.followsRow(readerId, author) && !this.following(readerId, author)),
       entries: feed.slice(0, maxItems),
       complete: feed.length <= maxItems,
     };
@@ -732,13 +733,16 @@ class World {
     await process.step('dispatch');
     const blog = this.truth.blogs.get(task.blogId)!;
     if (task.kind === 'deliver' && !blog.deleted) {
+      // The dispatcher reads the inboxes' clock before it lists the followers (the chunk's `listed`).
+      const listed = await process.feed.followersListed();
       const followers = this.truth.followersOf(task.authorId);
       const chunks: number[][] = [];
       for (let i = 0; i < followers.length; i += CHUNK) chunks.push(followers.slice(i, i + CHUNK));
       await Promise.all(
         chunks.map(async (chunk) => {
           await process.step('chunk');
-          await process.feed.deliver(chunk, { entry: { id: task.blogId, score: task.score }, authorId: task.authorId });
+          const entry = { id: task.blogId, score: task.score };
+          await process.feed.deliver(chunk, { entry, authorId: task.authorId, ...(listed ? { listed } : {}) });
           // The executor's finishing check: a blog deleted meanwhile is taken back.
           if (this.truth.blogs.get(task.blogId)!.deleted) await process.feed.retract(chunk, task.blogId);
         }),
@@ -860,6 +864,9 @@ class World {
   tick(): void {
     this.ms += TICK_MS;
     this.ticks += 1;
+    // Redis's clock moves too, a millisecond a tick (and by steps, redisClockStep): an install
+    // and a fan-out's listing of followers a tick apart are ordered on it (Delivery.listed).
+    this.inbox.clockMs += 1;
     // The replica never lags more than MAX_LAG_TICKS: past that, it is caught up (or unused).
     for (const [id, at] of this.truth.unreplicated)
       if (this.ticks - at > MAX_LAG_TICKS) this.truth.unreplicated.delete(id);

@@ -1,8 +1,8 @@
 --[[
   What every inbox script shares. An inbox is three keys in the reader's slot:
   KEYS inbox (sorted set: entries, plus the sentinel SENTINEL at +inf), meta (hash: floor, ep,
-  base, maxver, building, buildAt, a:<author>, d:<member>, r:<member>, u:<member> and unsure
-  (deliver.lua), and the marks of pending follow changes: pending, pendingAt, p:<change id>), followees (set: the reader's followees,
+  base, maxver, building, buildAt, a:<author>, a:at:<ep>, d:<member>, r:<member>, u:<member> and
+  unsure (deliver.lua), and the marks of pending follow changes: pending, pendingAt, p:<change id>), followees (set: the reader's followees,
   plus SENTINEL). The sentinels make a key that Redis evicted (an evicting maxmemory-policy)
   visible: an inbox is intact only while both are there.
   Numbers are written with fmt: Lua's tostring would write a 16-digit score in exponent notation.
@@ -13,11 +13,37 @@ local MISSING, VALID, BUILDING, PENDING = 0, 1, 2, 3
 
 local function fmt(n) return string.format('%d', n) end
 
+-- When the followees were last installed (create, a rebuild's finish), by the inboxes' clock,
+-- under a name that holds the inbox's generation (a:at:<ep>): a delivery whose followers MySQL
+-- listed after it, in that generation, may trust that list for every author the inbox has no
+-- a:<author> of (deliver.lua), and asks for the field of its own generation only. An "a:" field,
+-- so that whatever drops the pair versions drops it too, a finish of an older version of these
+-- scripts included.
+local function installedAtField(epoch) return 'a:at:' .. epoch end
+
 -- Redis's own clock in ms: ages of builds and pending marks are measured on one clock, whatever
 -- the clocks of the processes that write them.
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The inboxes' clock: Redis's TIME, but never going back (a clock stepped back would make an
+-- install look older than a listing it came after), kept in the clock key. Only on a single
+-- server: on a cluster the key is in no inbox's slot, and no inbox gets INSTALLED_AT.
+local function clockMs(clock)
+  local now = nowMs()
+  local last = tonumber(redis.call('GET', clock) or '0')
+  if now > last then
+    redis.call('SET', clock, fmt(now))
+    return now
+  end
+  return last
+end
+
+-- Records the install of the followees in generation `epoch`, when the script was given the clock key.
+local function installedNow(meta, epoch, clock)
+  if clock then redis.call('HSET', meta, installedAtField(epoch), fmt(clockMs(clock))) end
 end
 
 local function intact(inbox, followees)
