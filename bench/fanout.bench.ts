@@ -133,12 +133,17 @@ async function main(): Promise<void> {
   // at once on a busy shared Redis can take longer than that, which is no failure of the seed.
   const seedRedis = new Redis(config.redisUrl);
   const inbox = createInbox({ ...config, feedModel: 'push' }, seedRedis)!;
+  // The inboxes are of the generation the service trusts (a listing is trusted only in its own).
+  const epoch = app.services.feed.redisGeneration() ?? 1;
   const seeded = progress('seeding followers', FOLLOWERS);
   const seedStart = performance.now();
   for (let start = 0; start < FOLLOWERS; start += 10_000) {
     const batch = followerIds.slice(start, start + 10_000);
-    // Active users with inboxes as their follow (version 1) left them, as fan-out writes only to
-    // inboxes whose reader follows the author.
+    // Active users with inboxes whose followees hold the author (version 1), as fan-out writes only
+    // to inboxes whose reader follows the author. Installed by a rebuild, as most active inboxes
+    // last were (an inbox is rebuilt when read after it expired or Redis lost it): no change of
+    // the pair since, so deliveries decide by the dispatcher's listing of followers, not by a
+    // version of the pair's own (deliver.lua).
     await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, feed_version) VALUES ?', [
       batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), 1]),
     ]);
@@ -146,9 +151,11 @@ async function main(): Promise<void> {
       batch.map((id) => [id, bigId, new Date()]),
     ]);
     await Promise.all(
-      batch.map((id) =>
-        inbox.create(id, 0, 1).then(() => inbox.applyFollow(id, { version: 1, authorId: bigId }, [], null)),
-      ),
+      batch.map(async (id) => {
+        await inbox.beginBuild(id, 'seed', epoch);
+        const snapshot = { version: 1, followeeIds: [bigId], mutedIds: [], entries: [], floor: 0 };
+        await inbox.finishBuild(id, 'seed', snapshot);
+      }),
     );
     seeded(Math.min(FOLLOWERS, start + 10_000));
   }
