@@ -3,8 +3,8 @@
   ttlMs, the heads of the four key names (inbox, meta, followees, live mark: redis/keys.ts,
   deliveryKeyHeads), listedAt and listedEpoch (on the inboxes' clock, a time before MySQL listed
   these readers among the author's followers, and the generation then; 0 0 when unknown), then
-  the readers' ids; KEYS = the first reader's inbox, which routes the
-  call on a cluster (there each reader gets a call of its own). A reader's keys are a head, the
+  the readers' ids; KEYS = the first reader's inbox, which routes the call on a cluster (there
+  each reader gets a call of its own). A reader's keys are a head, the
   id and "}": all in the reader's slot. The script names them itself because four key names per
   inbox, built and sent by the worker, cost the worker more CPU than Redis spends on the inbox.
   Replies one code per inbox:
@@ -25,14 +25,15 @@
   the same generation, as the inboxes' clock is kept in a key a lost Redis loses too) the list
   is as right as the followees: no change of the pair came between (it would be marked pending,
   or applied, with its a:<author>), and a muted follow, which MySQL lists, is installed as the
-  pair's unfollow. Only then a SISMEMBER: reading the followees set is a key more an inbox, the
-  largest part of what these checks cost Redis (bench:fanout). Where the inbox cannot say (a follow change marked pending,
-  a rebuild running) the blog is written as before: a pending change's reader is reported UNSURE
-  (the executor asks MySQL, and takes the blog back from an unfollower); a build records the
-  delivery (d:<member> = author) and its finish keeps it only if the snapshot has the reader
-  follow the author. An UNSURE write whose author the followees do not hold is recorded too
-  (u:<member> = author, counted in `unsure`): the follow change being applied may be this
-  author's unfollow, applied already, and the executor's MySQL check and take-back come later.
+  pair's unfollow. Only then a SISMEMBER: reading the followees set is a key more an inbox, 13% of
+  what the script cost Redis (perf of bench:fanout's delivery). Where the inbox cannot say (a
+  follow change marked pending, a rebuild running) the blog is written as before: a pending
+  change's reader is reported UNSURE (the executor asks MySQL, and takes the blog back from an
+  unfollower); a build records the delivery (d:<member> = author) and its finish keeps it only if
+  the snapshot has the reader follow the author. An UNSURE write whose author the followees do
+  not hold is recorded too (u:<member> = author, counted in `unsure`): the follow change being
+  applied may be this author's unfollow, applied already, and the executor's MySQL check and
+  take-back come later.
   When the last pending mark is cleared (clear-pending.lua), which makes the inbox trusted again,
   such blogs whose author the followees still lack are taken out then, so that no page trusts an
   inbox that holds an unfollowed author's blog between that clear and the executor's take-back.

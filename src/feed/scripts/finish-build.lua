@@ -1,8 +1,7 @@
 --[[
   Installs a rebuild's snapshot. KEYS = inbox, meta, followees[, the inboxes' clock: single
-  server]; ARGV = token, version, floor,
-  maxItems, ttlMs, followee count, followee ids, muted count, the ids of muted follows (followed
-  but not followees), then score/member pairs.
+  server]; ARGV = token, version, floor, maxItems, ttlMs, followee count, followee ids, muted
+  count, the ids of muted follows (followed but not followees), then score/member pairs.
   Replies 1 done, 0 lost (another build took over), -1 raced: a follow change newer than the
   snapshot came meanwhile, or Redis evicted the sorted set during the build (with it went the
   blogs delivered since the snapshot was read), and the inbox is dropped (its pending marks kept).
@@ -45,7 +44,8 @@ for i = 1, #fields, 2 do
 end
 -- After the loop above, which drops every a: field. A muted follow is recorded as the pair's
 -- unfollow at the snapshot's version: MySQL lists its reader among the author's followers, and a
--- delivery that trusts that list (INSTALLED_AT) must find the pair's own state first.
+-- delivery that trusts that list (after a:at:<ep>, deliver.lua) must find the pair's own state
+-- first.
 installedNow(meta, redis.call('HGET', meta, 'ep'), KEYS[4])
 for i = mutedAt + 1, mutedAt + muted do redis.call('HSET', meta, 'a:' .. ARGV[i], fmt(-tonumber(ARGV[2]))) end
 local floor = tonumber(redis.call('HGET', meta, 'floor'))

@@ -2,8 +2,8 @@
   What every inbox script shares. An inbox is three keys in the reader's slot:
   KEYS inbox (sorted set: entries, plus the sentinel SENTINEL at +inf), meta (hash: floor, ep,
   base, maxver, building, buildAt, a:<author>, a:at:<ep>, d:<member>, r:<member>, u:<member> and
-  unsure (deliver.lua), and the marks of pending follow changes: pending, pendingAt, p:<change id>), followees (set: the reader's followees,
-  plus SENTINEL). The sentinels make a key that Redis evicted (an evicting maxmemory-policy)
+  unsure (deliver.lua), and the marks of pending follow changes: pending, pendingAt, p:<change
+  id>), followees (set: the reader's followees, plus SENTINEL). The sentinels make a key that Redis evicted (an evicting maxmemory-policy)
   visible: an inbox is intact only while both are there.
   Numbers are written with fmt: Lua's tostring would write a 16-digit score in exponent notation.
 ]]
@@ -30,7 +30,9 @@ end
 
 -- The inboxes' clock: Redis's TIME, but never going back (a clock stepped back would make an
 -- install look older than a listing it came after), kept in the clock key. Only on a single
--- server: on a cluster the key is in no inbox's slot, and no inbox gets INSTALLED_AT.
+-- server: on a cluster the key is in no inbox's slot, and no inbox gets an a:at:<ep>. Two readings
+-- in one millisecond are equal: an install and a listing that close are not ordered (deliver.lua
+-- then reads the followees).
 local function clockMs(clock)
   local now = nowMs()
   local last = tonumber(redis.call('GET', clock) or '0')
