@@ -167,7 +167,7 @@ export class FanoutDispatcher {
       // so the first round may trust the task's read, and later rounds look again.
       if (task.kind === 'deliver' && (round === 0 ? deletedAtRead : await this.store.isBlogDeleted(task.blogId)))
         return { inline: null, dispatched: false };
-      const listed = await this.listed();
+      const listed = await this.listedFor(task);
       const followerIds = await this.store.followerIdsAfter(task.authorId, cursor, pageSize);
       const chunks = chunkRanges(followerIds, cursor, seq, this.chunkSize);
       if (chunks.length === 0) return { inline: null, dispatched: false };
@@ -185,13 +185,18 @@ export class FanoutDispatcher {
     }
   }
 
+  /** What a chunk of this task carries as `listed`, read now: a retraction needs none. */
+  private listedFor(task: FanoutTask): Promise<Listing | null> {
+    return task.kind === 'deliver' ? this.listed() : Promise.resolve(null);
+  }
+
   /**
    * After a crash, or when the relay drives a stranded task again: chunks recorded but not
    * finished get their jobs again (a no-op while queued; one that used up its attempts runs again).
    */
   private async requeueUnfinishedChunks(task: FanoutTask): Promise<void> {
     for (const chunk of await this.store.unfinishedChunks(task.id)) {
-      const listed = await this.listed();
+      const listed = await this.listedFor(task);
       const followerIds = await this.store.followerIdsIn(task.authorId, chunk);
       await this.queue.add([jobOf(task, chunk, followerIds, listed)], { redrive: true });
     }
