@@ -116,23 +116,26 @@ it('a dispatcher that dies mid-way resumes from its cursor without walking follo
   expect((await inboxScores(app, followers, blogId)).every((score) => score !== null)).toBe(true);
 });
 
+/** A deliver task of this blog (global ids) recorded as queued, which the relay leaves to the test; its id. */
+async function newDeliverTask(store: FanoutStore, blogId: string, authorId: string): Promise<number> {
+  const taskId = await app.mysql.transaction((sql) =>
+    store.insertTask(sql, 'deliver', {
+      blogId: fromGlobalId(blogId).id,
+      authorId: fromGlobalId(authorId).id,
+      score: 1,
+    }),
+  );
+  await store.markQueued([taskId]);
+  return taskId;
+}
+
 it("runs a task's only chunk inside its dispatch, recording nothing first, and runs it again when that run fails", async () => {
   const author = await signUp(app, 'inline');
   const followers = await addFollowers(app, author, 30_001, 8);
   const blogId = await publish(app, author, 'one chunk');
   await app.services.fanout?.idle();
   const store = new FanoutStore(app.mysql, () => new Date());
-  const newTask = async () => {
-    const taskId = await app.mysql.transaction((sql) =>
-      store.insertTask(sql, 'deliver', {
-        blogId: fromGlobalId(blogId).id,
-        authorId: fromGlobalId(author.id).id,
-        score: 1,
-      }),
-    );
-    await store.markQueued([taskId]); // the relay leaves it to this test
-    return taskId;
-  };
+  const newTask = () => newDeliverTask(store, blogId, author.id);
   const queued: unknown[] = [];
   const recordingQueue = { add: async (jobs: unknown[]) => void queued.push(...jobs) };
 
@@ -184,17 +187,7 @@ it("carries when each chunk's followers were listed, read before their read, dow
   const followers = await addFollowers(app, author, 31_001, 8);
   const blogId = await publish(app, author, 'listed');
   const store = new FanoutStore(app.mysql, () => new Date());
-  const newTask = async () => {
-    const taskId = await app.mysql.transaction((sql) =>
-      store.insertTask(sql, 'deliver', {
-        blogId: fromGlobalId(blogId).id,
-        authorId: fromGlobalId(author.id).id,
-        score: 1,
-      }),
-    );
-    await store.markQueued([taskId]); // the relay leaves it to this test
-    return taskId;
-  };
+  const newTask = () => newDeliverTask(store, blogId, author.id);
   // The store's reads of followers and the clock's readings, in their order.
   const events: string[] = [];
   const listingStore: FanoutStore = Object.create(store);
