@@ -733,8 +733,10 @@ class World {
     await process.step('dispatch');
     const blog = this.truth.blogs.get(task.blogId)!;
     if (task.kind === 'deliver' && !blog.deleted) {
-      // The dispatcher reads the inboxes' clock before it lists the followers (the chunk's `listed`).
+      // The dispatcher reads the inboxes' clock before it lists the followers (the chunk's
+      // `listed`), a round trip before MySQL's read: anything may happen between the two.
       const listed = await process.feed.followersListed();
+      await process.step('list followers');
       const followers = this.truth.followersOf(task.authorId);
       const chunks: number[][] = [];
       for (let i = 0; i < followers.length; i += CHUNK) chunks.push(followers.slice(i, i + CHUNK));
