@@ -1,6 +1,11 @@
-/** chunkRanges: a page of follower ids cut into contiguous chunks (property test). */
+/** chunkRanges: a page of follower ids cut into contiguous chunks (property test); chunksInRound: how rounds grow. */
 import fc from 'fast-check';
-import { chunkRanges } from '../../../src/fanout/fanout.dispatcher';
+import {
+  chunkRanges,
+  chunksInRound,
+  FIRST_CHUNKS_PER_ROUND,
+  MAX_CHUNKS_PER_ROUND,
+} from '../../../src/fanout/fanout.dispatcher';
 
 it('covers exactly the ids given, in contiguous ranges of at most chunkSize, numbered on', () => {
   fc.assert(
@@ -27,4 +32,15 @@ it('covers exactly the ids given, in contiguous ranges of at most chunkSize, num
     ),
     { numRuns: 300 },
   );
+});
+
+it('starts a walk with a small round, grows each round fourfold, and never passes the cap', () => {
+  expect(chunksInRound(0)).toBe(FIRST_CHUNKS_PER_ROUND);
+  expect(FIRST_CHUNKS_PER_ROUND).toBeGreaterThan(1); // a task of one chunk learns in one read that it has no more
+  for (let round = 1; round < 1000; round += 1) {
+    const size = chunksInRound(round);
+    expect(Number.isInteger(size)).toBe(true);
+    expect(size).toBe(Math.min(MAX_CHUNKS_PER_ROUND, chunksInRound(round - 1) * 4));
+  }
+  expect(chunksInRound(1_000_000)).toBe(MAX_CHUNKS_PER_ROUND);
 });
