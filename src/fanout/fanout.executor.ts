@@ -40,12 +40,21 @@ export class FanoutExecutor {
     this.metrics = deps.metrics;
   }
 
-  async runChunk(job: ChunkJob): Promise<void> {
-    if (!(await this.store.startChunk(job.taskId, job.seq))) return;
+  /**
+   * A chunk from its job. `firstRun`: the job's first run (BullMQ's attemptsStarted), which goes
+   * straight to the writes: a statement (and a commit) fewer a chunk, and its finish counts the
+   * run. A later run (a retry, a stalled job run again) first counts itself and skips a chunk
+   * already finished (startChunk). A first run may still meet a finished chunk, when the
+   * dispatcher queued it again (after a crash) while it finished: its writes are then done again,
+   * which they allow (idempotent, and a delivery's finish, which fails on a finished chunk, checks
+   * for a deleted blog and takes them back), and its finish finds nothing to count.
+   */
+  async runChunk(job: ChunkJob, firstRun = false): Promise<void> {
+    if (!firstRun && !(await this.store.startChunk(job.taskId, job.seq))) return;
     // Jobs queued before chunks carried their author: the task has it (a retract needs none).
     const authorId = job.kind === 'retract' ? 0 : (job.authorId ?? (await this.store.task(job.taskId))?.authorId ?? 0);
     await this.writeAndFinish(job, authorId, (unlessBlogDeleted) =>
-      this.store.finishChunk(job.taskId, job.seq, unlessBlogDeleted, this.onComplete),
+      this.store.finishChunk(job.taskId, job.seq, unlessBlogDeleted, this.onComplete, firstRun),
     );
   }
 

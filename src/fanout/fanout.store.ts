@@ -219,7 +219,11 @@ export class FanoutStore {
     }));
   }
 
-  /** Counts a run of a chunk (more than 1 = redone); false when it is unknown or finished. */
+  /**
+   * Counts a run of a chunk (more than 1 = redone); false when it is unknown or finished. Only a
+   * job's later runs ask (FanoutExecutor.runChunk): a first run is counted by its finish, so a
+   * first run that failed is not counted.
+   */
   async startChunk(taskId: number, seq: number): Promise<boolean> {
     const counted = await this.db.write(
       'UPDATE tb_fanout_chunk SET runs = runs + 1 WHERE task_id = ? AND seq = ? AND finished_at IS NULL',
@@ -231,17 +235,19 @@ export class FanoutStore {
   /**
    * Marks a chunk finished and counts it towards its task, in one statement and only the first
    * time, then marks the task done when it was the last one. With `unlessBlogDeleted` it does
-   * nothing when the blog has been deleted, and says so by returning false.
+   * nothing when the blog has been deleted, and says so by returning false. With `countRun` it
+   * also counts the run that finishes it (one that did not call startChunk).
    */
   async finishChunk(
     taskId: number,
     seq: number,
     unlessBlogDeleted = false,
     onComplete?: FanoutCompletion,
+    countRun = false,
   ): Promise<boolean> {
     const finished = await this.db.write(
       `UPDATE tb_fanout_chunk c JOIN tb_fanout_task t ON t.id = c.task_id JOIN tb_blog b ON b.id = t.blog_id
-       SET c.finished_at = ?, t.chunks_done = t.chunks_done + 1
+       SET c.finished_at = ?, t.chunks_done = t.chunks_done + 1${countRun ? ', c.runs = c.runs + 1' : ''}
        WHERE c.task_id = ? AND c.seq = ? AND c.finished_at IS NULL ${unlessBlogDeleted ? 'AND b.deleted_at IS NULL' : ''}`,
       [this.now(), taskId, seq],
     );

@@ -179,11 +179,14 @@ export class FanoutWorkers {
       // Only a first run may trust what the job says of its task (FreshTask): attemptsStarted
       // counts retries and stalled runs alike.
       await this.dispatcher.dispatch(taskId, job.attemptsStarted <= 1 ? fresh : undefined);
-    } else await this.runChunk(job.data as ChunkJob);
+    } else await this.runChunk(job.data as ChunkJob, undefined, job.attemptsStarted <= 1);
   }
 
-  /** A chunk, from its job, or inline in the dispatch of its task, the task's only one (fanout.dispatcher.ts). */
-  private runChunk(chunk: ChunkJob, onlyChunkOf?: FanoutTask): Promise<void> {
+  /**
+   * A chunk, from its job (`firstRun`: the job's first run), or inline in the dispatch of its
+   * task, the task's only one (fanout.dispatcher.ts).
+   */
+  private runChunk(chunk: ChunkJob, onlyChunkOf?: FanoutTask, firstRun = false): Promise<void> {
     const attributes = {
       'fanout.task_id': chunk.taskId,
       'fanout.chunk': chunk.seq,
@@ -191,7 +194,7 @@ export class FanoutWorkers {
       'fanout.readers': chunk.followerIds.length,
     };
     return inSpan('fanout chunk', chunk.trace, attributes, () =>
-      onlyChunkOf ? this.executor.runOnlyChunk(chunk, onlyChunkOf) : this.executor.runChunk(chunk),
+      onlyChunkOf ? this.executor.runOnlyChunk(chunk, onlyChunkOf) : this.executor.runChunk(chunk, firstRun),
     );
   }
 

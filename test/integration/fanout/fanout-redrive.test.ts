@@ -127,7 +127,9 @@ describe('a fan-out job that used up its attempts', () => {
       taskId,
     ]);
     expect(chunks.every((chunk) => chunk.finished_at !== null)).toBe(true);
-    expect(Math.max(...chunks.map((chunk) => Number(chunk.runs)))).toBeGreaterThan(2);
+    // Counted: the retries of step 2 and the run that finished it (a job's first run counts
+    // itself only at its finish, so the first run of step 2, which failed, is not).
+    expect(Math.max(...chunks.map((chunk) => Number(chunk.runs)))).toBeGreaterThanOrEqual(2);
     expect((await inboxScores(app, followers, blog)).filter((score) => score === null)).toEqual([]);
   });
 });

@@ -241,6 +241,66 @@ it("carries when each chunk's followers were listed, read before their read, dow
   expect(followers).toHaveLength(8);
 });
 
+it("runs a job's first run without the start statement, counts it at its finish, and a later run of a finished chunk writes nothing", async () => {
+  const author = await signUp(app, 'first-run');
+  const followers = await addFollowers(app, author, 32_001, 6);
+  const blogId = await publish(app, author, 'first run');
+  const store = new FanoutStore(app.mysql, () => new Date());
+  const queued: Array<{ data: ChunkJob }> = [];
+  const recordingQueue = { add: async (jobs: unknown[]) => void queued.push(...(jobs as Array<{ data: ChunkJob }>)) };
+  // Two chunks of 3, recorded and queued (to this test, which runs them by hand).
+  const taskId = await newDeliverTask(store, blogId, author.id);
+  await new FanoutDispatcher({ store, queue: recordingQueue, chunkSize: 3 }).dispatch(taskId);
+  expect(queued).toHaveLength(2);
+  const chunkRows = () =>
+    app.db.query(
+      'SELECT seq, runs, finished_at IS NOT NULL AS finished FROM tb_fanout_chunk WHERE task_id = ? ORDER BY seq',
+      [taskId],
+    );
+  const writes: number[][] = [];
+  const feed = {
+    deliver: async (readers: readonly number[]) => void writes.push([...readers]),
+    retract: async () => {},
+  };
+  const executor = new FanoutExecutor({ store, feed, onComplete: () => {} });
+  const starts: number[] = [];
+  const counting: FanoutStore = Object.create(store);
+  counting.startChunk = (...args) => {
+    starts.push(args[1]);
+    return store.startChunk(...args);
+  };
+  const countingExecutor = new FanoutExecutor({ store: counting, feed, onComplete: () => {} });
+
+  // A first run: no start statement; its finish counts it.
+  await countingExecutor.runChunk(queued[0].data, true);
+  expect(starts).toEqual([]);
+  expect(await chunkRows()).toEqual([
+    { seq: 1, runs: 1, finished: 1 },
+    { seq: 2, runs: 0, finished: 0 },
+  ]);
+  // A later run of the finished chunk: counted nowhere, writes nothing.
+  await countingExecutor.runChunk(queued[0].data, false);
+  expect(starts).toEqual([1]);
+  expect(writes).toHaveLength(1);
+  // A later run of an unfinished chunk (its first run died): counted at its start, not again at its finish.
+  await countingExecutor.runChunk(queued[1].data, false);
+  expect(starts).toEqual([1, 2]);
+  expect(await chunkRows()).toEqual([
+    { seq: 1, runs: 1, finished: 1 },
+    { seq: 2, runs: 1, finished: 1 },
+  ]);
+  expect((await store.task(taskId))?.status).toBe('done');
+  // A first run that meets a finished chunk (queued again by a dispatcher while it finished)
+  // writes again, which is allowed, and its finish counts nothing.
+  await executor.runChunk(queued[1].data, true);
+  expect(writes).toHaveLength(3);
+  expect(writes[2]).toEqual(followers.slice(3, 6));
+  expect(await chunkRows()).toEqual([
+    { seq: 1, runs: 1, finished: 1 },
+    { seq: 2, runs: 1, finished: 1 },
+  ]);
+});
+
 it('a blog deleted while its delivery is in flight ends in no inbox', async () => {
   // A slow worker: 100 followers a chunk, at most 8 jobs a second.
   const slow = await startTestApp('fanout_slow', { env: { FANOUT_CHUNK_SIZE: '100', FANOUT_JOBS_PER_SECOND: '8' } });
