@@ -34,18 +34,18 @@ import { FanoutChunkRange, FanoutCompletion, FanoutStore, FanoutTask } from './f
 /**
  * Chunks made per round: one keyset read of chunksInRound(n) * chunkSize follower ids, one
  * transaction recording the chunks and the cursor, one round trip queueing their jobs. The first
- * round is small, so that the first inboxes are written a few milliseconds after the dispatch
- * starts (a round of 10 kept Redis idle for its 35-75 ms); each round after it is four times the
- * one before, up to MAX_CHUNKS_PER_ROUND, so that the dispatcher stays ahead of the executors
- * (rounds of 10 chunks each took about as long as the executors took to write them, and their
- * Redis calls waited behind those writes: bench:fanout, machine Z). Two chunks, not one: a task
- * of exactly one chunk's followers still reads that it has no more and runs inline.
+ * round is 10 chunks, so a task of up to 10 chunks' followers (most that are queued at all) is
+ * walked in one round; each round after it is four times the one before, up to
+ * MAX_CHUNKS_PER_ROUND, so that a big walk stays ahead of the executors (rounds of 10 chunks each
+ * took about as long as the executors took to write them, and their Redis calls waited behind
+ * those writes: bench:fanout, machine Z). A smaller first round was tried (2 chunks): the first
+ * inboxes were not written measurably sooner, and tasks of 2 to 10 chunks paid a round more.
  */
-export const FIRST_CHUNKS_PER_ROUND = 2;
+export const FIRST_CHUNKS_PER_ROUND = 10;
 /** The most chunks in one round: 40 chunk jobs (40,000 follower ids at the default chunk size) in memory at once. */
 export const MAX_CHUNKS_PER_ROUND = 40;
 
-/** How many chunks round `round` (from 0) of a walk makes: 2, 8, 32, 40, 40... */
+/** How many chunks round `round` (from 0) of a walk makes: 10, 40, 40... */
 export function chunksInRound(round: number): number {
   return Math.min(MAX_CHUNKS_PER_ROUND, FIRST_CHUNKS_PER_ROUND * 4 ** Math.min(round, 8));
 }
