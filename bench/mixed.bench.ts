@@ -32,7 +32,8 @@
  * measured in its phase alone; a publish's include its fan-out, and so does every rate: a phase's
  * requests over its time until the fan-out they caused was done (see PhaseResult.drainSeconds).
  *
- * MIXED_OPEN_RATE=<n>: the open-loop phases at n requests/s instead of half the peak.
+ * MIXED_OPEN_RATE=<n>: the open-loop phases at n requests/s instead of half the peak;
+ * MIXED_OPEN_ONLY=<k> with it: only k such phases (see OPEN_ONLY).
  * MIXED_QUICK=1: a smoke run (5,000 users, 5,000 blogs, 500 active, 3 s phases, 1 round, 20 s Redis lost). MIXED_JSON=1: the
  * figures as one JSON line at the end. BENCH_NAME=<name>: a database of this run's own.
  * MIXED_CPU_PROFILE=<folder>: a CPU profile and SQL statement counts per phase (see startCpuProfile).
@@ -43,7 +44,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Session } from 'node:inspector/promises';
-import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { RunningApp, startApp } from '../src/app';
@@ -112,6 +113,12 @@ const SETTLE_SECONDS = Math.min(DURATION, 3);
  * meet the same load there. 0 (the default): half the peak.
  */
 const OPEN_RATE = knob('MIXED_OPEN_RATE', 0, 0, 0);
+/**
+ * MIXED_OPEN_ONLY=<n> (with MIXED_OPEN_RATE): only the open-loop mix, n phases, each after the
+ * readers are settled, and no report: to compare the page tail of two builds or node flags
+ * quickly (each phase is a sample of the tail; this machine's vary by tens of ms).
+ */
+const OPEN_ONLY = knob('MIXED_OPEN_ONLY', 0, 0, 0);
 const LOST_SECONDS = knob('MIXED_LOST_SECONDS', 60, 20);
 const LOST_AT = knob('MIXED_LOST_AT', 10, 3);
 const SEED = knob('MIXED_SEED', 22, 22, 0);
@@ -193,6 +200,8 @@ interface ServerStalls {
   loopDelayMaxMs: number;
   gcPauseMs: number;
   gcPauseMaxMs: number;
+  /** What the longest pause was (scavenge, mark-compact, incremental marking, weak callbacks). */
+  gcPauseMaxKind: string;
 }
 
 /**
@@ -306,8 +315,13 @@ function watchStalls(): () => ServerStalls {
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   const pauses: number[] = [];
+  let longest = { ms: 0, kind: 'none' };
   const gc = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) pauses.push(entry.duration);
+    for (const entry of list.getEntries()) {
+      pauses.push(entry.duration);
+      if (entry.duration > longest.ms)
+        longest = { ms: entry.duration, kind: gcKind((entry as { detail?: { kind?: number } }).detail?.kind) };
+    }
   });
   gc.observe({ entryTypes: ['gc'] });
   return () => {
@@ -318,8 +332,25 @@ function watchStalls(): () => ServerStalls {
       loopDelayMaxMs: loop.max / 1e6,
       gcPauseMs: pauses.reduce((sum, pause) => sum + pause, 0),
       gcPauseMaxMs: Math.max(0, ...pauses),
+      gcPauseMaxKind: longest.kind,
     };
   };
+}
+
+/** A GC entry's kind, in V8's words. */
+function gcKind(kind: number | undefined): string {
+  switch (kind) {
+    case perfConstants.NODE_PERFORMANCE_GC_MINOR:
+      return 'scavenge';
+    case perfConstants.NODE_PERFORMANCE_GC_MAJOR:
+      return 'mark-compact';
+    case perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL:
+      return 'incremental marking';
+    case perfConstants.NODE_PERFORMANCE_GC_WEAKCB:
+      return 'weak callbacks';
+    default:
+      return 'unknown';
+  }
 }
 
 async function main(): Promise<void> {
@@ -463,7 +494,7 @@ async function main(): Promise<void> {
           )} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (fan-out done ${Math.round(drainSeconds * 1000)} ms after the last request; ` +
           `generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%; ` +
           `server loop delay p99 ${server.loopDelayP99Ms.toFixed(1)} max ${server.loopDelayMaxMs.toFixed(1)} ms, ` +
-          `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms; ` +
+          `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms (${server.gcPauseMaxKind}); ` +
           `CPU: server ${cpu.server}%, MariaDB ${cpu.mysql ?? '?'}%, Redis ${cpu.redis ?? '?'}%, ` +
           `machine ${cpu.machine}% of ${cpu.cores * 100}%; InnoDB pages from disk ` +
           `${after.diskReads === null || before.diskReads === null ? '?' : ((after.diskReads - before.diskReads) / Math.max(1, requestsOf(generator))).toFixed(2)} a request; ` +
@@ -514,6 +545,19 @@ async function main(): Promise<void> {
       mode: { kind: 'closed', connections: CONNECTIONS },
       durationSeconds: Math.min(DURATION, 5),
     });
+
+    if (OPEN_ONLY > 0) {
+      if (OPEN_RATE === 0) throw new Error('MIXED_OPEN_ONLY needs MIXED_OPEN_RATE (requests/s)');
+      for (let sample = 1; sample <= OPEN_ONLY; sample += 1) {
+        await settle();
+        await phase(`mix at ${OPEN_RATE}/s (open loop, sample ${sample})`, {
+          shares: SHARES,
+          mode: { kind: 'open', rate: OPEN_RATE },
+          durationSeconds: DURATION,
+        });
+      }
+      return;
+    }
 
     const aloneRounds: Partial<Record<Operation, PhaseResult[]>> = {};
     const mixRounds: PhaseResult[] = [];
@@ -911,6 +955,8 @@ function pooled(phases: readonly PhaseResult[]): PhaseResult {
       loopDelayMaxMs: max((phase) => phase.server.loopDelayMaxMs),
       gcPauseMs: sum((phase) => phase.server.gcPauseMs),
       gcPauseMaxMs: max((phase) => phase.server.gcPauseMaxMs),
+      gcPauseMaxKind: phases.reduce((a, b) => (b.server.gcPauseMaxMs > a.server.gcPauseMaxMs ? b : a)).server
+        .gcPauseMaxKind,
     },
     costs: {
       statements: sum((phase) => phase.costs.statements),
