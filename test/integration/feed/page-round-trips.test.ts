@@ -57,7 +57,7 @@ const truth = async () => feedTruth(writer, Number(fromGlobalId(viewer.id).id));
 
 /** Counts the rounds of writes on the app's Redis connections while `work` runs. */
 async function roundsOf<T>(app: TestApp, work: () => Promise<T>): Promise<{ result: T; rounds: number }> {
-  const clients: Redis[] = isCluster(app.redis) ? app.redis.nodes('all') : [app.redis as Redis];
+  const clients: Redis[] = isCluster(app.redis) ? app.redis.nodes('all') : [app.redis];
   const streams = clients.map(
     (client) => (client as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream,
   );
