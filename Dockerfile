@@ -46,6 +46,10 @@ EXPOSE 4000 4001
 # NODE_ENV=production: JWT_SECRET must be set, at least 32 bytes and no placeholder (the process
 # refuses to start otherwise), and migrations do not run at start (MIGRATE_ON_START=off) unless
 # the embedded mode is used.
-# --max-semi-space-size=64: a young generation of 128 MB instead of 32, so that a request's
-# short-lived objects rarely survive into a scavenge (bench:feed: +35-50% requests/s, +53 MB RSS).
-CMD ["--max-semi-space-size=64", "dist/src/server.js"]
+# --max-semi-space-size=16 for the API: its scavenges stop the requests in flight, and a
+# young generation of 2 x 16 MB keeps each under about 15 ms where 2 x 64 MB took 25-47 ms (the
+# half-peak page p99 of bench:mixed follows the longest pause), at the same peak rate on the
+# machine of 2026-12-05 (docs/benchmarks.md, machine AA). V8 sizes the young generation by
+# version otherwise; the flag pins it. The fan-out worker keeps 2 x 64 MB: it batches, and a
+# request's objects rarely survive into its scavenges (bench:feed on machine D: +35-50%).
+CMD ["--max-semi-space-size=16", "dist/src/server.js"]

@@ -3,7 +3,7 @@
  * patch modules as they load, and a benchmark imports the app at its top):
  *
  *   OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 NODE_ENV=production \
- *     node --max-semi-space-size=64 --require ./dist/bench/tracing.preload.js dist/bench/feed.bench.js
+ *     node --max-semi-space-size=16 --require ./dist/bench/tracing.preload.js dist/bench/feed.bench.js
  *
  * The same registration as the service's (src/telemetry.ts), with the SDK loaded statically so
  * that it is in place when this file returns. Without OTEL_EXPORTER_OTLP_ENDPOINT it does nothing.
