@@ -13,7 +13,6 @@ import type { UserService } from '../user/user.service';
 import type { User } from '../user/user.types';
 import { BlogsForViewer, BlogStore } from './blog.store';
 import { Blog, BlogRow, KeyedBlogRow, PublishBlogInput } from './blog.types';
-import { KnownAuthors } from './known-authors';
 
 /** Title length in characters: one line in a list view; also the VARCHAR(255) column. */
 export const TITLE_MAX = 255;
@@ -103,14 +102,6 @@ export interface BlogServiceDeps {
   cache: BlogCaching;
 }
 
-/** A page's authors, and which of them the viewer follows (null: ask MySQL). */
-interface AuthorsAndFollows {
-  authors: User[];
-  followed: Set<number> | null;
-}
-
-const NO_AUTHORS: AuthorsAndFollows = Object.freeze({ authors: [], followed: new Set<number>() });
-
 export class BlogService {
   private readonly db: Database;
   private readonly store: BlogStore;
@@ -119,7 +110,6 @@ export class BlogService {
   private readonly live: Pick<LiveFeed, 'published' | 'deleted'>;
   private readonly now: () => Date;
   private readonly cache: BlogCaching;
-  private readonly knownAuthors = new KnownAuthors();
 
   constructor(deps: BlogServiceDeps) {
     this.db = deps.db;
@@ -299,13 +289,7 @@ export class BlogService {
     viewerId: number | null,
     ids: readonly number[],
   ): Promise<BlogsForViewer> {
-    const readingBlogs = cache.readBlogs(viewerId, ids);
-    // The authors of the blogs this process has seen: read with the blogs, in the same round trip.
-    const guessed = this.knownAuthors.guess(ids);
-    const early = guessed.length > 0 ? this.authorsAndFollows(cache, viewerId, guessed) : null;
-    // Nothing waits for the guess if the blogs' read fails; its own failure is the one below.
-    early?.catch(() => {});
-    const reads = await readingBlogs;
+    const reads = await cache.readBlogs(viewerId, ids);
     const blogs: Blog[] = [];
     const liked = new Set<number>();
     const misses: Array<{ id: number; lease: string }> = [];
@@ -324,37 +308,21 @@ export class BlogService {
       for (const id of filled.liked) liked.add(id);
       fromSql = fromSql.concat(filled.big);
     }
-    this.knownAuthors.remember(blogs);
     const sql = fromSql.length > 0 ? await this.store.forViewer(viewerId, fromSql) : null;
     const authorIds = [...new Set(blogs.map((blog) => blog.authorId))];
-    const unguessed = authorIds.filter((id) => !guessed.includes(id));
-    const [first, rest] = await Promise.all([early ?? NO_AUTHORS, this.authorsAndFollows(cache, viewerId, unguessed)]);
-    const authors = first.authors.concat(rest.authors);
-    // The follow checks are the inbox's; when it cannot say for some, the loader asks MySQL for all.
-    const followed = first.followed && rest.followed ? new Set([...first.followed, ...rest.followed]) : null;
-    if (!sql) return { blogs, authors, liked, followed };
-    return {
-      blogs: blogs.concat(sql.blogs),
-      authors: authors.concat(sql.authors.filter((author) => !authors.some((known) => known.dbId === author.dbId))),
-      liked: new Set([...liked, ...sql.liked]),
-      // The follow checks of the blogs read from SQL are MySQL's; the others the inbox's (or the loader's, when it cannot say).
-      followed: followed === null ? null : new Set([...followed, ...sql.followed!]),
-    };
-  }
-
-  /** These authors from the cache and whether the viewer follows each (null: the inbox cannot say). */
-  private async authorsAndFollows(
-    cache: HydrationCache,
-    viewerId: number | null,
-    authorIds: readonly number[],
-  ): Promise<AuthorsAndFollows> {
-    if (authorIds.length === 0) return NO_AUTHORS;
     const [authors, followed] = await Promise.all([
       this.authors(cache, authorIds),
       // An anonymous viewer follows nobody.
       viewerId === null ? new Set<number>() : this.feed.followedAmong(viewerId, authorIds),
     ]);
-    return { authors, followed };
+    if (!sql) return { blogs, authors, liked, followed };
+    return {
+      blogs: blogs.concat(sql.blogs),
+      authors: authors.concat(sql.authors.filter((author) => !authorIds.includes(author.dbId))),
+      liked: new Set([...liked, ...sql.liked]),
+      // The follow checks of the blogs read from SQL are MySQL's; the others the inbox's (or the loader's, when it cannot say).
+      followed: followed === null ? null : new Set([...followed, ...sql.followed!]),
+    };
   }
 
   /** Blogs the cache lacks: read from the primary, stored under their leases. Those with too many likes to keep are left to SQL (`big`). */

@@ -495,9 +495,7 @@ export class FeedService {
   ): Promise<ScoredId[]> {
     const { from, n } = page;
     const read = sourceRead(from, n);
-    const reading = inbox.read(viewerId, read.from, read.limit, epoch);
-    const guess = this.guessPulledTokens(inbox, epoch, viewerId, read.limit);
-    const { view, watermark, bigAuthors: generation } = await reading;
+    const { view, watermark, bigAuthors: generation } = await inbox.read(viewerId, read.from, read.limit, epoch);
     if (view.state !== 'valid') {
       // Missing, or being rebuilt by this process (for another page of the reader's, begun just before this read).
       const rebuilt = view.state === 'missing' || (view.state === 'building' && this.rebuilding.has(viewerId));
@@ -514,10 +512,8 @@ export class FeedService {
     const sources: Array<SourceReading<ScoredId>> = [{ items: view.entries, limit: read.limit, floor: view.floor }];
     const bigAuthors = await this.bigFolloweesOf(inbox, epoch, viewerId, view, generation);
     if (bigAuthors.length > 0) {
-      // The guess was this very list (the kept one, right at this version): its tokens came with the read.
-      const tokens = guess && guess.authorIds === bigAuthors ? await guess.tokens : null;
       sources.push({
-        items: await this.pulledBlogsOf(inbox, epoch, bigAuthors, { from: read.from, limit: read.limit, tokens }),
+        items: await this.pulledBlogsOf(inbox, epoch, bigAuthors, read.from, read.limit),
         limit: read.limit,
         floor: null,
       });
@@ -536,26 +532,6 @@ export class FeedService {
     const next =
       consumed.length === 0 || certain.length < read.skip ? from : keysetAfter(consumed[consumed.length - 1]);
     return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length, null, this.fresh(next)));
-  }
-
-  /**
-   * The pulled-blog tokens of the big followees the reader's kept list names, asked for right
-   * after the inbox read and in the same round trip (ioredis sends commands of one tick
-   * together): the list is right at most pages (the follow version and the big-author generation
-   * rarely change between two pages of a reader), and then the page needs no round trip of its own
-   * for them. Redis runs them after the read, as it would a request sent once the read answered,
-   * so the page sees the same tokens it would have asked for then. null when there is no list to
-   * guess from; a guess that turns out wrong is dropped (and its failure ignored).
-   */
-  private guessPulledTokens(
-    inbox: Inbox,
-    epoch: number,
-    viewerId: number,
-    limit: number,
-  ): { authorIds: readonly number[]; tokens: Promise<Array<string | null> | null> } | null {
-    const authorIds = this.bigFollowees.peek(viewerId);
-    if (!authorIds || authorIds.length === 0 || limit === 0) return null;
-    return { authorIds, tokens: inbox.pulledBlogTokens(authorIds, epoch).catch(() => null) };
   }
 
   /**
@@ -614,11 +590,11 @@ export class FeedService {
     inbox: Inbox,
     epoch: number,
     authorIds: readonly number[],
-    page: { from: FeedPosition; limit: number; tokens: Array<string | null> | null },
+    from: FeedPosition,
+    limit: number,
   ): Promise<ScoredId[]> {
-    const { from, limit } = page;
     if (limit === 0) return [];
-    const tokens = page.tokens ?? (await inbox.pulledBlogTokens(authorIds, epoch));
+    const tokens = await inbox.pulledBlogTokens(authorIds, epoch);
     // A reader of thousands of big authors fills a few lists per page; the others' blogs come in
     // the one statement below until their lists are kept.
     let fills = 0;
