@@ -47,7 +47,7 @@ EXPOSE 4000 4001
 # refuses to start otherwise), and migrations do not run at start (MIGRATE_ON_START=off) unless
 # the embedded mode is used.
 # --max-semi-space-size=16 for the API: its scavenges stop the requests in flight, and a
-# young generation of 2 x 16 MB keeps each under about 15 ms where 2 x 64 MB took 25-47 ms (the
+# young generation of 2 x 16 MB keeps each at 10-20 ms where 2 x 64 MB took 25-47 ms (the
 # half-peak page p99 of bench:mixed follows the longest pause), at the same peak rate on the
 # machine of 2026-12-05 (docs/benchmarks.md, machine AA). V8 sizes the young generation by
 # version otherwise; the flag pins it. The fan-out worker keeps 2 x 64 MB: it batches, and a
