@@ -186,7 +186,7 @@ it("runs a task's only chunk inside its dispatch, recording nothing first, and r
 
 it("carries when each chunk's followers were listed, read before their read, down to the inboxes' write", async () => {
   const author = await signUp(app, 'listed');
-  const followers = await addFollowers(app, author, 31_001, 8);
+  const followers = await addFollowers(app, author, 31_001, 12);
   const blogId = await publish(app, author, 'listed');
   const store = new FanoutStore(app.mysql, () => new Date());
   const newTask = () => newDeliverTask(store, blogId, author.id);
@@ -206,12 +206,15 @@ it("carries when each chunk's followers were listed, read before their read, dow
   const queued: Array<{ data: ChunkJob }> = [];
   const recordingQueue = { add: async (jobs: unknown[]) => void queued.push(...(jobs as Array<{ data: ChunkJob }>)) };
 
-  // Queued chunks (3 of 3 followers): the clock read once, before the one read of followers.
-  await new FanoutDispatcher({ store: listingStore, queue: recordingQueue, chunkSize: 3, listed }).dispatch(
+  // Queued chunks (1 follower each, 12 of them, in two rounds: 10, then 2): the clock read
+  // before each read of followers, and each chunk carries its own round's reading.
+  await new FanoutDispatcher({ store: listingStore, queue: recordingQueue, chunkSize: 1, listed }).dispatch(
     await newTask(),
   );
-  expect(events).toEqual(['clock', 'followers']);
-  expect(queued.map((job) => job.data.listed)).toEqual([1, 2, 3].map(() => ({ at: 1001, epoch: 9 })));
+  expect(chunksInRound(0)).toBe(10);
+  expect(events).toEqual(['clock', 'followers', 'clock', 'followers']);
+  expect(queued.map((job) => job.data.listed?.at)).toEqual([...Array<number>(10).fill(1001), 1002, 1002]);
+  expect(queued.every((job) => job.data.listed?.epoch === 9)).toBe(true);
 
   // A chunk run inline carries it too, and the executor hands it to the inboxes' write.
   const delivered: Delivery[] = [];
@@ -224,18 +227,18 @@ it("carries when each chunk's followers were listed, read before their read, dow
   await new FanoutDispatcher({
     store: listingStore,
     queue: recordingQueue,
-    chunkSize: 10,
+    chunkSize: 20,
     listed,
     runChunk: (job, task) => executor.runOnlyChunk(job, task),
   }).dispatch(inlineTask);
-  expect(delivered.map((delivery) => delivery.listed)).toEqual([{ at: 1002, epoch: 9 }]);
+  expect(delivered.map((delivery) => delivery.listed)).toEqual([{ at: 1003, epoch: 9 }]);
   expect((await store.task(inlineTask))?.status).toBe('done');
 
   // Without a clock (or none to read: a cluster, no trusted generation) nothing is carried.
   queued.length = 0;
   await new FanoutDispatcher({ store, queue: recordingQueue, chunkSize: 3 }).dispatch(await newTask());
-  expect(queued.map((job) => 'listed' in job.data)).toEqual([false, false, false]);
-  expect(followers).toHaveLength(8);
+  expect(queued.map((job) => 'listed' in job.data)).toEqual([false, false, false, false]);
+  expect(followers).toHaveLength(12);
 });
 
 it("runs a job's first run without the start statement, counts it at its finish, and a later run of a finished chunk writes nothing", async () => {
