@@ -182,6 +182,11 @@ interface PhaseResult {
   drainSeconds: number;
   fanoutLagSeconds: number[];
   server: ServerStalls;
+  /**
+   * The phase's requests' times in the server (ms, Probes.requests): feed pages, and all. What a
+   * latency adds beyond them is HTTP, sockets and the load generator, on a machine they share.
+   */
+  inServer: { pages: number[]; all: number[] };
 }
 
 /** The time a phase kept the service busy: its requests, then the fan-out they left. Rates are per this. */
@@ -466,6 +471,7 @@ async function main(): Promise<void> {
       const before = await counters();
       const sourcesBefore = await probes.pageSources();
       const lagsBefore = probes.lags.length;
+      probes.requests.clear();
       const stalls = watchStalls();
       const cpuOver = watchCpu(pids);
       const profiling = await startCpuProfile(sqlLog);
@@ -481,6 +487,10 @@ async function main(): Promise<void> {
       const sources = pageSourceShares(sourcesBefore, await probes.pageSources());
       await profiling?.stop(label);
       const requests = requestsOf(generator);
+      const inServer = {
+        pages: probes.requests.get('followFeed') ?? [],
+        all: [...probes.requests.values()].flat(),
+      };
       const perRequest = (n: number) => (n / Math.max(1, requests)).toFixed(1);
       const errors = Object.values(generator.operations).reduce((sum, op) => sum + op.errors, 0);
       const throughput = requests / (generator.seconds + drainSeconds);
@@ -489,9 +499,9 @@ async function main(): Promise<void> {
           .map(
             (o) => `${o} p50 ${generator.operations[o]!.p50.toFixed(1)} p99 ${generator.operations[o]!.p99.toFixed(1)}`,
           )
-          .join(
-            ', ',
-          )} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (fan-out done ${Math.round(drainSeconds * 1000)} ms after the last request; ` +
+          .join(', ')} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (p99 in the server: ${inServerText(inServer)}${
+          generator.sendLag ? `; sent p99 ${generator.sendLag.p99.toFixed(1)} ms late` : ''
+        }; fan-out done ${Math.round(drainSeconds * 1000)} ms after the last request; ` +
           `generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%; ` +
           `server loop delay p99 ${server.loopDelayP99Ms.toFixed(1)} max ${server.loopDelayMaxMs.toFixed(1)} ms, ` +
           `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms (${server.gcPauseMaxKind}); ` +
@@ -513,6 +523,7 @@ async function main(): Promise<void> {
         drainSeconds,
         server,
         fanoutLagSeconds: probes.lags.slice(lagsBefore),
+        inServer,
         costs: {
           statements: after.statements - before.statements,
           redisCommands: after.redisCommands - before.redisCommands,
@@ -756,6 +767,11 @@ async function seed(databaseUrl: string, bigAuthorFollowers: number): Promise<Gr
 /** What the benchmark watches inside the server process: fan-out lags, rebuild snapshots, page sources. */
 interface Probes {
   lags: number[];
+  /**
+   * Every GraphQL request's time in the server (graphql_request_duration_seconds: from Apollo's
+   * requestDidStart to its answer), in ms, by root field (followFeed: first and deeper pages).
+   */
+  requests: Map<string, number[]>;
   snapshots: { count: number; rows: number };
   pageSources(): Promise<Record<string, number>>;
 }
@@ -763,8 +779,15 @@ interface Probes {
 /**
  * Taps on the running server, without changing what it does: every fan-out lag the workers report
  * (fanout_lag_seconds, publish to last inbox write), every rebuild snapshot (FeedStore.snapshot,
- * with the rows it returned: followees and entries), and feed_page_reads_total by source.
+ * with the rows it returned: followees and entries), every GraphQL request's time in the server
+ * (graphql_request_duration_seconds), and feed_page_reads_total by source.
  */
+/** "pages 24.1, all 27.9 ms": the p99 of the phase's requests' times in the server (PhaseResult.inServer). */
+function inServerText(inServer: PhaseResult['inServer']): string {
+  const pages = inServer.pages.length > 0 ? `pages ${summarize(inServer.pages).p99.toFixed(1)}, ` : '';
+  return `${pages}all ${summarize(inServer.all).p99.toFixed(1)} ms`;
+}
+
 /** Where a phase's feed pages came from (feed_page_reads_total): "inbox 97%, pull 2%, cold 1%", or null without pages. */
 function pageSourceShares(before: Record<string, number>, after: Record<string, number>): string | null {
   const counts = Object.keys(after).map((source) => [source, after[source] - (before[source] ?? 0)] as const);
@@ -779,6 +802,7 @@ function pageSourceShares(before: Record<string, number>, after: Record<string, 
 function instrument(app: RunningApp): Probes {
   const probes: Probes = {
     lags: [],
+    requests: new Map(),
     snapshots: { count: 0, rows: 0 },
     async pageSources() {
       const metric = await app.services.metrics.registry.getSingleMetric('feed_page_reads_total')!.get();
@@ -790,6 +814,13 @@ function instrument(app: RunningApp): Probes {
   metrics.fanoutFinished = (lagSeconds: number) => {
     probes.lags.push(lagSeconds);
     fanoutFinished(lagSeconds);
+  };
+  const request = metrics.request.bind(metrics);
+  metrics.request = (operation: string, seconds: number) => {
+    let samples = probes.requests.get(operation);
+    if (!samples) probes.requests.set(operation, (samples = []));
+    samples.push(seconds * 1000);
+    request(operation, seconds);
   };
   // eslint-disable-next-line @typescript-eslint/unbound-method -- called with its instance below
   const snapshot = FeedStore.prototype.snapshot;
@@ -950,6 +981,10 @@ function pooled(phases: readonly PhaseResult[]): PhaseResult {
     requests: sum((phase) => phase.requests),
     drainSeconds: sum((phase) => phase.drainSeconds),
     fanoutLagSeconds: phases.flatMap((phase) => phase.fanoutLagSeconds),
+    inServer: {
+      pages: phases.flatMap((phase) => phase.inServer.pages),
+      all: phases.flatMap((phase) => phase.inServer.all),
+    },
     server: {
       loopDelayP99Ms: max((phase) => phase.server.loopDelayP99Ms),
       loopDelayMaxMs: max((phase) => phase.server.loopDelayMaxMs),
@@ -1126,7 +1161,11 @@ function report(input: {
     console.log(
       `  publishes alone / first pages alone: ${(publishRate / firstRate).toFixed(2)}x  (target >= 0.5x${eachRound((ratios) => ratios.publishVsPages)})`,
     );
-  console.log(`  feed page p99 at half peak (${halfRate}/s, open loop): ${ms(pages(half))}  (target < 50 ms)`);
+  console.log(
+    `  feed page p99 at half peak (${halfRate}/s, open loop): ${ms(pages(half))}  (target < 50 ms; in the server ${ms(summarize(half.inServer.pages).p99)}${
+      half.generator.sendLag ? `, requests sent p99 ${ms(half.generator.sendLag.p99)} late` : ''
+    })`,
+  );
   console.log(
     `  fan-out lag p99 at half peak: ${ms(lagOf(half).p99)} (${lagOf(half).count} fan-outs); with the mix at peak: ${ms(lagOf(mixPeak).p99)}`,
   );
@@ -1163,6 +1202,8 @@ function report(input: {
       },
       fanoutLagMs: lagOf(phase),
       server: phase.server,
+      inServerMs: { pages: summarize(phase.inServer.pages), all: summarize(phase.inServer.all) },
+      ...(phase.generator.sendLag ? { sendLagMs: phase.generator.sendLag } : {}),
     });
     console.log(
       JSON.stringify({

@@ -64,6 +64,11 @@ export interface GeneratorResult {
   series?: Array<{ second: number; pages: number; p50: number; p99: number; errors: number; returning: number }>;
   /** open: requests still unanswered 30 s after the schedule ended (counted as errors). */
   abandoned: number;
+  /**
+   * open: how late this process sent its requests (ms from each one's due time to its send): the
+   * part of the latencies that is the load generator's own, on a machine it shares.
+   */
+  sendLag?: LatencySummary;
 }
 
 const FEED = `query($after: String) { followFeed(first: 10, after: $after) {
@@ -212,6 +217,7 @@ async function main(): Promise<void> {
     }
   };
 
+  const sendLags: number[] = [];
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const end = started + spec.durationSeconds * 1000;
@@ -251,6 +257,7 @@ async function main(): Promise<void> {
           const due = started + (i * 1000) / rate;
           const operation = pickOperation(spec.shares, random());
           const { token, body, viewer } = requestOf(operation);
+          sendLags.push(performance.now() - due);
           const work = send(token, body).then((error) => record(operation, viewer, due, started, error));
           inFlight.add(work);
           void work.finally(() => inFlight.delete(work));
@@ -270,6 +277,7 @@ async function main(): Promise<void> {
   const seconds = spec.mode.kind === 'open' ? spec.durationSeconds : (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   const result: GeneratorResult = { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, operations: {}, abandoned };
+  if (sendLags.length > 0) result.sendLag = summarize(sendLags);
   for (const operation of OPERATIONS) {
     const samples = latencies.get(operation)!;
     if (samples.length === 0) continue;
