@@ -43,6 +43,15 @@ export class BigFolloweeLists {
     return kept.authorIds;
   }
 
+  /**
+   * The reader's kept list whatever its version and generation, without touching its recency: a
+   * guess of the next page's list, whose pulled-blog tokens that page asks for together with its
+   * inbox read (FeedService.entriesFromInbox). Only `get` says whether the guess was right.
+   */
+  peek(readerId: number): readonly number[] | null {
+    return this.lists.get(readerId)?.authorIds ?? null;
+  }
+
   /** Keeps a list read at this follow version, after this generation was read. */
   set(readerId: number, version: number, generation: string | null, authorIds: readonly number[]): void {
     if (!settled(generation)) return;

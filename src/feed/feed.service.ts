@@ -30,9 +30,10 @@
  * MySQL: slower, never wrong.
  *
  * Round trips of a page: one to Redis (the inbox, the watermark's followees in flight and the
- * big-author generation together: one script on a single server), the not-fanned-out blogs of
- * big followees (only with such followees; the list of them only when the reader's kept list is
- * out of date, see big-followees.ts), the followees' blogs above the watermark only while one of
+ * big-author generation together: one script on a single server; with it the pulled-blog tokens
+ * of the big followees the reader's kept list names, see guessPulledTokens), the not-fanned-out
+ * blogs of big followees (only with such followees; the list of them only when the reader's kept
+ * list is out of date, see big-followees.ts), the followees' blogs above the watermark only while one of
  * them is being fanned out, the cold path only past the floor, then one statement for the page's
  * data (BlogStore.forViewer: from the hydration cache, else one statement). None depends on `first`.
  */
@@ -495,7 +496,9 @@ export class FeedService {
   ): Promise<ScoredId[]> {
     const { from, n } = page;
     const read = sourceRead(from, n);
-    const { view, watermark, bigAuthors: generation } = await inbox.read(viewerId, read.from, read.limit, epoch);
+    const reading = inbox.read(viewerId, read.from, read.limit, epoch);
+    const guess = this.guessPulledTokens(inbox, epoch, viewerId, read.limit);
+    const { view, watermark, bigAuthors: generation } = await reading;
     if (view.state !== 'valid') {
       // Missing, or being rebuilt by this process (for another page of the reader's, begun just before this read).
       const rebuilt = view.state === 'missing' || (view.state === 'building' && this.rebuilding.has(viewerId));
@@ -512,8 +515,10 @@ export class FeedService {
     const sources: Array<SourceReading<ScoredId>> = [{ items: view.entries, limit: read.limit, floor: view.floor }];
     const bigAuthors = await this.bigFolloweesOf(inbox, epoch, viewerId, view, generation);
     if (bigAuthors.length > 0) {
+      // The guess was this very list (the kept one, right at this version): its tokens came with the read.
+      const tokens = guess && guess.authorIds === bigAuthors ? await guess.tokens : null;
       sources.push({
-        items: await this.pulledBlogsOf(inbox, epoch, bigAuthors, read.from, read.limit),
+        items: await this.pulledBlogsOf(inbox, epoch, bigAuthors, { from: read.from, limit: read.limit, tokens }),
         limit: read.limit,
         floor: null,
       });
@@ -532,6 +537,27 @@ export class FeedService {
     const next =
       consumed.length === 0 || certain.length < read.skip ? from : keysetAfter(consumed[consumed.length - 1]);
     return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length, null, this.fresh(next)));
+  }
+
+  /**
+   * The pulled-blog tokens of the big followees the reader's kept list names, asked for in the
+   * same tick as the inbox read, so that they go in its round trip (ioredis sends the commands of
+   * one tick together): the list is right at most pages (the follow version and the big-author
+   * generation rarely change between two pages of a reader), and then the page needs no round
+   * trip of its own for them. Tokens read a moment before or after the inbox are as good as
+   * tokens read once it answered: either way they are read after the page began, so every publish
+   * that returned before it is in them. null when there is no list to guess from; a guess that
+   * turns out wrong is dropped (and its failure ignored).
+   */
+  private guessPulledTokens(
+    inbox: Inbox,
+    epoch: number,
+    viewerId: number,
+    limit: number,
+  ): { authorIds: readonly number[]; tokens: Promise<Array<string | null> | null> } | null {
+    const authorIds = this.bigFollowees.peek(viewerId);
+    if (!authorIds || authorIds.length === 0 || limit === 0) return null;
+    return { authorIds, tokens: inbox.pulledBlogTokens(authorIds, epoch).catch(() => null) };
   }
 
   /**
@@ -590,11 +616,11 @@ export class FeedService {
     inbox: Inbox,
     epoch: number,
     authorIds: readonly number[],
-    from: FeedPosition,
-    limit: number,
+    page: { from: FeedPosition; limit: number; tokens: Array<string | null> | null },
   ): Promise<ScoredId[]> {
+    const { from, limit } = page;
     if (limit === 0) return [];
-    const tokens = await inbox.pulledBlogTokens(authorIds, epoch);
+    const tokens = page.tokens ?? (await inbox.pulledBlogTokens(authorIds, epoch));
     // A reader of thousands of big authors fills a few lists per page; the others' blogs come in
     // the one statement below until their lists are kept.
     let fills = 0;

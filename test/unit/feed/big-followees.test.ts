@@ -32,3 +32,21 @@ it('forgets the least recently used reader first', () => {
   expect(lists.get(1, 1, 'g')).toEqual([1]);
   expect(lists.get(3, 1, 'g')).toEqual([3]);
 });
+
+it('peeks at a kept list whatever its version, without making it recent, and gives the same list get would', () => {
+  const lists = new BigFolloweeLists(2);
+  lists.set(1, 1, 'g', [1, 2]);
+  lists.set(2, 1, 'g', [3]);
+  const peeked = lists.peek(1);
+  expect(peeked).toEqual([1, 2]);
+  expect(lists.get(1, 1, 'g')).toBe(peeked); // the same list: a page can tell its guess was right
+  expect(lists.peek(3)).toBeNull();
+  lists.set(3, 1, 'g', [4]); // reader 2 was used least recently (get made reader 1 recent)
+  expect(lists.peek(2)).toBeNull();
+  expect(lists.peek(1)).toEqual([1, 2]);
+  // A peek does not make a list recent: reader 1 is forgotten before reader 3.
+  lists.peek(1);
+  lists.get(3, 1, 'g');
+  lists.set(4, 1, 'g', [5]);
+  expect(lists.peek(1)).toBeNull();
+});
