@@ -30,8 +30,8 @@
  * MySQL: slower, never wrong.
  *
  * Round trips of a page: one to Redis (the inbox, the watermark's followees in flight and the
- * big-author generation together: one script on a single server; with it the pulled-blog tokens
- * of the big followees the reader's kept list names, see guessPulledTokens), the not-fanned-out
+ * big-author generation together: one script on a single server, which also reads the pulled-blog
+ * tokens of the big followees the reader's kept list names, right at most pages), the not-fanned-out
  * blogs of big followees (only with such followees; the list of them only when the reader's kept
  * list is out of date, see big-followees.ts), the followees' blogs above the watermark only while one of
  * them is being fanned out, the cold path only past the floor, then one statement for the page's
@@ -496,9 +496,18 @@ export class FeedService {
   ): Promise<ScoredId[]> {
     const { from, n } = page;
     const read = sourceRead(from, n);
-    const reading = inbox.read(viewerId, read.from, read.limit, epoch);
-    const guess = this.guessPulledTokens(inbox, epoch, viewerId, read.limit);
-    const { view, watermark, bigAuthors: generation } = await reading;
+    // The reader's kept list of big followees, whatever its version: a guess of the list this page
+    // will trust (right at most pages: follow versions and the big-author generation rarely change
+    // between two pages of a reader). On a single server the read brings those authors' pulled-blog
+    // tokens, read at the same instant as the inbox, and a right guess saves the page a round trip
+    // for them; a wrong one is dropped, and the tokens are read after, as without it.
+    const guess = read.limit > 0 ? this.bigFollowees.peek(viewerId) : null;
+    const {
+      view,
+      watermark,
+      bigAuthors: generation,
+      pulledTokens,
+    } = await inbox.read(viewerId, read.from, read.limit, epoch, guess ?? undefined);
     if (view.state !== 'valid') {
       // Missing, or being rebuilt by this process (for another page of the reader's, begun just before this read).
       const rebuilt = view.state === 'missing' || (view.state === 'building' && this.rebuilding.has(viewerId));
@@ -516,7 +525,7 @@ export class FeedService {
     const bigAuthors = await this.bigFolloweesOf(inbox, epoch, viewerId, view, generation);
     if (bigAuthors.length > 0) {
       // The guess was this very list (the kept one, right at this version): its tokens came with the read.
-      const tokens = guess && guess.authorIds === bigAuthors ? await guess.tokens : null;
+      const tokens = guess === bigAuthors && pulledTokens ? pulledTokens : null;
       sources.push({
         items: await this.pulledBlogsOf(inbox, epoch, bigAuthors, { from: read.from, limit: read.limit, tokens }),
         limit: read.limit,
@@ -537,27 +546,6 @@ export class FeedService {
     const next =
       consumed.length === 0 || certain.length < read.skip ? from : keysetAfter(consumed[consumed.length - 1]);
     return covered.concat(await this.store.feedPage(viewerId, next, n - covered.length, null, this.fresh(next)));
-  }
-
-  /**
-   * The pulled-blog tokens of the big followees the reader's kept list names, asked for in the
-   * same tick as the inbox read, so that they go in its round trip (ioredis sends the commands of
-   * one tick together): the list is right at most pages (the follow version and the big-author
-   * generation rarely change between two pages of a reader), and then the page needs no round
-   * trip of its own for them. Tokens read a moment before or after the inbox are as good as
-   * tokens read once it answered: either way they are read after the page began, so every publish
-   * that returned before it is in them. null when there is no list to guess from; a guess that
-   * turns out wrong is dropped (and its failure ignored).
-   */
-  private guessPulledTokens(
-    inbox: Inbox,
-    epoch: number,
-    viewerId: number,
-    limit: number,
-  ): { authorIds: readonly number[]; tokens: Promise<Array<string | null> | null> } | null {
-    const authorIds = this.bigFollowees.peek(viewerId);
-    if (!authorIds || authorIds.length === 0 || limit === 0) return null;
-    return { authorIds, tokens: inbox.pulledBlogTokens(authorIds, epoch).catch(() => null) };
   }
 
   /**

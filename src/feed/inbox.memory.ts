@@ -151,9 +151,20 @@ export class MemoryInbox implements Inbox {
     return [...state.entries].map(([id, score]) => ({ id, score })).sort(compareCanonical);
   }
 
-  async read(readerId: number, from: FeedPosition, limit: number, epoch: number): Promise<InboxRead> {
+  async read(
+    readerId: number,
+    from: FeedPosition,
+    limit: number,
+    epoch: number,
+    pulledOf?: readonly number[],
+  ): Promise<InboxRead> {
     const view = this.view(readerId, from, limit, epoch);
-    return { view, watermark: this.readWatermark(readerId, view, epoch), bigAuthors: this.bigAuthorsOf(epoch) };
+    return {
+      view,
+      watermark: this.readWatermark(readerId, view, epoch),
+      bigAuthors: this.bigAuthorsOf(epoch),
+      ...(pulledOf && pulledOf.length > 0 ? { pulledTokens: this.tokensOf(pulledOf, epoch) } : {}),
+    };
   }
 
   async followedAmong(readerId: number, authorIds: readonly number[], epoch: number): Promise<Set<number> | null> {
@@ -172,6 +183,10 @@ export class MemoryInbox implements Inbox {
   }
 
   async pulledBlogTokens(authorIds: readonly number[], epoch: number): Promise<Array<string | null>> {
+    return this.tokensOf(authorIds, epoch);
+  }
+
+  private tokensOf(authorIds: readonly number[], epoch: number): Array<string | null> {
     return authorIds.map((id) => {
       const token = this.pulledTokens.get(id);
       return token !== undefined && token.startsWith(`${epoch}:`) ? token : null;

@@ -183,7 +183,13 @@ export class RedisInbox implements Inbox {
     return [this.keys.feed(readerId), this.keys.feedMeta(readerId)];
   }
 
-  async read(readerId: number, from: FeedPosition, limit: number, epoch: number): Promise<InboxRead> {
+  async read(
+    readerId: number,
+    from: FeedPosition,
+    limit: number,
+    epoch: number,
+    pulledOf: readonly number[] = [],
+  ): Promise<InboxRead> {
     const args = [
       String(epoch),
       from.maxScore === null ? '+inf' : String(from.maxScore),
@@ -191,12 +197,23 @@ export class RedisInbox implements Inbox {
       from.afterId === null ? '' : inboxMember(from.afterId),
       Math.max(limit, 1),
     ];
+    // On a cluster the tokens live in other slots: the page asks for them after this read.
     if (this.perInbox) return this.readOnCluster(readerId, args, limit, epoch);
-    const [raw, synced, inFlight, bigAuthors] = await SCRIPTS['read-page'].run<
-      [RawRead, 0 | 1, string[], string | null]
-    >(this.redis, [...this.inboxKeys(readerId), this.keys.watermarkAuthors(), this.keys.bigAuthors()], args);
+    const pulledKeys = pulledOf.map((id) => this.keys.pulledBlogs(id));
+    const [raw, synced, inFlight, bigAuthors, tokens] = await SCRIPTS['read-page'].run<
+      [RawRead, 0 | 1, string[], string | null, Array<string | null>]
+    >(
+      this.redis,
+      [...this.inboxKeys(readerId), this.keys.watermarkAuthors(), this.keys.bigAuthors(), ...pulledKeys],
+      args,
+    );
     const watermark: Watermark = synced === 1 ? { synced: true, followees: authorsOf(inFlight) } : { synced: false };
-    return { view: viewOf(raw, limit), watermark, bigAuthors: ofEpoch(bigAuthors, epoch) };
+    return {
+      view: viewOf(raw, limit),
+      watermark,
+      bigAuthors: ofEpoch(bigAuthors, epoch),
+      ...(pulledOf.length > 0 ? { pulledTokens: tokens.map((token) => ofEpoch(token, epoch)) } : {}),
+    };
   }
 
   async followedAmong(readerId: number, authorIds: readonly number[], epoch: number): Promise<Set<number> | null> {

@@ -163,6 +163,12 @@ export interface InboxRead {
    * no kept list may be trusted then.
    */
   bigAuthors: string | null;
+  /**
+   * The pulled-blog tokens of the authors the read was asked for (`pulledOf`), in their order,
+   * read at the same instant as the inbox (as pulledBlogTokens reads them). Absent where they
+   * cannot be read in the same command (a Redis Cluster: other slots), or when none were asked for.
+   */
+  pulledTokens?: Array<string | null>;
 }
 
 /** What a rebuild installs, from one MySQL snapshot of the reader's feed. */
@@ -227,9 +233,16 @@ export type FollowOutcome = 'applied' | 'reapplied' | 'stale';
 export interface Inbox {
   /**
    * The first `limit` entries after `from` (at or above the floor) of an inbox of generation
-   * `epoch`, the watermark and the big-author generation: one round trip on a single server.
+   * `epoch`, the watermark and the big-author generation: one round trip on a single server; with
+   * `pulledOf`, there also those authors' pulled-blog tokens (InboxRead.pulledTokens).
    */
-  read(readerId: number, from: FeedPosition, limit: number, epoch: number): Promise<InboxRead>;
+  read(
+    readerId: number,
+    from: FeedPosition,
+    limit: number,
+    epoch: number,
+    pulledOf?: readonly number[],
+  ): Promise<InboxRead>;
   /**
    * Which of `authorIds` the reader follows, from a valid inbox's followees (exact while it is
    * valid, see "Deliveries"); null when the inbox is not valid in this generation (missing,

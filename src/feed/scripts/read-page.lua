@@ -1,10 +1,11 @@
 --[[
   A page's whole Redis work on a single server, in one command: the inbox read, whether the
   watermark is synced in this generation, the reader's followees among the authors in flight
-  (with the lowest score each has in flight) and the big-author generation.
-  KEYS = inbox, meta, followees, watermark authors, big-author generation;
+  (with the lowest score each has in flight), the big-author generation, and the pulled-blog
+  tokens of the big followees the caller expects (read at the same instant as the rest).
+  KEYS = inbox, meta, followees, watermark authors, big-author generation, pulled-blog tokens...;
   ARGV = epoch, maxScore, offset, after, limit.
-  Replies {read, synced 0|1, {author, score, ...}, generation}.
+  Replies {read, synced 0|1, {author, score, ...}, generation, {token|false, ...}}.
 ]]
 --- @include "includes/inbox"
 --- @include "includes/read-inbox"
@@ -16,4 +17,6 @@ local inFlight = {}
 if view[1] == VALID and synced and redis.call('ZCARD', KEYS[4]) > 1 then
   inFlight = redis.call('ZINTER', 2, KEYS[3], KEYS[4], 'WEIGHTS', 0, 1, 'WITHSCORES')
 end
-return {view, synced and 1 or 0, inFlight, redis.call('GET', KEYS[5])}
+local tokens = {}
+if #KEYS > 5 then tokens = redis.call('MGET', unpack(KEYS, 6)) end
+return {view, synced and 1 or 0, inFlight, redis.call('GET', KEYS[5]), tokens}
