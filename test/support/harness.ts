@@ -278,6 +278,13 @@ export async function startHybridPair(name: string): Promise<{ writer: TestApp; 
   return { writer, reader };
 }
 
+/** Waits until a hybrid pair has nothing in flight: the writer's fan-out, and both processes' feed chores. */
+export async function settleHybridPair({ writer, reader }: { writer: TestApp; reader: TestApp }): Promise<void> {
+  await writer.services.fanout?.idle();
+  await writer.services.feed.idle();
+  await reader.services.feed.idle();
+}
+
 /** The viewer's first feed page of `first` on `app`, and the SQL statements it took there. */
 export async function pageWithStatements(
   app: TestApp,

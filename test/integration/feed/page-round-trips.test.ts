@@ -18,6 +18,7 @@ import {
   follow,
   pageWithStatements,
   publish,
+  settleHybridPair,
   signUp,
   startHybridPair,
   TestApp,
@@ -48,11 +49,7 @@ afterAll(async () => {
   await writer?.close();
 });
 
-async function settle(): Promise<void> {
-  await writer.services.fanout?.idle();
-  await writer.services.feed.idle();
-  await reader.services.feed.idle();
-}
+const settle = () => settleHybridPair({ writer, reader });
 
 const truth = async () => feedTruth(writer, Number(fromGlobalId(viewer.id).id));
 

@@ -14,6 +14,7 @@ import {
   follow,
   ok,
   publish,
+  settleHybridPair,
   signUp,
   TestApp,
   TestUser,
@@ -54,11 +55,7 @@ afterAll(async () => {
   await writer?.close();
 });
 
-async function settle(): Promise<void> {
-  await writer.services.fanout?.idle();
-  await writer.services.feed.idle();
-  await reader.services.feed.idle();
-}
+const settle = () => settleHybridPair({ writer, reader });
 
 const page = () => pageWithStatements(reader, viewer);
 
