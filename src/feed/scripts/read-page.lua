@@ -17,6 +17,8 @@ local inFlight = {}
 if view[1] == VALID and synced and redis.call('ZCARD', KEYS[4]) > 1 then
   inFlight = redis.call('ZINTER', 2, KEYS[3], KEYS[4], 'WEIGHTS', 0, 1, 'WITHSCORES')
 end
+-- One GET each, not MGET(unpack(...)): Lua's unpack fails past a few thousand values, and a
+-- reader may follow that many big authors.
 local tokens = {}
-if #KEYS > 5 then tokens = redis.call('MGET', unpack(KEYS, 6)) end
+for i = 6, #KEYS do tokens[i - 5] = redis.call('GET', KEYS[i]) end
 return {view, synced and 1 or 0, inFlight, redis.call('GET', KEYS[5]), tokens}

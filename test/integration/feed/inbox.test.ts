@@ -7,6 +7,8 @@
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { SCRIPT_BATCH } from '../../../src/feed/inbox.redis';
+import { START } from '../../../src/kernel/pagination/cursor';
+import { isCluster } from '../../../src/redis/redis.client';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
 import { freePort, PrivateRedis, waitFor } from '../../support/processes';
@@ -457,4 +459,18 @@ describe("a delivery's live readers", () => {
     expect(quiet.live).toEqual([]);
     expect(quiet.written.length).toBe(following.length);
   });
+});
+
+it("reads the pulled-blog tokens a page guesses in the inbox's own command, as many as a reader may follow", async () => {
+  const inbox = redisInboxOf(app);
+  const epoch = await currentGeneration(app);
+  // More big followees than Lua's unpack takes (about 8,000 values).
+  const authorIds = Array.from({ length: 10_000 }, (_, i) => 500_000 + i);
+  for (const authorId of [authorIds[0], authorIds[4_321], authorIds[9_999]])
+    await inbox.renewPulledBlogs(authorId, 'changed', epoch);
+  const read = await inbox.read(dbId(reader), START, 10, epoch, authorIds);
+  const tokens = await inbox.pulledBlogTokens(authorIds, epoch);
+  expect(tokens.filter((token) => token !== null)).toHaveLength(3);
+  // On a cluster the tokens are in other slots than the inbox: the page reads them after it.
+  expect(read.pulledTokens).toEqual(isCluster(app.redis) ? undefined : tokens);
 });
