@@ -87,7 +87,24 @@ function taskOf(row: TaskRow): FanoutTask {
   };
 }
 
+/** A task completed by a call, and how long it took from its event (seconds). */
+export interface FinishedTask {
+  task: { taskId: number; authorId: number };
+  lagSeconds: number;
+}
+
+/** A call of finishUnchunked waiting for its turn's statement. */
+interface UnchunkedFinish {
+  task: Pick<FanoutTask, 'id' | 'authorId' | 'createdAt'>;
+  throughUserId: number;
+  resolve: (finished: FinishedTask | null) => void;
+  reject: (error: unknown) => void;
+}
+
 export class FanoutStore {
+  /** finishUnchunked's calls of this turn of the event loop, by whether they finish only while the blog is live. */
+  private readonly unchunkedFinishes: { live?: UnchunkedFinish[]; any?: UnchunkedFinish[] } = {};
+
   constructor(
     /** MySQL only: the fan-out never runs on the embedded store, and some statements here are MySQL's alone (UPDATE ... JOIN). */
     private readonly db: MysqlDatabase,
@@ -263,26 +280,90 @@ export class FanoutStore {
    * done and the task done, in one statement, only if nothing else dispatched it meanwhile. With
    * `unlessBlogDeleted` it does nothing when the blog has been deleted. Returns the completion
    * when this call finished it (null: deleted, or dispatched or finished already).
+   *
+   * The calls of one turn of the event loop share that statement (finishUnchunkedTogether): under
+   * load the inline dispatches of concurrent publishes reach their finish together (their inbox
+   * writes come back in one Redis reply), and each statement here is an autocommit, a round trip
+   * and a redo-log flush, a sixth of what a publish costs MySQL. A call waits for nothing but the
+   * end of its turn.
    */
-  async finishUnchunked(
+  finishUnchunked(
     task: Pick<FanoutTask, 'id' | 'authorId' | 'createdAt'>,
     throughUserId: number,
     unlessBlogDeleted: boolean,
-  ): Promise<{ task: { taskId: number; authorId: number }; lagSeconds: number } | null> {
+  ): Promise<FinishedTask | null> {
+    return new Promise((resolve, reject) => {
+      const key = unlessBlogDeleted ? 'live' : 'any';
+      let batch = this.unchunkedFinishes[key];
+      // The same task twice in one statement could not tell which call finished it: the second runs alone.
+      if (batch?.some((finish) => finish.task.id === task.id)) {
+        this.finishUnchunkedTogether([{ task, throughUserId, resolve, reject }], unlessBlogDeleted);
+        return;
+      }
+      if (!batch) {
+        batch = this.unchunkedFinishes[key] = [];
+        setImmediate(() => {
+          this.unchunkedFinishes[key] = undefined;
+          this.finishUnchunkedTogether(batch!, unlessBlogDeleted);
+        });
+      }
+      batch.push({ task, throughUserId, resolve, reject });
+    });
+  }
+
+  /**
+   * One statement finishes these tasks (distinct ids), each as finishUnchunked says. Its count of
+   * rows says which it finished when it is all or none of them; otherwise (a blog deleted, or a
+   * task another dispatch finished, both rare) the tasks are read back, and this statement's are
+   * those with its finished_at and cursor. Only another finish of the same task in the same
+   * millisecond with the same cursor could be taken for this one: its completion would then be
+   * told twice, which leaves the watermark twice (a no-op) and counts one lag more.
+   */
+  private finishUnchunkedTogether(batch: UnchunkedFinish[], unlessBlogDeleted: boolean): void {
     const now = this.now();
-    const finished = await this.db.write(
-      `UPDATE tb_fanout_task t JOIN tb_blog b ON b.id = t.blog_id
-       SET t.cursor_user_id = ?, t.chunks_total = 1, t.chunks_done = 1, t.dispatched = TRUE,
-         t.status = 'done', t.finished_at = ?
-       WHERE t.id = ? AND NOT t.dispatched AND t.chunks_total = 0 AND t.status <> 'done'
-         ${unlessBlogDeleted ? 'AND b.deleted_at IS NULL' : ''}`,
-      [throughUserId, now, task.id],
-    );
-    if (finished.affectedRows === 0) return null;
-    return {
-      task: { taskId: task.id, authorId: task.authorId },
-      lagSeconds: (now.getTime() - task.createdAt.getTime()) / 1000,
+    const ids = batch.map((finish) => finish.task.id);
+    const cursors = batch.flatMap((finish) => [finish.task.id, finish.throughUserId]);
+    const finishing = async (): Promise<Set<number>> => {
+      const finished = await this.db.write(
+        `UPDATE tb_fanout_task t JOIN tb_blog b ON b.id = t.blog_id
+         SET t.cursor_user_id = CASE t.id ${batch.map(() => 'WHEN ? THEN ?').join(' ')} END,
+           t.chunks_total = 1, t.chunks_done = 1, t.dispatched = TRUE, t.status = 'done', t.finished_at = ?
+         WHERE t.id IN (?) AND NOT t.dispatched AND t.chunks_total = 0 AND t.status <> 'done'
+           ${unlessBlogDeleted ? 'AND b.deleted_at IS NULL' : ''}`,
+        [...cursors, now, ids],
+      );
+      if (finished.affectedRows === 0) return new Set();
+      if (finished.affectedRows === batch.length) return new Set(ids);
+      const rows = await this.db.select<{ id: string; cursor_user_id: string; finished_at: Date | null }>(
+        "SELECT id, cursor_user_id, finished_at FROM tb_fanout_task WHERE id IN (?) AND status = 'done'",
+        [ids],
+      );
+      const through = new Map(batch.map((finish) => [finish.task.id, finish.throughUserId]));
+      return new Set(
+        rows
+          .filter(
+            (row) =>
+              row.finished_at?.getTime() === now.getTime() && Number(row.cursor_user_id) === through.get(Number(row.id)),
+          )
+          .map((row) => Number(row.id)),
+      );
     };
+    finishing().then(
+      (finished) => {
+        for (const { task, resolve } of batch)
+          resolve(
+            finished.has(task.id)
+              ? {
+                  task: { taskId: task.id, authorId: task.authorId },
+                  lagSeconds: (now.getTime() - task.createdAt.getTime()) / 1000,
+                }
+              : null,
+          );
+      },
+      (error: unknown) => {
+        for (const { reject } of batch) reject(error);
+      },
+    );
   }
 
   /**

@@ -197,3 +197,91 @@ it('a task the publishing process took and never finished (it died) is queued by
   await expectDelivered([...followers, fromGlobalId(reader.id).id], blogId);
   expect(await dispatchJobsAdded([task.id])).toEqual([`dispatch-${task.id}`]);
 });
+
+describe('the finish of inline dispatches (FanoutStore.finishUnchunked)', () => {
+  /**
+   * A FanoutStore whose pool logs the first words of every statement, and tasks of fresh blogs
+   * (their own fan-out done), recorded last: the app's relay leaves a pending task alone for its
+   * first 500 ms (RELAY_GRACE_MS), and each test is done with them well within that.
+   */
+  async function storeAndTasks(n: number) {
+    const statements: string[] = [];
+    const log = new SqlStatementLog(console);
+    log.ran = (statement) => void statements.push(statement.replace(/\s+/g, ' ').slice(0, 30));
+    const pool = new MysqlPool(
+      `${MYSQL_URL}/${testDatabase('fanout_here')}`,
+      { poolSize: 2, statementTimeoutMs: 0 },
+      log,
+    );
+    const store = new FanoutStore(pool, () => new Date());
+    const author = await signUp(app, `finisher${n}${Math.floor(Math.random() * 1e6)}`);
+    const authorId = fromGlobalId(author.id).id;
+    const blogIds = [];
+    for (let i = 0; i < n; i += 1) blogIds.push(fromGlobalId(await publish(app, author, `finish ${i}`)).id);
+    await app.services.fanout!.idle();
+    const tasks = [];
+    for (const blogId of blogIds) {
+      const id = await pool.transaction((sql) => store.insertTask(sql, 'deliver', { blogId, authorId, score: 1 }));
+      tasks.push({ id, authorId, blogId, createdAt: new Date() });
+    }
+    statements.length = 0;
+    return { store, pool, tasks, statements };
+  }
+
+  async function rowOf(taskId: number) {
+    const [row] = await app.db.query('SELECT status, cursor_user_id, chunks_total FROM tb_fanout_task WHERE id = ?', [
+      taskId,
+    ]);
+    return { status: row.status, cursor: Number(row.cursor_user_id), chunks: Number(row.chunks_total) };
+  }
+
+  it('finishes the calls of one turn of the event loop in one statement, each told that it finished its task', async () => {
+    const { store, pool, tasks, statements } = await storeAndTasks(3);
+    try {
+      const finished = await Promise.all(tasks.map((task, i) => store.finishUnchunked(task, 100 + i, true)));
+      expect(statements).toEqual(['UPDATE tb_fanout_task t JOIN t']);
+      expect(finished.map((f) => f?.task)).toEqual(tasks.map((task) => ({ taskId: task.id, authorId: task.authorId })));
+      for (const [i, task] of tasks.entries())
+        expect(await rowOf(task.id)).toEqual({ status: 'done', cursor: 100 + i, chunks: 1 });
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('tells each call of a turn whether it finished its task when some did not: a deleted blog, a done task, the same task twice', async () => {
+    const { store, pool, tasks, statements } = await storeAndTasks(4);
+    const [live, twice, deleted, done] = tasks;
+    try {
+      await app.db.query('UPDATE tb_blog SET deleted_at = NOW(3) WHERE id = ?', [deleted.blogId]);
+      expect(await store.finishUnchunked(done, 7, true)).not.toBeNull();
+      statements.length = 0;
+      const finished = await Promise.all([
+        store.finishUnchunked(live, 11, true),
+        store.finishUnchunked(twice, 12, true),
+        store.finishUnchunked(deleted, 13, true),
+        store.finishUnchunked(done, 14, true),
+        store.finishUnchunked(twice, 15, true),
+      ]);
+      const [liveDone, twiceFirst, deletedDone, doneAgain, twiceSecond] = finished.map((f) => f !== null);
+      expect({ liveDone, deletedDone, doneAgain }).toEqual({ liveDone: true, deletedDone: false, doneAgain: false });
+      // The same task in two calls: exactly one of them finished it, with its cursor.
+      expect([twiceFirst, twiceSecond].filter(Boolean)).toHaveLength(1);
+      // The turn's statement and its read back (not all four finished), the second call for the same task alone.
+      expect([...statements].sort()).toEqual(
+        [
+          'SELECT id, cursor_user_id, fin',
+          'UPDATE tb_fanout_task t JOIN t',
+          'UPDATE tb_fanout_task t JOIN t',
+        ].sort(),
+      );
+      expect(await rowOf(live.id)).toEqual({ status: 'done', cursor: 11, chunks: 1 });
+      expect(await rowOf(twice.id)).toEqual({ status: 'done', cursor: twiceFirst ? 12 : 15, chunks: 1 });
+      expect((await rowOf(deleted.id)).status).not.toBe('done');
+      expect(await rowOf(done.id)).toEqual({ status: 'done', cursor: 7, chunks: 1 });
+      // Without the blog's check the deleted one finishes (a retract's finish, or a delivery taking its writes back).
+      expect(await store.finishUnchunked(deleted, 13, false)).not.toBeNull();
+    } finally {
+      await pool.close();
+    }
+  });
+});
