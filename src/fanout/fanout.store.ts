@@ -343,7 +343,8 @@ export class FanoutStore {
         rows
           .filter(
             (row) =>
-              row.finished_at?.getTime() === now.getTime() && Number(row.cursor_user_id) === through.get(Number(row.id)),
+              row.finished_at?.getTime() === now.getTime() &&
+              Number(row.cursor_user_id) === through.get(Number(row.id)),
           )
           .map((row) => Number(row.id)),
       );

@@ -268,11 +268,7 @@ describe('the finish of inline dispatches (FanoutStore.finishUnchunked)', () => 
       expect([twiceFirst, twiceSecond].filter(Boolean)).toHaveLength(1);
       // The turn's statement and its read back (not all four finished), the second call for the same task alone.
       expect([...statements].sort()).toEqual(
-        [
-          'SELECT id, cursor_user_id, fin',
-          'UPDATE tb_fanout_task t JOIN t',
-          'UPDATE tb_fanout_task t JOIN t',
-        ].sort(),
+        ['SELECT id, cursor_user_id, fin', 'UPDATE tb_fanout_task t JOIN t', 'UPDATE tb_fanout_task t JOIN t'].sort(),
       );
       expect(await rowOf(live.id)).toEqual({ status: 'done', cursor: 11, chunks: 1 });
       expect(await rowOf(twice.id)).toEqual({ status: 'done', cursor: twiceFirst ? 12 : 15, chunks: 1 });
