@@ -11,6 +11,7 @@ import { fetchSize, Page, PageRequest, slicePage } from '../kernel/pagination/pa
 import { checkHttpUrl, checkNoControlCharacters, checkText } from '../kernel/validation';
 import type { UserService } from '../user/user.service';
 import type { User } from '../user/user.types';
+import { BlogAuthors } from './blog.authors';
 import { BlogsForViewer, BlogStore } from './blog.store';
 import { Blog, BlogRow, KeyedBlogRow, PublishBlogInput } from './blog.types';
 
@@ -100,6 +101,8 @@ export interface BlogServiceDeps {
   live: Pick<LiveFeed, 'published' | 'deleted'>;
   now: () => Date;
   cache: BlogCaching;
+  /** Who wrote the blogs this process has seen (blog.authors.ts); a map of its own unless given. */
+  blogAuthors?: BlogAuthors;
 }
 
 export class BlogService {
@@ -110,6 +113,7 @@ export class BlogService {
   private readonly live: Pick<LiveFeed, 'published' | 'deleted'>;
   private readonly now: () => Date;
   private readonly cache: BlogCaching;
+  private readonly blogAuthors: BlogAuthors;
 
   constructor(deps: BlogServiceDeps) {
     this.db = deps.db;
@@ -119,6 +123,7 @@ export class BlogService {
     this.live = deps.live;
     this.now = deps.now;
     this.cache = deps.cache;
+    this.blogAuthors = deps.blogAuthors ?? new BlogAuthors();
   }
 
   /**
@@ -289,6 +294,11 @@ export class BlogService {
     viewerId: number | null,
     ids: readonly number[],
   ): Promise<BlogsForViewer> {
+    // Authors this process knows are asked for in the blogs' round trip (blog.authors.ts);
+    // awaited after the blogs, and a failure is the page's (forViewer), never an unhandled one.
+    const knownAuthors = this.blogAuthors.of(ids);
+    const early = knownAuthors ? this.authorsOfPage(cache, viewerId, knownAuthors) : null;
+    early?.catch(() => {});
     const reads = await cache.readBlogs(viewerId, ids);
     const blogs: Blog[] = [];
     const liked = new Set<number>();
@@ -308,21 +318,33 @@ export class BlogService {
       for (const id of filled.liked) liked.add(id);
       fromSql = fromSql.concat(filled.big);
     }
+    this.blogAuthors.remember(blogs);
     const sql = fromSql.length > 0 ? await this.store.forViewer(viewerId, fromSql) : null;
-    const authorIds = [...new Set(blogs.map((blog) => blog.authorId))];
+    const { authors, followed } = await (early ?? this.authorsOfPage(cache, viewerId, authorsOf(blogs)));
+    if (!sql) return { blogs, authors, liked, followed };
+    this.blogAuthors.remember(sql.blogs);
+    const cached = new Set(authors.map((author) => author.dbId));
+    return {
+      blogs: blogs.concat(sql.blogs),
+      authors: authors.concat(sql.authors.filter((author) => !cached.has(author.dbId))),
+      liked: new Set([...liked, ...sql.liked]),
+      // The follow checks of the blogs read from SQL are MySQL's; the others the inbox's (or the loader's, when it cannot say).
+      followed: followed === null ? null : new Set([...followed, ...sql.followed!]),
+    };
+  }
+
+  /** A page's authors from the cache, and which of them the viewer follows (the inbox's say; null: it cannot). */
+  private async authorsOfPage(
+    cache: HydrationCache,
+    viewerId: number | null,
+    authorIds: readonly number[],
+  ): Promise<Pick<BlogsForViewer, 'authors' | 'followed'>> {
     const [authors, followed] = await Promise.all([
       this.authors(cache, authorIds),
       // An anonymous viewer follows nobody.
       viewerId === null ? new Set<number>() : this.feed.followedAmong(viewerId, authorIds),
     ]);
-    if (!sql) return { blogs, authors, liked, followed };
-    return {
-      blogs: blogs.concat(sql.blogs),
-      authors: authors.concat(sql.authors.filter((author) => !authorIds.includes(author.dbId))),
-      liked: new Set([...liked, ...sql.liked]),
-      // The follow checks of the blogs read from SQL are MySQL's; the others the inbox's (or the loader's, when it cannot say).
-      followed: followed === null ? null : new Set([...followed, ...sql.followed!]),
-    };
+    return { authors, followed };
   }
 
   /** Blogs the cache lacks: read from the primary, stored under their leases. Those with too many likes to keep are left to SQL (`big`). */
@@ -411,4 +433,9 @@ function retriedBlog(earlier: KeyedBlogRow, input: PublishBlogInput, key: string
   if (earlier.deleted_at !== null)
     throw notFound(`the blog published with idempotencyKey "${key}" (blog ${earlier.id}) was deleted`);
   return Blog.fromRow(earlier);
+}
+
+/** The distinct authors of these blogs. */
+function authorsOf(blogs: readonly Blog[]): number[] {
+  return [...new Set(blogs.map((blog) => blog.authorId))];
 }
