@@ -153,7 +153,7 @@ async function main(): Promise<void> {
    * kept-alive socket the server closed as the request went out (its idle timeout) is no answer of
    * the server's: sent again once on a new socket, as node:http's documentation advises.
    */
-  const send = (token: string, body: string, retried = false): Promise<string | null> =>
+  const send = (token: string, body: string, operation?: Operation, retried = false): Promise<string | null> =>
     new Promise((resolve) => {
       const request = http.request(
         {
@@ -166,6 +166,8 @@ async function main(): Promise<void> {
             'content-type': 'application/json',
             'content-length': Buffer.byteLength(body),
             authorization: `Bearer ${token}`,
+            // For the server's probe of its HTTP requests (mixed.bench.ts, Probes.http).
+            ...(operation ? { 'x-bench-operation': operation } : {}),
           },
         },
         (response) => {
@@ -183,7 +185,8 @@ async function main(): Promise<void> {
         },
       );
       request.on('error', (error: NodeJS.ErrnoException) => {
-        if (!retried && request.reusedSocket && error.code === 'ECONNRESET') resolve(send(token, body, true));
+        if (!retried && request.reusedSocket && error.code === 'ECONNRESET')
+          resolve(send(token, body, operation, true));
         else resolve(String(error));
       });
       request.end(body);
@@ -242,7 +245,7 @@ async function main(): Promise<void> {
         const operation = pickOperation(spec.shares, random());
         const { token, body, viewer } = requestOf(operation);
         const at = performance.now();
-        record(operation, viewer, at, started, await send(token, body));
+        record(operation, viewer, at, started, await send(token, body, operation));
       }
     };
     await Promise.all(Array.from({ length: spec.mode.connections }, client));
@@ -258,7 +261,7 @@ async function main(): Promise<void> {
           const operation = pickOperation(spec.shares, random());
           const { token, body, viewer } = requestOf(operation);
           sendLags.push(performance.now() - due);
-          const work = send(token, body).then((error) => record(operation, viewer, due, started, error));
+          const work = send(token, body, operation).then((error) => record(operation, viewer, due, started, error));
           inFlight.add(work);
           void work.finally(() => inFlight.delete(work));
         }

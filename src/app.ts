@@ -5,7 +5,7 @@
  */
 import { Core, createCore, CoreDeps, RunningWorkers, startFanoutWorkers } from './composition';
 import { SqlStatementLog } from './db/database';
-import { startApi } from './graphql/api';
+import { RunningApi, startApi } from './graphql/api';
 import { PersistedDocuments } from './graphql/persisted-documents';
 import { buildFeedSchema } from './graphql/schema';
 import type { Services } from './graphql/context';
@@ -14,6 +14,8 @@ import { logger, setLogLevel } from './kernel/observability';
 export interface RunningApp {
   url: string;
   services: Services & Core;
+  /** The HTTP server, for probes (RunningApi.httpServer). */
+  httpServer: RunningApi['httpServer'];
   /**
    * Stops accepting, finishes in-flight requests and the running fan-out jobs of this process
    * (queued ones stay queued for the next worker). Closing the stores is the caller's.
@@ -41,6 +43,7 @@ export async function startApp(deps: CoreDeps): Promise<RunningApp> {
   return {
     url: api.url,
     services: { ...core, ...api.services },
+    httpServer: api.httpServer,
     async stop() {
       await api.stop();
       await core.fanout?.flush();

@@ -38,6 +38,8 @@ const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 export interface RunningApi {
   url: string;
   services: Services;
+  /** The HTTP server (probes: bench:mixed times its requests from their arrival to their answer written). */
+  httpServer: http.Server;
   /** Stops accepting and finishes in-flight requests. */
   stop(): Promise<void>;
 }
@@ -138,6 +140,7 @@ export async function startApi(core: Core, documents: PersistedDocuments): Promi
   return {
     url: `http://${host}:${port}/graphql`,
     services,
+    httpServer,
     stop: () => apollo.stop(),
   };
 }
