@@ -239,7 +239,7 @@ describe('the finish of inline dispatches (FanoutStore.finishUnchunked)', () => 
     const { store, pool, tasks, statements } = await storeAndTasks(3);
     try {
       const finished = await Promise.all(tasks.map((task, i) => store.finishUnchunked(task, 100 + i, true)));
-      expect(statements).toEqual(['UPDATE tb_fanout_task t JOIN t']);
+      expect(statements).toEqual(['UPDATE tb_fanout_task t FORCE ']);
       expect(finished.map((f) => f?.task)).toEqual(tasks.map((task) => ({ taskId: task.id, authorId: task.authorId })));
       for (const [i, task] of tasks.entries())
         expect(await rowOf(task.id)).toEqual({ status: 'done', cursor: 100 + i, chunks: 1 });
@@ -268,7 +268,7 @@ describe('the finish of inline dispatches (FanoutStore.finishUnchunked)', () => 
       expect([twiceFirst, twiceSecond].filter(Boolean)).toHaveLength(1);
       // The turn's statement and its read back (not all four finished), the second call for the same task alone.
       expect([...statements].sort()).toEqual(
-        ['SELECT id, cursor_user_id, fin', 'UPDATE tb_fanout_task t JOIN t', 'UPDATE tb_fanout_task t JOIN t'].sort(),
+        ['SELECT id, cursor_user_id, fin', 'UPDATE tb_fanout_task t FORCE ', 'UPDATE tb_fanout_task t FORCE '].sort(),
       );
       expect(await rowOf(live.id)).toEqual({ status: 'done', cursor: 11, chunks: 1 });
       expect(await rowOf(twice.id)).toEqual({ status: 'done', cursor: twiceFirst ? 12 : 15, chunks: 1 });
