@@ -56,6 +56,13 @@ async function dispatchJobsAdded(taskIds: number[]): Promise<string[]> {
     .map((event) => event.jobId);
 }
 
+/** A pool of the test's database that adds the first `width` characters of each statement it runs to `statements`. */
+function loggingPool(statements: string[], width: number, poolSize: number): MysqlPool {
+  const log = new SqlStatementLog(console);
+  log.ran = (statement) => void statements.push(statement.replace(/\s+/g, ' ').slice(0, width));
+  return new MysqlPool(`${MYSQL_URL}/${testDatabase('fanout_here')}`, { poolSize, statementTimeoutMs: 0 }, log);
+}
+
 async function expectDelivered(followers: number[], blogId: string): Promise<void> {
   const [blog] = await app.db.query('SELECT created_at FROM tb_blog WHERE id = ?', [fromGlobalId(blogId).id]);
   expect(new Set(await inboxScores(app, followers, blogId))).toEqual(new Set([String(blog.created_at.getTime())]));
@@ -77,13 +84,7 @@ it('finishes a task of an author without followers here in two statements: the r
   // Recorded as a publish records it, dispatched here by workers whose pool logs every statement.
   const blogId = fromGlobalId(await publish(app, loner, 'anyone?')).id;
   const statements: string[] = [];
-  const log = new SqlStatementLog(console);
-  log.ran = (statement) => void statements.push(statement.replace(/\s+/g, ' ').slice(0, 40));
-  const pool = new MysqlPool(
-    `${MYSQL_URL}/${testDatabase('fanout_here')}`,
-    { poolSize: 1, statementTimeoutMs: 0 },
-    log,
-  );
+  const pool = loggingPool(statements, 40, 1);
   try {
     const store = new FanoutStore(pool, () => new Date());
     const taskId = await pool.transaction((sql) =>
@@ -206,13 +207,7 @@ describe('the finish of inline dispatches (FanoutStore.finishUnchunked)', () => 
    */
   async function storeAndTasks(n: number) {
     const statements: string[] = [];
-    const log = new SqlStatementLog(console);
-    log.ran = (statement) => void statements.push(statement.replace(/\s+/g, ' ').slice(0, 30));
-    const pool = new MysqlPool(
-      `${MYSQL_URL}/${testDatabase('fanout_here')}`,
-      { poolSize: 2, statementTimeoutMs: 0 },
-      log,
-    );
+    const pool = loggingPool(statements, 30, 2);
     const store = new FanoutStore(pool, () => new Date());
     const author = await signUp(app, `finisher${n}${Math.floor(Math.random() * 1e6)}`);
     const authorId = fromGlobalId(author.id).id;
