@@ -325,8 +325,8 @@ export class FanoutStore {
     const cursors = batch.flatMap((finish) => [finish.task.id, finish.throughUserId]);
     const finishing = async (): Promise<Set<number>> => {
       // FORCE INDEX: with several ids MariaDB may range over the status index instead (status <>
-      // 'done', few rows), whose next-key locks hold every publish's INSERT of a task until this
-      // commits (bench:mixed's writes in the mix at 0.7x their speed); markQueued's reason too.
+      // 'done', few rows: EXPLAIN on bench:mixed's database), whose next-key locks would hold the
+      // publishes' INSERTs of tasks until this commits; markQueued forces it for the same reason.
       const finished = await this.db.write(
         `UPDATE tb_fanout_task t FORCE INDEX (PRIMARY) JOIN tb_blog b ON b.id = t.blog_id
          SET t.cursor_user_id = CASE t.id ${batch.map(() => 'WHEN ? THEN ?').join(' ')} END,
