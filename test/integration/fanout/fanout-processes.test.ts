@@ -81,7 +81,10 @@ describe('publishing while the queue Redis is down', () => {
     // Persistent: the inboxes outlive the outage, as with any production Redis that persists.
     redis = new PrivateRedis(await freePort(), true);
     await redis.start();
-    app = await startTestApp('fanout_redis_down', { env: { REDIS_URL: redis.url } });
+    // A stopped Redis refuses connections, so its commands fail at once whatever the timeout; the
+    // suite's 5 s (harness.ts, SUITE_REDIS_TIMEOUT_MS) keeps the check of 1,503 inboxes after it is
+    // back from timing out on a loaded CI machine (it did once at the production 300 ms, on Node 24).
+    app = await startTestApp('fanout_redis_down', { env: { REDIS_URL: redis.url, REDIS_COMMAND_TIMEOUT_MS: '5000' } });
   });
   afterAll(async () => {
     await app.close();
