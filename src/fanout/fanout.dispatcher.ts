@@ -128,7 +128,7 @@ export class FanoutDispatcher {
     if (!runChunk) return false;
     const task = taskOfFresh(taskId, fresh);
     return inDispatchSpan(task, async () => {
-      const followerIds = await this.store.followerIdsAfter(task.authorId, 0, this.chunkSize + 1);
+      const followerIds = await this.store.firstFollowerIds(task.authorId, this.chunkSize + 1);
       if (followerIds.length > this.chunkSize) return false;
       const [chunk] = chunkRanges(followerIds, 0, 0, this.chunkSize);
       if (chunk) await runChunk(jobOf(task, chunk, followerIds).data, task);

@@ -101,9 +101,28 @@ interface UnchunkedFinish {
   reject: (error: unknown) => void;
 }
 
+/** A call of firstFollowerIds waiting for its turn's statement. */
+interface FirstFollowersRead {
+  resolve: (followerIds: number[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Authors whose first followers one statement reads at most (firstFollowerIds): under load a turn
+ * of the event loop commits a few dozen publishes at most; past this many the rest go in another
+ * statement, so that no statement grows with the load.
+ */
+export const FIRST_FOLLOWERS_PER_STATEMENT = 64;
+
+/** The keyset page of an author's followers (followerIdsAfter; see there for the index it forces). */
+const FOLLOWERS_AFTER =
+  'SELECT follow_user_id, user_id FROM tb_follow FORCE INDEX (ix_follow_followee) WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?';
+
 export class FanoutStore {
   /** finishUnchunked's calls of this turn of the event loop, by whether they finish only while the blog is live. */
   private readonly unchunkedFinishes: { live?: UnchunkedFinish[]; any?: UnchunkedFinish[] } = {};
+  /** firstFollowerIds' calls of this turn, by their limit and then by author. */
+  private readonly firstFollowerReads = new Map<number, Map<number, FirstFollowersRead[]>>();
 
   constructor(
     /** MySQL only: the fan-out never runs on the embedded store, and some statements here are MySQL's alone (UPDATE ... JOIN). */
@@ -431,10 +450,67 @@ export class FanoutStore {
    * read for a page of 10,000 halfway through).
    */
   async followerIdsAfter(authorId: number, afterUserId: number, limit: number): Promise<number[]> {
-    const statement =
-      'SELECT user_id FROM tb_follow FORCE INDEX (ix_follow_followee) WHERE follow_user_id = ? AND user_id > ? ORDER BY user_id LIMIT ?';
-    const rows = await this.db.select<{ user_id: string }>(statement, [authorId, afterUserId, limit]);
+    const rows = await this.db.select<{ user_id: string }>(FOLLOWERS_AFTER, [authorId, afterUserId, limit]);
     return rows.map((row) => Number(row.user_id));
+  }
+
+  /**
+   * An author's first `limit` followers, ascending: followerIdsAfter(authorId, 0, limit), for the
+   * dispatch of a task just committed (fanout.dispatcher.ts, dispatchIfOneChunk). The calls of one
+   * turn of the event loop share one statement, a UNION ALL of each author's keyset page: under
+   * load the publishes of a turn commit together and each dispatches at once, and each statement
+   * costs the API about 96 µs of CPU (a Redis write about 20: docs/benchmarks.md, machine AC), a
+   * publish's heaviest cost after its own transaction. Calls for the same author in one turn share its rows: each dispatch
+   * starts after its task committed, so a read at the end of the turn is as good as one at the
+   * call. A call waits for nothing but the end of its turn.
+   */
+  firstFollowerIds(authorId: number, limit: number): Promise<number[]> {
+    return new Promise((resolve, reject) => {
+      let batch = this.firstFollowerReads.get(limit);
+      if (!batch) {
+        const turn = new Map<number, FirstFollowersRead[]>();
+        batch = turn;
+        this.firstFollowerReads.set(limit, turn);
+        setImmediate(() => {
+          this.firstFollowerReads.delete(limit);
+          const authors = [...turn.keys()];
+          for (let i = 0; i < authors.length; i += FIRST_FOLLOWERS_PER_STATEMENT)
+            this.readFirstFollowersTogether(authors.slice(i, i + FIRST_FOLLOWERS_PER_STATEMENT), limit, turn);
+        });
+      }
+      const waiting = batch.get(authorId);
+      if (waiting) waiting.push({ resolve, reject });
+      else batch.set(authorId, [{ resolve, reject }]);
+    });
+  }
+
+  /** One statement reads these authors' first followers and answers their calls. */
+  private readFirstFollowersTogether(
+    authorIds: number[],
+    limit: number,
+    calls: ReadonlyMap<number, FirstFollowersRead[]>,
+  ): void {
+    const statement =
+      authorIds.length === 1 ? FOLLOWERS_AFTER : authorIds.map(() => `(${FOLLOWERS_AFTER})`).join(' UNION ALL ');
+    this.db
+      .select<{ follow_user_id: string; user_id: string }>(
+        statement,
+        authorIds.flatMap((authorId) => [authorId, 0, limit]),
+      )
+      .then(
+        (rows) => {
+          const followers = new Map<number, number[]>(authorIds.map((authorId) => [authorId, []]));
+          for (const row of rows) followers.get(Number(row.follow_user_id))!.push(Number(row.user_id));
+          for (const authorId of authorIds) {
+            // A UNION ALL promises no order across or within its parts' rows.
+            const ids = followers.get(authorId)!.sort((a, b) => a - b);
+            for (const { resolve } of calls.get(authorId)!) resolve(ids.slice());
+          }
+        },
+        (error: unknown) => {
+          for (const authorId of authorIds) for (const { reject } of calls.get(authorId)!) reject(error);
+        },
+      );
   }
 
   /** The followers a chunk covers, as the follow graph is now (re-queueing after a crash). */

@@ -108,7 +108,7 @@ it('finishes a task of an author without followers here in two statements: the r
     };
     expect(await workers.dispatchHere({ taskId, fresh })).toBeNull();
     expect(statements).toEqual([
-      'SELECT user_id FROM tb_follow FORCE INDE',
+      'SELECT follow_user_id, user_id FROM tb_f',
       'UPDATE tb_fanout_task SET dispatched = T',
     ]);
     const [task] = await app.db.query('SELECT status, dispatched, chunks_total FROM tb_fanout_task WHERE id = ?', [
@@ -197,6 +197,63 @@ it('a task the publishing process took and never finished (it died) is queued by
   expect(task.status).toBe('done');
   await expectDelivered([...followers, fromGlobalId(reader.id).id], blogId);
   expect(await dispatchJobsAdded([task.id])).toEqual([`dispatch-${task.id}`]);
+});
+
+describe('the first followers of inline dispatches (FanoutStore.firstFollowerIds)', () => {
+  it('reads the calls of one turn of the event loop in one statement, each author its own first followers', async () => {
+    const statements: string[] = [];
+    const pool = loggingPool(statements, 30, 2);
+    try {
+      const store = new FanoutStore(pool, () => new Date());
+      const many = await signUp(app, 'first-many');
+      const few = await signUp(app, 'first-few');
+      const none = await signUp(app, 'first-none');
+      await addFollowers(app, many, 4000, 7);
+      await addFollowers(app, few, 4100, 2);
+      const [manyId, fewId, noneId] = [many, few, none].map((user) => fromGlobalId(user.id).id);
+      statements.length = 0;
+      // A limit below the first author's followers: each part of the statement has its own.
+      const read = await Promise.all([
+        store.firstFollowerIds(manyId, 5),
+        store.firstFollowerIds(fewId, 5),
+        store.firstFollowerIds(noneId, 5),
+        store.firstFollowerIds(manyId, 5),
+      ]);
+      expect(statements).toEqual(['(SELECT follow_user_id, user_i']);
+      const alone = await Promise.all([manyId, fewId, noneId, manyId].map((id) => store.followerIdsAfter(id, 0, 5)));
+      expect(read).toEqual(alone);
+      expect(read).toEqual([[4000, 4001, 4002, 4003, 4004], [4100, 4101], [], [4000, 4001, 4002, 4003, 4004]]);
+      // Another limit, or another turn, is another statement; one author alone is the plain keyset page.
+      statements.length = 0;
+      expect(await Promise.all([store.firstFollowerIds(manyId, 2), store.firstFollowerIds(fewId, 1)])).toEqual([
+        [4000, 4001],
+        [4100],
+      ]);
+      expect(await store.firstFollowerIds(fewId, 5)).toEqual([4100, 4101]);
+      expect(statements).toEqual([
+        'SELECT follow_user_id, user_id',
+        'SELECT follow_user_id, user_id',
+        'SELECT follow_user_id, user_id',
+      ]);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('delivers the blogs of publishes that commit together, each to its own followers', async () => {
+    const authors = await Promise.all([0, 1, 2].map((i) => signUp(app, `together${i}`)));
+    const followers = [];
+    for (const [i, author] of authors.entries()) followers.push(await addFollowers(app, author, 4200 + 100 * i, 3 + i));
+    const blogIds = await Promise.all(authors.map((author, i) => publish(app, author, `together ${i}`)));
+    await app.services.fanout!.idle();
+    for (const [i, blogId] of blogIds.entries()) {
+      expect(await taskOf(blogId)).toMatchObject({ status: 'done', chunks_total: 1 });
+      await expectDelivered(followers[i], blogId);
+      // Nobody else's inbox got it: the followers of the other authors.
+      const others = followers.filter((_, j) => j !== i).flat();
+      expect(await inboxScores(app, others, blogId)).toEqual(others.map(() => null));
+    }
+  });
 });
 
 describe('the finish of inline dispatches (FanoutStore.finishUnchunked)', () => {
