@@ -459,8 +459,8 @@ export class FanoutStore {
    * dispatch of a task just committed (fanout.dispatcher.ts, dispatchIfOneChunk). The calls of one
    * turn of the event loop share one statement, a UNION ALL of each author's keyset page: under
    * load the publishes of a turn commit together and each dispatches at once, and each statement
-   * costs the API about 96 µs of CPU (a Redis write about 20: docs/benchmarks.md, machine AC), a
-   * publish's heaviest cost after its own transaction. Calls for the same author in one turn share its rows: each dispatch
+   * costs the API about 96 µs of CPU (a Redis write about 20: docs/benchmarks.md, machine AC) and
+   * wakes a MariaDB thread. Calls for the same author in one turn share its rows: each dispatch
    * starts after its task committed, so a read at the end of the turn is as good as one at the
    * call. A call waits for nothing but the end of its turn.
    */

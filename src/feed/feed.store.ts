@@ -150,13 +150,6 @@ interface AuthorRange {
   minScore: number | null;
 }
 
-/**
- * Where a read may run. Page reads may lag (`db.lagging()`: a replica when one is configured)
- * unless they are `fresh`: a read that stands in for blogs not yet in an inbox (the span above
- * the watermark, recent blogs of big authors, a rebuild's snapshot) must not miss a committed
- * blog, so it goes to the primary. What rebuilds and fan-out read, the follow checks and the live
- * feed's check are the primary's too.
- */
 /** A call of hasFewerFollowers waiting for the end of its turn of the event loop. */
 interface FollowerCountRead {
   sql: Sql;
@@ -165,6 +158,13 @@ interface FollowerCountRead {
   reject: (error: unknown) => void;
 }
 
+/**
+ * Where a read may run. Page reads may lag (`db.lagging()`: a replica when one is configured)
+ * unless they are `fresh`: a read that stands in for blogs not yet in an inbox (the span above
+ * the watermark, recent blogs of big authors, a rebuild's snapshot) must not miss a committed
+ * blog, so it goes to the primary. What rebuilds and fan-out read, the follow checks and the live
+ * feed's check are the primary's too.
+ */
 export class FeedStore implements GenerationRecord {
   /** hasFewerFollowers' calls of this turn of the event loop (null: none yet). */
   private followerCountReads: FollowerCountRead[] | null = null;
