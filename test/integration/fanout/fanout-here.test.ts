@@ -240,7 +240,7 @@ describe('the first followers of inline dispatches (FanoutStore.firstFollowerIds
     }
   });
 
-  it('delivers the blogs of publishes that commit together, each to its own followers', async () => {
+  it('delivers the blogs of concurrent publishes, each to its own followers only', async () => {
     const authors = await Promise.all([0, 1, 2].map((i) => signUp(app, `together${i}`)));
     const followers = [];
     for (const [i, author] of authors.entries()) followers.push(await addFollowers(app, author, 4200 + 100 * i, 3 + i));
