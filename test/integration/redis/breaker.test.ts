@@ -2,10 +2,8 @@
  * The circuit breaker's reading of a timeout (redis/breaker.ts): a command that times out while
  * this process was listening opens the breaker at once; one that times out because the event
  * loop was busy (its reply waiting in the socket) keeps it closed, unless a PING then fails too.
- * On the suite's Redis (for the busy loop) and on a redis-server of the test's own, frozen with
- * SIGSTOP (for a Redis that does not answer).
- *
- * Both describe blocks use a redis-server of their own: the suite's shared Redis also serves the
+ * On redis-servers of the test's own: one that answers (for the busy loop), one frozen with
+ * SIGSTOP (for a Redis that does not answer). Not on the suite's shared Redis: it also serves the
  * other test files running in parallel, whose scripts and bulk deletes can hold a reply longer
  * than a deadline and so make a PING that "Redis answers" fail.
  */
