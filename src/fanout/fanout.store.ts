@@ -6,6 +6,7 @@
  * the process afterwards. The task is also the progress cursor of its fan-out: `cursor_user_id`
  * is the last follower covered by a chunk, so a dispatcher that dies resumes there.
  */
+import DataLoader from 'dataloader';
 import type { MysqlDatabase, Sql } from '../db/database';
 import { currentTraceParent } from '../kernel/tracing';
 
@@ -101,12 +102,6 @@ interface UnchunkedFinish {
   reject: (error: unknown) => void;
 }
 
-/** A call of firstFollowerIds waiting for its turn's statement. */
-interface FirstFollowersRead {
-  resolve: (followerIds: number[]) => void;
-  reject: (error: unknown) => void;
-}
-
 /**
  * Authors whose first followers one statement reads at most (firstFollowerIds): under load a turn
  * of the event loop commits a few dozen publishes at most; past this many the rest go in another
@@ -121,8 +116,8 @@ const FOLLOWERS_AFTER =
 export class FanoutStore {
   /** finishUnchunked's calls of this turn of the event loop, by whether they finish only while the blog is live. */
   private readonly unchunkedFinishes: { live?: UnchunkedFinish[]; any?: UnchunkedFinish[] } = {};
-  /** firstFollowerIds' calls of this turn, by their limit and then by author. */
-  private readonly firstFollowerReads = new Map<number, Map<number, FirstFollowersRead[]>>();
+  /** firstFollowerIds' batches, one loader per limit (a process asks with one: FANOUT_CHUNK_SIZE + 1). */
+  private readonly firstFollowers = new Map<number, DataLoader<number, number[]>>();
 
   constructor(
     /** MySQL only: the fan-out never runs on the embedded store, and some statements here are MySQL's alone (UPDATE ... JOIN). */
@@ -462,55 +457,35 @@ export class FanoutStore {
    * costs the API about 96 µs of CPU (a Redis write about 20: docs/benchmarks.md, machine AC) and
    * wakes a MariaDB thread. Calls for the same author in one turn share its rows: each dispatch
    * starts after its task committed, so a read at the end of the turn is as good as one at the
-   * call. A call waits for nothing but the end of its turn.
+   * call. A call waits for nothing but the end of its turn (a DataLoader that dispatches on
+   * setImmediate, without a cache: every turn reads afresh).
    */
   firstFollowerIds(authorId: number, limit: number): Promise<number[]> {
-    return new Promise((resolve, reject) => {
-      let batch = this.firstFollowerReads.get(limit);
-      if (!batch) {
-        const turn = new Map<number, FirstFollowersRead[]>();
-        batch = turn;
-        this.firstFollowerReads.set(limit, turn);
-        setImmediate(() => {
-          this.firstFollowerReads.delete(limit);
-          const authors = [...turn.keys()];
-          for (let i = 0; i < authors.length; i += FIRST_FOLLOWERS_PER_STATEMENT)
-            this.readFirstFollowersTogether(authors.slice(i, i + FIRST_FOLLOWERS_PER_STATEMENT), limit, turn);
-        });
-      }
-      const waiting = batch.get(authorId);
-      if (waiting) waiting.push({ resolve, reject });
-      else batch.set(authorId, [{ resolve, reject }]);
-    });
+    let loader = this.firstFollowers.get(limit);
+    if (!loader) {
+      loader = new DataLoader((authorIds) => this.readFirstFollowers(authorIds, limit), {
+        cache: false,
+        maxBatchSize: FIRST_FOLLOWERS_PER_STATEMENT,
+        batchScheduleFn: (dispatch) => setImmediate(dispatch),
+      });
+      this.firstFollowers.set(limit, loader);
+    }
+    return loader.load(authorId);
   }
 
-  /** One statement reads these authors' first followers and answers their calls. */
-  private readFirstFollowersTogether(
-    authorIds: number[],
-    limit: number,
-    calls: ReadonlyMap<number, FirstFollowersRead[]>,
-  ): void {
+  /** One statement reads these authors' first followers (an author asked twice is read once). */
+  private async readFirstFollowers(authorIds: readonly number[], limit: number): Promise<number[][]> {
+    const distinct = [...new Set(authorIds)];
     const statement =
-      authorIds.length === 1 ? FOLLOWERS_AFTER : authorIds.map(() => `(${FOLLOWERS_AFTER})`).join(' UNION ALL ');
-    this.db
-      .select<{ follow_user_id: string; user_id: string }>(
-        statement,
-        authorIds.flatMap((authorId) => [authorId, 0, limit]),
-      )
-      .then(
-        (rows) => {
-          const followers = new Map<number, number[]>(authorIds.map((authorId) => [authorId, []]));
-          for (const row of rows) followers.get(Number(row.follow_user_id))!.push(Number(row.user_id));
-          for (const authorId of authorIds) {
-            // A UNION ALL promises no order across or within its parts' rows.
-            const ids = followers.get(authorId)!.sort((a, b) => a - b);
-            for (const { resolve } of calls.get(authorId)!) resolve(ids.slice());
-          }
-        },
-        (error: unknown) => {
-          for (const authorId of authorIds) for (const { reject } of calls.get(authorId)!) reject(error);
-        },
-      );
+      distinct.length === 1 ? FOLLOWERS_AFTER : distinct.map(() => `(${FOLLOWERS_AFTER})`).join(' UNION ALL ');
+    const rows = await this.db.select<{ follow_user_id: string; user_id: string }>(
+      statement,
+      distinct.flatMap((authorId) => [authorId, 0, limit]),
+    );
+    const followers = new Map<number, number[]>(distinct.map((authorId) => [authorId, []]));
+    for (const row of rows) followers.get(Number(row.follow_user_id))!.push(Number(row.user_id));
+    // A UNION ALL promises no order across or within its parts' rows; each call gets its own array.
+    return authorIds.map((authorId) => [...followers.get(authorId)!].sort((a, b) => a - b));
   }
 
   /** The followers a chunk covers, as the follow graph is now (re-queueing after a crash). */

@@ -6,6 +6,7 @@
  * positions as an inbox, so a page can come from either, or start in one and continue in the
  * other.
  */
+import DataLoader from 'dataloader';
 import type { Database, Sql } from '../db/database';
 import { compareCanonical, FeedPosition, ScoredId, START } from '../kernel/pagination/cursor';
 import { DeepenedRead } from '../kernel/pagination/deepened';
@@ -150,12 +151,10 @@ interface AuthorRange {
   minScore: number | null;
 }
 
-/** A call of hasFewerFollowers waiting for the end of its turn of the event loop. */
+/** A call of hasFewerFollowers: its author, and the publishing transaction it was asked from. */
 interface FollowerCountRead {
   sql: Sql;
   authorId: number;
-  resolve: (followers: number) => void;
-  reject: (error: unknown) => void;
 }
 
 /**
@@ -166,8 +165,11 @@ interface FollowerCountRead {
  * feed's check are the primary's too.
  */
 export class FeedStore implements GenerationRecord {
-  /** hasFewerFollowers' calls of this turn of the event loop (null: none yet). */
-  private followerCountReads: FollowerCountRead[] | null = null;
+  /** hasFewerFollowers' calls, batched per turn of the event loop (setImmediate), never cached. */
+  private readonly followerCounts = new DataLoader<FollowerCountRead, number>(
+    (calls) => this.readFollowerCounts(calls),
+    { cache: false, batchScheduleFn: (dispatch) => setImmediate(dispatch) },
+  );
 
   constructor(private readonly db: Database) {}
 
@@ -614,39 +616,20 @@ export class FeedStore implements GenerationRecord {
    * readers), never what a feed shows. The decision is stored with the blog (tb_blog.pushed),
    * and readers merge every blog that was not fanned out, whatever count it was decided on.
    */
-  hasFewerFollowers(sql: Sql, authorId: number, bigAuthorFollowers: number): Promise<boolean> {
-    return new Promise<number>((resolve, reject) => {
-      let turn = this.followerCountReads;
-      if (!turn) {
-        const calls: FollowerCountRead[] = [];
-        turn = this.followerCountReads = calls;
-        setImmediate(() => {
-          this.followerCountReads = null;
-          this.readFollowerCounts(calls);
-        });
-      }
-      turn.push({ sql, authorId, resolve, reject });
-    }).then((followers) => followers < bigAuthorFollowers);
+  async hasFewerFollowers(sql: Sql, authorId: number, bigAuthorFollowers: number): Promise<boolean> {
+    return (await this.followerCounts.load({ sql, authorId })) < bigAuthorFollowers;
   }
 
-  /** Answers a turn's hasFewerFollowers calls: in the one call's transaction, or all in one statement. */
-  private readFollowerCounts(calls: FollowerCountRead[]): void {
+  /** A turn's hasFewerFollowers calls: in the one call's transaction, or all in one statement. */
+  private async readFollowerCounts(calls: readonly FollowerCountRead[]): Promise<number[]> {
     const authorIds = [...new Set(calls.map((call) => call.authorId))];
     const sql = calls.length === 1 ? calls[0].sql : this.db;
-    sql
-      .select<{ id: string; follower_count: number }>(
-        `SELECT id, follower_count FROM tb_user WHERE id IN (${authorIds.map(() => '?').join(', ')})`,
-        authorIds,
-      )
-      .then(
-        (rows) => {
-          const counts = new Map(rows.map((row) => [Number(row.id), Number(row.follower_count)]));
-          for (const call of calls) call.resolve(counts.get(call.authorId) ?? 0);
-        },
-        (error: unknown) => {
-          for (const call of calls) call.reject(error);
-        },
-      );
+    const rows = await sql.select<{ id: string; follower_count: number }>(
+      `SELECT id, follower_count FROM tb_user WHERE id IN (${authorIds.map(() => '?').join(', ')})`,
+      authorIds,
+    );
+    const counts = new Map(rows.map((row) => [Number(row.id), Number(row.follower_count)]));
+    return calls.map((call) => counts.get(call.authorId) ?? 0);
   }
 
   /** Records that an author has blogs readers must pull (hybrid); true when that is new. */
