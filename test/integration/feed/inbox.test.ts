@@ -4,7 +4,6 @@
  * backfill, and the constant cost of a page.
  * The feeds they serve are checked in every mode by feed.test.ts and follow.test.ts.
  */
-import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { SCRIPT_BATCH } from '../../../src/feed/inbox.redis';
 import { START } from '../../../src/kernel/pagination/cursor';
@@ -12,6 +11,7 @@ import { isCluster } from '../../../src/redis/redis.client';
 import { fromGlobalId } from '../../../src/kernel/global-id';
 import { TestClock } from '../../support/clock';
 import { freePort, PrivateRedis, waitFor } from '../../support/processes';
+import { RedisMonitor } from '../../support/redis-monitor';
 import {
   addFollowers,
   countStatements,
@@ -282,37 +282,17 @@ describe('cost of a page', () => {
     await server.stop();
   });
 
-  /**
-   * SQL statements and Redis commands the app sends while answering one request of `who`. A
-   * MONITOR connection of ioredis now and then loses its place in the reply stream ("Command
-   * queue state error") when the server's output starts while it still waits for its own reply:
-   * that measurement is thrown away and taken again (a warm page costs the same each time).
-   */
+  /** SQL statements and Redis commands the app sends while answering one request of `who`. */
   async function measure(
     first: number,
     who: TestUser = viewer,
   ): Promise<{ sql: number; redis: number; edges: number }> {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await measureOnce(first, who);
-      } catch (error) {
-        if (attempt >= 3 || !String(error).includes('Command queue state error')) throw error;
-      }
-    }
-  }
-
-  async function measureOnce(first: number, who: TestUser): Promise<{ sql: number; redis: number; edges: number }> {
-    const monitor = await (quiet.redis as Redis).monitor();
-    // Every error of the monitor connection ends this attempt: ioredis's MONITOR can fail with
-    // "Command queue state error" more than once, and an error with no listener left (once) is
-    // thrown as an unhandled 'error' event that fails the test instead of the retry.
-    const failed = new Promise<never>((_, reject) => monitor.on('error', reject));
-    failed.catch(() => {}); // seen by the race below, whenever it comes
+    const monitor = await RedisMonitor.start(server.url);
     const appPort = (quiet.redis as any).stream.localPort as number;
     const commands: string[][] = [];
     const marker = `end-of-request-${first}-${Date.now()}`;
     const done = new Promise<void>((resolve) =>
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      monitor.onCommand(({ args, source }) => {
         if (!source.endsWith(`:${appPort}`)) return;
         if (args[0]?.toLowerCase() === 'echo' && args[1] === marker) resolve();
         // The process's check of the Redis generation (feed/generation.ts) is not the request's.
@@ -325,9 +305,9 @@ describe('cost of a page', () => {
     );
     try {
       await quiet.redis.echo(marker);
-      await Promise.race([done, failed]);
+      await Promise.race([done, monitor.failed]);
     } finally {
-      monitor.disconnect();
+      monitor.stop();
     }
     return { sql, redis: commands.length, edges: data.followFeed.edges.length };
   }
