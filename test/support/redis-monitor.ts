@@ -47,8 +47,7 @@ export class RedisMonitor {
         try {
           if (monitor.read(chunk.toString('latin1'))) resolve();
         } catch (error) {
-          reject(error);
-          socket.destroy();
+          socket.destroy(error as Error); // fails `failed`, and with it a start still waiting
         }
       });
       socket.write('MONITOR\r\n');
