@@ -16,12 +16,17 @@
  *    inboxes, SCRIPT_BATCH a call, every call sent at once, as the delivery sends them (what the
  *    inboxes' write costs Redis without the checks exactness asks for; the member is taken out
  *    again). Five rounds of all three by default, in turn: the ratio printed is the median round's.
+ *    After the rounds, full inboxes: one publish by an author whose --full-inboxes followers
+ *    (default 10,000; 0 skips it) have inboxes of FEED_MAX_ITEMS entries, as a long-time reader's
+ *    are, so that every write also trims one; its time and Redis's CPU an inbox, against the new
+ *    inboxes' above (a full inbox's sorted set is a skiplist or a long listpack, as the server's
+ *    zset-max-listpack-entries says, where the rounds' inboxes are short listpacks).
  * 4. Baselines on the same Redis, in the same run: a plain pipelined ZADD + trim loop from one
  *    Node client (chunks of 1000; up to --plain-sample followers, default 200,000), and the
  *    seed's loop with one awaited ZADD per follower (--seed-sample, default 20,000).
  *
  * Flags: --followers N (default 100,000), --publishes N (latency samples, default 60), --rounds N
- * (deliveries, default 5),
+ * (deliveries, default 5), --full-inboxes N (default 10,000),
  * --workers N (fan-out workers in this process, default 1), --worker-processes N (instead, N
  * processes of `node dist/src/worker.js`, each running FANOUT_WORKERS workers), --profile (write
  * a CPU profile of the delivery: of this process, or with --worker-processes one per worker
@@ -64,6 +69,9 @@ const PUBLISHES = flag('publishes', 60);
 const SEED_LOOP_SAMPLE = Math.min(FOLLOWERS, flag('seed-sample', 20_000));
 const PLAIN_LOOP_SAMPLE = Math.min(FOLLOWERS, flag('plain-sample', 200_000));
 const FIRST_FOLLOWER_ID = 10_000_000;
+/** Followers of the full-inbox case's author (--full-inboxes; 0: no such case), ids from FIRST_FULL_ID. */
+const FULL_INBOXES = flag('full-inboxes', 10_000);
+const FIRST_FULL_ID = 20_000_000;
 /** Followers of the lanes case's small author (the first of the N followers). */
 const SMALL_AUDIENCE = Math.min(10, FOLLOWERS);
 const WORKER_PROCESSES = flag('worker-processes', 0);
@@ -91,6 +99,17 @@ interface DeliveryRound {
   benchmarkRate: number;
   /** The same inboxes' ZADD alone, measured right after (null until then). */
   bare: BareZadd | null;
+}
+
+/** The delivery into full inboxes: its time, Redis's CPU, and what the inboxes were. */
+interface FullRound {
+  seconds: number;
+  redisCpu: number;
+  /** Entries an inbox held before it (FEED_MAX_ITEMS). */
+  entries: number;
+  /** OBJECT ENCODING of an inbox's sorted set, and the server's zset-max-listpack-entries. */
+  encoding: string;
+  listpackEntries: string;
 }
 
 /** BENCH_NAME: a database and key prefix of this run's own (see above). */
@@ -136,6 +155,8 @@ async function main(): Promise<void> {
   const bigId = fromGlobalId(big.user.id).id;
   const smallId = fromGlobalId(small.user.id).id;
   const tenId = fromGlobalId(ten.user.id).id;
+  const full = await signUp('full-author');
+  const fullId = fromGlobalId(full.user.id).id;
   const followerIds = Array.from({ length: FOLLOWERS }, (_, i) => FIRST_FOLLOWER_ID + i);
   const keys = new RedisKeys(config.redisKeyPrefix);
   // Seeded through a client of its own, without REDIS_COMMAND_TIMEOUT_MS: 10,000 inboxes created
@@ -182,6 +203,26 @@ async function main(): Promise<void> {
   ]);
   await db.query('UPDATE tb_user SET feed_version = 3 WHERE id = ?', [FIRST_FOLLOWER_ID]);
   await inbox.applyFollow(FIRST_FOLLOWER_ID, { version: 3, authorId: smallId }, [], null);
+  // Long-time readers of the full-inbox case: inboxes of FEED_MAX_ITEMS entries, all older than
+  // any blog of this run (scores from 1; their blogs need no rows: a delivery reads none).
+  const fullIds = Array.from({ length: FULL_INBOXES }, (_, i) => FIRST_FULL_ID + i);
+  const oldEntries = Array.from({ length: config.feedMaxItems }, (_, k) => ({ id: 900_000_000 + k, score: k + 1 }));
+  for (let start = 0; start < FULL_INBOXES; start += 2_000) {
+    const batch = fullIds.slice(start, start + 2_000);
+    await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, feed_version) VALUES ?', [
+      batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), 1]),
+    ]);
+    await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
+      batch.map((id) => [id, fullId, new Date()]),
+    ]);
+    await Promise.all(
+      batch.map(async (id) => {
+        await inbox.beginBuild(id, 'seed', epoch);
+        const snapshot = { version: 1, followeeIds: [fullId], mutedIds: [], entries: oldEntries, floor: 0 };
+        await inbox.finishBuild(id, 'seed', snapshot);
+      }),
+    );
+  }
   seedRedis.disconnect();
   console.log(`seeded in ${ms(performance.now() - seedStart)}`);
 
@@ -286,6 +327,28 @@ async function main(): Promise<void> {
     return { seconds, redisCpu, nodeCpu, busiest, smallSeconds, bigAtSmall, benchmarkRate: 0, bare: null };
   };
 
+  /** One publish by the full-inbox case's author until its task is done; every write trims one entry. */
+  const deliverIntoFullInboxes = async (): Promise<FullRound> => {
+    const fullKeys = fullIds.map((id) => keys.feed(id));
+    const entries = (await redis.zcard(fullKeys[0])) - 1; // the sentinel is not an entry
+    const encoding = String(await redis.object('ENCODING', fullKeys[0]));
+    const redisCpuBefore = await redisCpuSeconds(redis);
+    const post = await publish(full.token, 'into full inboxes');
+    const start = Date.now() - post.elapsed;
+    const blogId = fromGlobalId(post.id).id;
+    let task = await bigTask(blogId);
+    while (task?.status !== 'done' || !task.finished_at) {
+      await new Promise((resolve) => setTimeout(resolve, DONE_POLL_MS));
+      task = await bigTask(blogId);
+    }
+    const seconds = (task.finished_at.getTime() - start) / 1000;
+    const redisCpu = (await redisCpuSeconds(redis)) - redisCpuBefore;
+    const holding = await countHolding(redis, fullKeys, inboxMember(blogId));
+    if (holding !== FULL_INBOXES) throw new Error(`only ${holding} of ${FULL_INBOXES} full inboxes hold the blog`);
+    const listpackEntries = (await redis.config('GET', 'zset-max-listpack-entries'))[1] ?? 'unknown';
+    return { seconds, redisCpu, entries, encoding, listpackEntries };
+  };
+
   const rounds: DeliveryRound[] = [];
   for (let round = 1; round <= ROUNDS; round += 1) {
     const measured = await deliverOnce(round);
@@ -298,6 +361,7 @@ async function main(): Promise<void> {
     await deleteByPrefix(redis, `${config.redisKeyPrefix}zadd:`);
     rounds.push(measured);
   }
+  const fullRound = FULL_INBOXES > 0 ? await deliverIntoFullInboxes() : null;
   if (profiler)
     console.log(`CPU profile of the deliveries written to ${await profiler.stop('fanout-delivery.cpuprofile')}`);
   await inProcess?.stop();
@@ -354,6 +418,15 @@ async function main(): Promise<void> {
       `  lanes: a ${SMALL_AUDIENCE}-follower post published right after it reached its ${SMALL_AUDIENCE} inboxes ${(round.smallSeconds * 1000).toFixed(0)} ms after its publish (target < 1 s); the big one then: ${round.bigAtSmall}`,
     );
   });
+  if (fullRound) {
+    const newInboxUs = percentile(
+      rounds.map((round) => (round.redisCpu / FOLLOWERS) * 1e6),
+      50,
+    );
+    console.log(
+      `into ${FULL_INBOXES.toLocaleString('en-US')} full inboxes (${fullRound.entries} entries each, a ${fullRound.encoding}: zset-max-listpack-entries ${fullRound.listpackEntries}; each write trims one): ${fullRound.seconds.toFixed(2)} s from publish to the last inbox write = ${rate(FULL_INBOXES / fullRound.seconds)}; ${((fullRound.redisCpu / FULL_INBOXES) * 1e6).toFixed(1)} µs of Redis an inbox against ${newInboxUs.toFixed(1)} for the new inboxes above (median round)`,
+    );
+  }
   const ratios = rounds.map((round) => FOLLOWERS / round.seconds / round.benchmarkRate);
   const medianRate =
     FOLLOWERS /
