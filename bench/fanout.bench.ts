@@ -48,6 +48,7 @@ import { poolLimits } from '../src/stores';
 import { warn } from '../src/kernel/observability';
 import { fromGlobalId } from '../src/kernel/global-id';
 import { SCRIPT_BATCH } from '../src/feed/inbox.redis';
+import type { ScoredId } from '../src/kernel/pagination/cursor';
 import { inboxMember, RedisKeys } from '../src/redis/keys';
 import { createRedis } from '../src/redis/redis.client';
 import type { Config } from '../src/kernel/config';
@@ -167,26 +168,29 @@ async function main(): Promise<void> {
   const epoch = app.services.feed.redisGeneration() ?? 1;
   const seeded = progress('seeding followers', FOLLOWERS);
   const seedStart = performance.now();
-  for (let start = 0; start < FOLLOWERS; start += 10_000) {
-    const batch = followerIds.slice(start, start + 10_000);
-    // Active users with inboxes whose followees hold the author (version 1), as fan-out writes only
-    // to inboxes whose reader follows the author. Installed by a rebuild, as most active inboxes
-    // last were (an inbox is rebuilt when read after it expired or Redis lost it): no change of
-    // the pair since, so deliveries decide by the dispatcher's listing of followers, not by a
-    // version of the pair's own (deliver.lua).
+  /**
+   * Active users with inboxes whose followees hold the author (version 1), as fan-out writes only
+   * to inboxes whose reader follows the author. Installed by a rebuild, as most active inboxes
+   * last were (an inbox is rebuilt when read after it expired or Redis lost it): no change of the
+   * pair since, so deliveries decide by the dispatcher's listing of followers, not by a version of
+   * the pair's own (deliver.lua). `entries`: what each inbox holds besides.
+   */
+  const seedFollowers = async (ids: readonly number[], authorId: number, entries: ScoredId[]) => {
     await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, feed_version) VALUES ?', [
-      batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), 1]),
+      ids.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), 1]),
     ]);
     await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
-      batch.map((id) => [id, bigId, new Date()]),
+      ids.map((id) => [id, authorId, new Date()]),
     ]);
     await Promise.all(
-      batch.map(async (id) => {
+      ids.map(async (id) => {
         await inbox.beginBuild(id, 'seed', epoch);
-        const snapshot = { version: 1, followeeIds: [bigId], mutedIds: [], entries: [], floor: 0 };
-        await inbox.finishBuild(id, 'seed', snapshot);
+        await inbox.finishBuild(id, 'seed', { version: 1, followeeIds: [authorId], mutedIds: [], entries, floor: 0 });
       }),
     );
+  };
+  for (let start = 0; start < FOLLOWERS; start += 10_000) {
+    await seedFollowers(followerIds.slice(start, start + 10_000), bigId, []);
     seeded(Math.min(FOLLOWERS, start + 10_000));
   }
   // The first ten follow the ten-follower author too (version 2), the first of them the small one (3).
@@ -208,20 +212,7 @@ async function main(): Promise<void> {
   const fullIds = Array.from({ length: FULL_INBOXES }, (_, i) => FIRST_FULL_ID + i);
   const oldEntries = Array.from({ length: config.feedMaxItems }, (_, k) => ({ id: 900_000_000 + k, score: k + 1 }));
   for (let start = 0; start < FULL_INBOXES; start += 2_000) {
-    const batch = fullIds.slice(start, start + 2_000);
-    await db.query('INSERT INTO tb_user (id, nick_name, nick_key, password, created_at, feed_version) VALUES ?', [
-      batch.map((id) => [id, `f${id}`, `f${id}`, 'not-a-hash', new Date(), 1]),
-    ]);
-    await db.query('INSERT INTO tb_follow (user_id, follow_user_id, created_at) VALUES ?', [
-      batch.map((id) => [id, fullId, new Date()]),
-    ]);
-    await Promise.all(
-      batch.map(async (id) => {
-        await inbox.beginBuild(id, 'seed', epoch);
-        const snapshot = { version: 1, followeeIds: [fullId], mutedIds: [], entries: oldEntries, floor: 0 };
-        await inbox.finishBuild(id, 'seed', snapshot);
-      }),
-    );
+    await seedFollowers(fullIds.slice(start, start + 2_000), fullId, oldEntries);
   }
   seedRedis.disconnect();
   console.log(`seeded in ${ms(performance.now() - seedStart)}`);
