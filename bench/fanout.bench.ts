@@ -36,6 +36,7 @@
  * prefix bench:fanout: (emptied before and after). BENCH_NAME=<name> (letters, digits, _) makes
  * them feed_bench_<name> and bench:fanout:<name>:, so that two checkouts can run it at once.
  */
+import './production-mode';
 import 'reflect-metadata';
 import { ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';

@@ -19,6 +19,7 @@
  * Then Redis memory per inbox entry: MEMORY USAGE of 100 inboxes of 800 entries over 80,000,
  * on private redis-servers with the default settings and with zset-max-listpack-entries 1024.
  */
+import './production-mode';
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

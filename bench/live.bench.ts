@@ -17,6 +17,7 @@
  * 100 blogs and its growth per 1,000 events delivered (target: flat, whatever the events shown
  * and the follow changes).
  */
+import './production-mode';
 import 'reflect-metadata';
 import { fork } from 'node:child_process';
 import { join } from 'node:path';

@@ -5,6 +5,7 @@
  * concurrent clients for 60 s, in a separate process. Prints throughput, p50/p99 per operation
  * and the error count, which must be 0.
  */
+import './production-mode';
 import 'reflect-metadata';
 import { Redis } from 'ioredis';
 import { spawn } from 'node:child_process';

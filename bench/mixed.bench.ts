@@ -38,6 +38,7 @@
  * figures as one JSON line at the end. BENCH_NAME=<name>: a database of this run's own.
  * MIXED_CPU_PROFILE=<folder>: a CPU profile and SQL statement counts per phase (see startCpuProfile).
  */
+import './production-mode';
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
 import type { IncomingMessage, ServerResponse } from 'node:http';
