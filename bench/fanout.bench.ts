@@ -87,6 +87,11 @@ const ROUNDS = Math.max(1, flag('rounds', 5));
  */
 const LANES_POLL_MS = 5;
 const DONE_POLL_MS = 50;
+/**
+ * How long a delivery may run before the benchmark stops with an error naming its task's state,
+ * rather than waiting for ever (a worker process that died, a task that keeps failing its redrive).
+ */
+const DELIVERY_DEADLINE_MS = 300_000;
 /** redis-benchmark's requests a round (a fraction of a second; as many as this benchmark always sent). */
 const BENCHMARK_REQUESTS = 200_000;
 
@@ -260,6 +265,16 @@ async function main(): Promise<void> {
         [blogId],
       )
     )[0] as { status: string; chunks_done: number; chunks_total: number; finished_at: Date | null } | undefined;
+  /** When a blog's deliver task was recorded done (null: not yet); throws past DELIVERY_DEADLINE_MS from `since`. */
+  const doneAt = async (blogId: number, since: number): Promise<Date | null> => {
+    const task = await bigTask(blogId);
+    if (task?.status === 'done' && task.finished_at) return task.finished_at;
+    if (Date.now() - since > DELIVERY_DEADLINE_MS)
+      throw new Error(
+        `the delivery of blog ${blogId} was not done ${DELIVERY_DEADLINE_MS} ms after its publish (its task: ${task ? `${task.status}, ${task.chunks_done} of ${task.chunks_total} chunks done` : 'not dispatched'})`,
+      );
+    return null;
+  };
   const smallReached = async (member: string) =>
     (await Promise.all(tenFollowerIds.map((id) => redis.zscore(keys.feed(id), member)))).every(
       (score) => score !== null,
@@ -288,11 +303,8 @@ async function main(): Promise<void> {
           ? `${task.status}, ${task.chunks_done} of ${task.chunks_total} chunks done`
           : 'not dispatched yet';
       }
-      const task = await bigTask(blogId);
-      if (task?.status === 'done' && task.finished_at) {
-        finishedAt = task.finished_at;
-        break;
-      }
+      finishedAt = await doneAt(blogId, deliveryStart);
+      if (finishedAt) break;
       await new Promise((resolve) => setTimeout(resolve, smallSeconds === null ? LANES_POLL_MS : DONE_POLL_MS));
     }
     // The time the worker recorded the task done (its last chunk's inboxes written), not when
@@ -328,12 +340,12 @@ async function main(): Promise<void> {
     const post = await publish(full.token, 'into full inboxes');
     const start = Date.now() - post.elapsed;
     const blogId = fromGlobalId(post.id).id;
-    let task = await bigTask(blogId);
-    while (task?.status !== 'done' || !task.finished_at) {
+    let finishedAt = await doneAt(blogId, start);
+    while (!finishedAt) {
       await new Promise((resolve) => setTimeout(resolve, DONE_POLL_MS));
-      task = await bigTask(blogId);
+      finishedAt = await doneAt(blogId, start);
     }
-    const seconds = (task.finished_at.getTime() - start) / 1000;
+    const seconds = (finishedAt.getTime() - start) / 1000;
     const redisCpu = (await redisCpuSeconds(redis)) - redisCpuBefore;
     const holding = await countHolding(redis, fullKeys, inboxMember(blogId));
     if (holding !== FULL_INBOXES) throw new Error(`only ${holding} of ${FULL_INBOXES} full inboxes hold the blog`);
