@@ -26,10 +26,17 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-/** A time on the inboxes' clock, a millisecond after every install so far. */
+/**
+ * A time on the inboxes' clock strictly between the installs before it and those after it. The
+ * clock reads the same twice within a millisecond (and deliver.lua then does not trust the listing),
+ * so it waits on both sides: waiting only after, a listing read in the millisecond of the rebuild
+ * before it equalled its install (a CI run on Node 24 failed so).
+ */
 async function listingNow(epoch = EPOCH): Promise<Listing> {
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 2));
+  await pause();
   const at = await inbox.clock();
-  await new Promise((resolve) => setTimeout(resolve, 2));
+  await pause();
   return { at, epoch };
 }
 
