@@ -37,6 +37,8 @@
  * MIXED_QUICK=1: a smoke run (5,000 users, 5,000 blogs, 500 active, 3 s phases, 1 round, 20 s Redis lost). MIXED_JSON=1: the
  * figures as one JSON line at the end. BENCH_NAME=<name>: a database of this run's own.
  * MIXED_CPU_PROFILE=<folder>: a CPU profile and SQL statement counts per phase (see startCpuProfile).
+ * MIXED_TIMELINE=<folder>: every request's due time, latency and operation per phase,
+ * `<folder>/<phase>.tsv` (GeneratorSpec.timelineFile).
  */
 import './production-mode';
 import 'reflect-metadata';
@@ -70,6 +72,8 @@ import {
   partsCapacity,
   seededRandom,
   summarize,
+  TAIL_WINDOW_MS,
+  TailWindows,
   zipfSampler,
 } from './mixed.model';
 
@@ -126,6 +130,8 @@ const LOST_SECONDS = knob('MIXED_LOST_SECONDS', 60, 20);
 const LOST_AT = knob('MIXED_LOST_AT', 10, 3);
 const SEED = knob('MIXED_SEED', 22, 22, 0);
 const SHARES = process.env.MIXED_SHARES ? parseShares(process.env.MIXED_SHARES) : DEFAULT_SHARES;
+/** MIXED_TIMELINE=<folder>: each phase's requests, one line each (GeneratorSpec.timelineFile). */
+const TIMELINE = process.env.MIXED_TIMELINE;
 /** Readers whose deeper-page cursors are computed (each gives up to 9, one per window of 10). */
 const DEEP_READERS = Math.min(ACTIVE, 2_000);
 /** How often the "Redis lost" phase reads the server's page sources and rebuild count. */
@@ -315,12 +321,38 @@ async function startCpuProfile(sqlLog: SqlStatementLog): Promise<{ stop(label: s
       session.disconnect();
       Reflect.deleteProperty(sqlLog, 'ran');
       mkdirSync(folder, { recursive: true });
-      const file = join(folder, label.replace(/[^\w]+/g, '-'));
+      const file = join(folder, fileNameOf(label));
       writeFileSync(`${file}.cpuprofile`, JSON.stringify(profile));
       writeFileSync(`${file}.heapprofile`, JSON.stringify(allocations));
       writeFileSync(`${file}.statements.json`, JSON.stringify(Object.fromEntries(statements), null, 1));
     },
   };
+}
+
+/**
+ * An open loop's page tail (GeneratorResult.pageTail): "slowest 1% of pages (70, 81.1 ms or more)
+ * due in 9 windows of 250 ms, the most from 6.50 s (42, to 197.0 ms), ...".
+ */
+function tailText(tail: TailWindows): string {
+  const busiest = tail.busiest.map(
+    (window) => `${(window.atMs / 1000).toFixed(2)} s (${window.count}, to ${window.maxMs.toFixed(1)} ms)`,
+  );
+  return (
+    `slowest 1% of pages (${tail.count}, ${tail.p99.toFixed(1)} ms or more) due in ${tail.windows} windows of ` +
+    `${TAIL_WINDOW_MS} ms, the most from ${busiest.join(', ')}`
+  );
+}
+
+/** Where a phase's generator writes its timeline (MIXED_TIMELINE), when it does. */
+function timelineOf(label: string): { timelineFile?: string } {
+  if (!TIMELINE) return {};
+  mkdirSync(TIMELINE, { recursive: true });
+  return { timelineFile: join(TIMELINE, `${fileNameOf(label)}.tsv`) };
+}
+
+/** A phase's label as a file name: "mix at peak (round 1)" is "mix-at-peak-round-1-". */
+function fileNameOf(label: string): string {
+  return label.replace(/[^\w]+/g, '-');
 }
 
 /** MariaDB's process id from its pid file, when it runs on this machine (else null). */
@@ -469,7 +501,7 @@ async function main(): Promise<void> {
     let seedOfRun = SEED;
     const generate = (
       spec: Pick<GeneratorSpec, 'shares' | 'mode' | 'durationSeconds'> &
-        Partial<Pick<GeneratorSpec, 'series' | 'markSecond'>>,
+        Partial<Pick<GeneratorSpec, 'series' | 'markSecond' | 'timelineFile'>>,
       onStart?: () => void,
     ) => {
       writeFileSync(specFile, JSON.stringify({ ...base, series: false, ...spec, seed: (seedOfRun += 1) }));
@@ -495,7 +527,7 @@ async function main(): Promise<void> {
       const stalls = watchStalls();
       const cpuOver = watchCpu(pids);
       const profiling = await startCpuProfile(sqlLog);
-      const generator = await generate(spec, onStart);
+      const generator = await generate({ ...spec, ...timelineOf(label) }, onStart);
       const server = stalls();
       // What the phase's publishes cost is theirs: wait for their fan-out before reading the counters
       // (and the CPU, which then covers it).
@@ -522,7 +554,7 @@ async function main(): Promise<void> {
           )
           .join(', ')} ms${errors > 0 ? `  ERRORS ${errors}` : ''}  (p99 in the server: ${inServerText(inServer)}${
           generator.sendLag ? `; sent p99 ${generator.sendLag.p99.toFixed(1)} ms late` : ''
-        }; fan-out done ${Math.round(drainSeconds * 1000)} ms after the last request; ` +
+        }${generator.pageTail ? `; ${tailText(generator.pageTail)}` : ''}; fan-out done ${Math.round(drainSeconds * 1000)} ms after the last request; ` +
           `generator CPU ${Math.round((generator.cpuSeconds / generator.seconds) * 100)}%; ` +
           `server loop delay p99 ${server.loopDelayP99Ms.toFixed(1)} max ${server.loopDelayMaxMs.toFixed(1)} ms, ` +
           `GC pauses ${Math.round(server.gcPauseMs)} ms in all, longest ${server.gcPauseMaxMs.toFixed(1)} ms (${server.gcPauseMaxKind}); ` +
@@ -1211,7 +1243,7 @@ function report(input: {
   console.log(
     `  feed page p99 at half peak (${halfRate}/s, open loop): ${ms(pages(half))}  (target < 50 ms; in the server ${ms(summarize(half.inServer.pages).p99)}, over HTTP ${ms(summarize(half.inServer.pagesHttp).p99)}${
       half.generator.sendLag ? `, requests sent p99 ${ms(half.generator.sendLag.p99)} late` : ''
-    })`,
+    }${half.generator.pageTail ? `; ${tailText(half.generator.pageTail)}` : ''})`,
   );
   console.log(
     `  fan-out lag p99 at half peak: ${ms(lagOf(half).p99)} (${lagOf(half).count} fan-outs); with the mix at peak: ${ms(lagOf(mixPeak).p99)}`,
@@ -1296,7 +1328,7 @@ async function runGenerator(specFile: string, onStart?: () => void): Promise<Gen
   const child = spawn(process.execPath, [join(__dirname, 'mixed.generator.js'), specFile], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  // The generator prints "started" when its clients are connected, before its result line.
+  // The generator prints "started" when its schedule begins, before its result line.
   let head = '';
   child.stdout.on('data', function watchForStart(chunk: Buffer) {
     head += chunk.toString();

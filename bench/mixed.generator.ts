@@ -12,7 +12,7 @@
  * line with the figures.
  */
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import {
   dueBetween,
   LatencySummary,
@@ -22,6 +22,9 @@ import {
   seededRandom,
   Shares,
   summarize,
+  TAIL_WINDOW_MS,
+  TailWindows,
+  tailWindows,
   zipfSampler,
 } from './mixed.model';
 
@@ -48,6 +51,12 @@ export interface GeneratorSpec {
   series: boolean;
   /** With series: the second of the schedule from which pages count as returning (see GeneratorResult.series). */
   markSecond?: number;
+  /**
+   * Where to write every request's due time (ms from the schedule's start), latency (ms) and
+   * operation, one line each, tab-separated, once the phase is over (MIXED_TIMELINE): whether a
+   * tail is spread over the phase or made in a few moments, and which.
+   */
+  timelineFile?: string;
 }
 
 export interface GeneratorResult {
@@ -69,6 +78,8 @@ export interface GeneratorResult {
    * part of the latencies that is the load generator's own, on a machine it shares.
    */
   sendLag?: LatencySummary;
+  /** open: where the feed pages' slowest 1% were due (TAIL_WINDOW_MS windows of the schedule). */
+  pageTail?: TailWindows;
 }
 
 const FEED = `query($after: String) { followFeed(first: 10, after: $after) {
@@ -87,6 +98,8 @@ const MAX_SOCKETS = 512;
 const RETURNING_AFTER_MS = 1000;
 /** How long an open-loop run waits for its last answers. */
 const DRAIN_MS = 30_000;
+/** How many of the windows holding an open loop's page tail it names, the busiest (GeneratorResult.pageTail). */
+const TAIL_WINDOWS_NAMED = 3;
 
 async function main(): Promise<void> {
   const spec = JSON.parse(readFileSync(process.argv[2], 'utf8')) as GeneratorSpec;
@@ -199,9 +212,14 @@ async function main(): Promise<void> {
   const perSecond: Array<{ pages: number[]; errors: number; returning: number }> = [];
   /** Per reader, when their first page since the mark was due. */
   const firstSinceMark = new Map<number, number>();
+  const timeline: string[] = [];
+  /** Feed pages' due times (ms into the schedule) and latencies. */
+  const pages: Array<{ dueMs: number; latencyMs: number }> = [];
   const record = (operation: Operation, viewer: number, dueAt: number, startedAt: number, error: string | null) => {
     const elapsed = performance.now() - dueAt;
     latencies.get(operation)!.push(elapsed);
+    if (operation === 'first' || operation === 'deeper') pages.push({ dueMs: dueAt - startedAt, latencyMs: elapsed });
+    if (spec.timelineFile) timeline.push(`${(dueAt - startedAt).toFixed(1)}\t${elapsed.toFixed(1)}\t${operation}`);
     if (error) {
       const e = errors.get(operation)!;
       e.count += 1;
@@ -280,7 +298,10 @@ async function main(): Promise<void> {
   const seconds = spec.mode.kind === 'open' ? spec.durationSeconds : (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   const result: GeneratorResult = { seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6, operations: {}, abandoned };
-  if (sendLags.length > 0) result.sendLag = summarize(sendLags);
+  if (spec.mode.kind === 'open') {
+    result.sendLag = summarize(sendLags);
+    result.pageTail = tailWindows(pages, TAIL_WINDOW_MS, TAIL_WINDOWS_NAMED);
+  }
   for (const operation of OPERATIONS) {
     const samples = latencies.get(operation)!;
     if (samples.length === 0) continue;
@@ -307,6 +328,7 @@ async function main(): Promise<void> {
     });
   }
   agent.destroy();
+  if (spec.timelineFile) writeFileSync(spec.timelineFile, `due_ms\tlatency_ms\toperation\n${timeline.join('\n')}\n`);
   // The line outgrows a pipe's buffer, and process.exit() drops what stdout has not written yet
   // (runs failed on a line cut at 219,264 characters): exit once the write is flushed.
   await new Promise<void>((resolve) => process.stdout.write(`${JSON.stringify(result)}\n`, () => resolve()));

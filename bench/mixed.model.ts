@@ -132,3 +132,45 @@ export function summarize(samples: readonly number[]): LatencySummary {
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
   return { count: sorted.length, p50: at(50), p99: at(99), max: sorted[sorted.length - 1] };
 }
+
+/** The windows an open loop's page tail is counted in: a quarter of a second. */
+export const TAIL_WINDOW_MS = 250;
+
+/**
+ * Where a tail was made: the slowest 1% of a phase's samples (at or above their p99), counted by
+ * the window of the schedule they were due in. A tail spread over the phase is the server's
+ * usual speed under that load; one packed into a few windows is a few stalls, each delaying
+ * every request due while it lasted (an open loop counts each from when it was due). A 15 s
+ * phase at 450/s holds about 4,000 feed pages, so about 40 such: one stall of 150 ms, delaying
+ * the 70 requests due while it lasts, can make the pages' p99 alone.
+ */
+export interface TailWindows {
+  /** The samples' p99 (ms, as summarize) and how many are at or above it. */
+  p99: number;
+  count: number;
+  /** The windows holding at least one of them. */
+  windows: number;
+  /** The windows holding the most, most first (ties: the earlier first); at most `top`. */
+  busiest: Array<{ atMs: number; count: number; maxMs: number }>;
+}
+
+export function tailWindows(
+  samples: ReadonlyArray<{ dueMs: number; latencyMs: number }>,
+  windowMs: number,
+  top: number,
+): TailWindows {
+  const { p99 } = summarize(samples.map((sample) => sample.latencyMs));
+  const byWindow = new Map<number, { atMs: number; count: number; maxMs: number }>();
+  let count = 0;
+  for (const { dueMs, latencyMs } of samples) {
+    if (latencyMs < p99) continue;
+    count += 1;
+    const atMs = Math.floor(dueMs / windowMs) * windowMs;
+    const window = byWindow.get(atMs) ?? { atMs, count: 0, maxMs: 0 };
+    window.count += 1;
+    window.maxMs = Math.max(window.maxMs, latencyMs);
+    byWindow.set(atMs, window);
+  }
+  const busiest = [...byWindow.values()].sort((a, b) => b.count - a.count || a.atMs - b.atMs).slice(0, top);
+  return { p99, count, windows: byWindow.size, busiest };
+}

@@ -9,6 +9,7 @@ import {
   pickOperation,
   seededRandom,
   summarize,
+  tailWindows,
   zipfSampler,
 } from '../../../bench/mixed.model';
 
@@ -151,6 +152,62 @@ it('summarizes latencies with the percentiles of bench.support', () => {
     ),
     { numRuns: 300 },
   );
+});
+
+it('counts the slowest 1% by the window they were due in, as a scan of every window finds', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.record({ dueMs: fc.integer({ min: 0, max: 15_000 }), latencyMs: fc.integer({ min: 0, max: 400 }) }), {
+        maxLength: 600,
+      }),
+      fc.constantFrom(100, 250, 1000),
+      fc.integer({ min: 1, max: 5 }),
+      (samples, windowMs, top) => {
+        const p99 =
+          samples.length === 0
+            ? 0
+            : percentile(
+                samples.map((s) => s.latencyMs),
+                99,
+              );
+        const slowest = samples.filter((s) => s.latencyMs >= p99);
+        const windows: Array<{ atMs: number; count: number; maxMs: number }> = [];
+        for (let atMs = 0; atMs <= 15_000; atMs += windowMs) {
+          const inside = slowest.filter((s) => s.dueMs >= atMs && s.dueMs < atMs + windowMs);
+          if (inside.length > 0)
+            windows.push({ atMs, count: inside.length, maxMs: Math.max(...inside.map((s) => s.latencyMs)) });
+        }
+        // Most first; among equals the earlier first (the scan went in time order and the sort is stable).
+        const busiest = [...windows].sort((a, b) => b.count - a.count).slice(0, top);
+        expect(tailWindows(samples, windowMs, top)).toEqual({
+          p99,
+          count: slowest.length,
+          windows: windows.length,
+          busiest,
+        });
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+it('finds a stall: the requests due while it lasted are the tail, in its windows', () => {
+  // 15 s at 100/s, 5 ms each, but the 20 due from 6.40 s waited for a stall that ended at 6.65 s:
+  // 250 ms down to 60. The p99 (the 1,485th of 1,500) is 110 ms, so the tail is the 15 due from
+  // 6.40 to 6.54 s: 10 in the window from 6.25 s, 5 in the one from 6.50 s.
+  const samples = Array.from({ length: 1500 }, (_, i) => {
+    const dueMs = i * 10;
+    return { dueMs, latencyMs: dueMs >= 6400 && dueMs < 6600 ? 6650 - dueMs : 5 };
+  });
+  expect(tailWindows(samples, 250, 3)).toEqual({
+    p99: 110,
+    count: 15,
+    windows: 2,
+    busiest: [
+      { atMs: 6250, count: 10, maxMs: 250 },
+      { atMs: 6500, count: 5, maxMs: 150 },
+    ],
+  });
 });
 
 it('parses MIXED_SHARES and refuses unknown names and bad numbers', () => {
