@@ -330,8 +330,9 @@ async function startCpuProfile(sqlLog: SqlStatementLog): Promise<{ stop(label: s
 }
 
 /**
- * An open loop's page tail (GeneratorResult.pageTail): "slowest 1% of pages (70, 81.1 ms or more)
- * due in 9 windows of 250 ms, the most from 6.50 s (42, to 197.0 ms), ...".
+ * An open loop's page tail (GeneratorResult.pageTail): "slowest 1% of pages (41, 110.1 ms or
+ * more) due in 3 windows of 250 ms, the most from 12.75 s (24, to 158.4 ms), 0.75 s (16, to
+ * 201.5 ms), 0.00 s (1, to 110.6 ms)".
  */
 function tailText(tail: TailWindows): string {
   const busiest = tail.busiest.map(
