@@ -11,8 +11,14 @@ import { breakerOf } from '../../../src/redis/breaker';
 import { createRedis, RedisClient } from '../../../src/redis/redis.client';
 import { freePort, PrivateRedis, waitFor } from '../../support/processes';
 
-/** The deadline of the tests where Redis is frozen: it never answers, so a short one costs nothing. */
-const TIMEOUT_MS = 100;
+/**
+ * The deadline of the tests where Redis is frozen: it never answers, so each timeout costs the
+ * whole deadline. Long enough that what else this process does on a loaded machine (a GC pause,
+ * jest reporting a test) is less than half of one: with 100 ms, a CI run on Node 24 found the
+ * loop busy for half the deadline before a timeout of a process that was waiting, so the breaker
+ * checked instead of opening, as the rule says it should for a busy process.
+ */
+const TIMEOUT_MS = 300;
 
 /**
  * The deadline of the test where Redis answers: its check PING must come back within it on a
@@ -91,6 +97,7 @@ describe('a Redis that does not answer (SIGSTOP)', () => {
   });
 
   it('opens the breaker at its first timeout when this process was idle, and closes it once Redis answers', async () => {
+    await idle(3 * TIMEOUT_MS);
     server.pause();
     await expect(redis.get('anything')).rejects.toThrow('Command timed out');
     expect(stateOf(redis)).toBe('open');
