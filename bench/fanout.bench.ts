@@ -265,13 +265,16 @@ async function main(): Promise<void> {
         [blogId],
       )
     )[0] as { status: string; chunks_done: number; chunks_total: number; finished_at: Date | null } | undefined;
+  /** A deliver task's state in words, for the lanes line and the deadline's error. */
+  const stateOf = (task: Awaited<ReturnType<typeof bigTask>>) =>
+    task ? `${task.status}, ${task.chunks_done} of ${task.chunks_total} chunks done` : 'not dispatched yet';
   /** When a blog's deliver task was recorded done (null: not yet); throws past DELIVERY_DEADLINE_MS from `since`. */
   const doneAt = async (blogId: number, since: number): Promise<Date | null> => {
     const task = await bigTask(blogId);
     if (task?.status === 'done' && task.finished_at) return task.finished_at;
     if (Date.now() - since > DELIVERY_DEADLINE_MS)
       throw new Error(
-        `the delivery of blog ${blogId} was not done ${DELIVERY_DEADLINE_MS} ms after its publish (its task: ${task ? `${task.status}, ${task.chunks_done} of ${task.chunks_total} chunks done` : 'not dispatched'})`,
+        `the delivery of blog ${blogId} was not done ${DELIVERY_DEADLINE_MS} ms after its publish (its task: ${stateOf(task)})`,
       );
     return null;
   };
@@ -298,10 +301,7 @@ async function main(): Promise<void> {
     for (;;) {
       if (smallSeconds === null && (await smallReached(smallMember))) {
         smallSeconds = (performance.now() - smallStart) / 1000;
-        const task = await bigTask(blogId);
-        bigAtSmall = task
-          ? `${task.status}, ${task.chunks_done} of ${task.chunks_total} chunks done`
-          : 'not dispatched yet';
+        bigAtSmall = stateOf(await bigTask(blogId));
       }
       finishedAt = await doneAt(blogId, deliveryStart);
       if (finishedAt) break;

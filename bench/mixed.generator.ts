@@ -213,12 +213,13 @@ async function main(): Promise<void> {
   /** Per reader, when their first page since the mark was due. */
   const firstSinceMark = new Map<number, number>();
   const timeline: string[] = [];
-  /** Feed pages' due times (ms into the schedule) and latencies. */
+  /** Open loop: feed pages' due times (ms into the schedule) and latencies (GeneratorResult.pageTail). */
   const pages: Array<{ dueMs: number; latencyMs: number }> = [];
   const record = (operation: Operation, viewer: number, dueAt: number, startedAt: number, error: string | null) => {
     const elapsed = performance.now() - dueAt;
     latencies.get(operation)!.push(elapsed);
-    if (operation === 'first' || operation === 'deeper') pages.push({ dueMs: dueAt - startedAt, latencyMs: elapsed });
+    if (spec.mode.kind === 'open' && (operation === 'first' || operation === 'deeper'))
+      pages.push({ dueMs: dueAt - startedAt, latencyMs: elapsed });
     if (spec.timelineFile) timeline.push(`${(dueAt - startedAt).toFixed(1)}\t${elapsed.toFixed(1)}\t${operation}`);
     if (error) {
       const e = errors.get(operation)!;
